@@ -1,0 +1,220 @@
+import type {
+  AllMiddlewareArgs,
+  App,
+  SlackViewMiddlewareArgs,
+  ViewSubmitAction,
+} from "@slack/bolt";
+import { z } from "zod";
+import type { Access } from "../access.js";
+import type { Config } from "../config.js";
+import { userMessage, VmbotError } from "../errors.js";
+import type { GitlabPort } from "../gitlab/gitlab.js";
+import { CREATE_FIELDS, CREATE_MODAL, INPUT_ACTION, REQUEST_EVENT_TYPE } from "../ids.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { requestMessage } from "../views/request-message.js";
+import { pipelineInputs, validateVmForm, type VmFormValues } from "../vm/spec.js";
+
+/** What the form carries between opening and submission: where to post, nothing more. */
+const CreateMetadataSchema = z.object({
+  channel: z.string().regex(/^[CGD][A-Z0-9]{2,}$/),
+});
+export type CreateMetadata = z.infer<typeof CreateMetadataSchema>;
+
+export const encodeCreateMetadata = (metadata: CreateMetadata) => JSON.stringify(metadata);
+
+const ElementStateSchema = z.object({
+  type: z.string(),
+  value: z.string().nullish(),
+  selected_option: z.object({ value: z.string() }).nullish(),
+});
+const StateValuesSchema = z.record(z.string(), z.record(z.string(), ElementStateSchema));
+
+/** Reads the form's fields out of `view.state.values`; anything malformed reads as blank. */
+export function readCreateForm(values: unknown): VmFormValues {
+  const parsed = StateValuesSchema.safeParse(values);
+  const state = parsed.success ? parsed.data : {};
+  const form: VmFormValues = {};
+  for (const [field, blockId] of Object.entries(CREATE_FIELDS) as [
+    keyof typeof CREATE_FIELDS,
+    string,
+  ][]) {
+    const element = state[blockId]?.[INPUT_ACTION];
+    const value = element?.selected_option?.value ?? element?.value ?? undefined;
+    if (value !== undefined && value !== null && value.trim() !== "") form[field] = value;
+  }
+  return form;
+}
+
+function fieldErrors(errors: Partial<Record<keyof typeof CREATE_FIELDS, string>>) {
+  return Object.fromEntries(
+    Object.entries(errors).map(([field, message]) => [
+      CREATE_FIELDS[field as keyof typeof CREATE_FIELDS],
+      message,
+    ]),
+  );
+}
+
+export interface CreateSubmitDeps {
+  config: Config;
+  access: Access;
+  store: Store;
+  gitlab: GitlabPort;
+  log: Logger;
+}
+
+type ViewArgs = SlackViewMiddlewareArgs<ViewSubmitAction> & AllMiddlewareArgs;
+
+/**
+ * The create form's submission: invalid input is answered on its field and changes nothing;
+ * valid input becomes a stored request, a posted message, and a GitLab pipeline.
+ */
+export function createCreateSubmission(deps: CreateSubmitDeps) {
+  return async ({ ack, body, view, client }: ViewArgs) => {
+    const userId = body.user.id;
+    const log = deps.log.child({ user: userId, command: "create" });
+    const form = readCreateForm(view.state.values);
+    const result = validateVmForm(form, {
+      nodes: deps.config.vm.nodes,
+      templates: deps.config.vm.templates,
+    });
+    if (!result.ok) {
+      log.info({ fields: Object.keys(result.errors) }, "create form has invalid fields");
+      await ack({ response_action: "errors", errors: fieldErrors(result.errors) });
+      return;
+    }
+    const metadata = CreateMetadataSchema.safeParse(safeJson(view.private_metadata));
+    if (!metadata.success) {
+      log.warn("create form came back without its channel");
+      await ack({
+        response_action: "errors",
+        errors: {
+          [CREATE_FIELDS.name]:
+            "This form is damaged or too old. Close it and run /vm create again.",
+        },
+      });
+      return;
+    }
+    if (!(await deps.access.allows("requester", userId))) {
+      await ack({
+        response_action: "errors",
+        errors: {
+          [CREATE_FIELDS.name]:
+            "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot.",
+        },
+      });
+      return;
+    }
+
+    const { request, created } = deps.store.createRequest({
+      requester: userId,
+      spec: result.spec,
+      notes: result.notes,
+      channel: metadata.data.channel,
+      submissionKey: `view:${view.id}`,
+    });
+    await ack();
+    if (!created) {
+      log.info({ requestId: request.id }, "repeated submission of a form already handled");
+      return;
+    }
+    deps.store.audit({
+      requestId: request.id,
+      actor: userId,
+      action: "requested",
+      detail: { spec: result.spec },
+    });
+    await startRequest({ ...deps, client, log: log.child({ requestId: request.id }) }, request);
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+type SlackClient = AllMiddlewareArgs["client"];
+
+/** Posts the request message, starts the pipeline, and records each step's outcome. */
+async function startRequest(
+  deps: CreateSubmitDeps & { client: SlackClient },
+  initial: RequestRecord,
+): Promise<void> {
+  const { store, client, log } = deps;
+  let request = initial;
+
+  try {
+    const posted = await client.chat.postMessage({
+      channel: request.channel,
+      ...requestMessage(request),
+      metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
+    });
+    if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");
+    request = store.updateRequest(request.id, { messageTs: posted.ts });
+  } catch (error) {
+    log.error({ err: error }, "could not post the request message");
+    const reason = slackErrorCode(error);
+    const message =
+      reason === "not_in_channel" || reason === "channel_not_found"
+        ? `vmbot could not post your request for ${request.spec.name} in <#${request.channel}> (${reason}): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`
+        : `vmbot could not post your request for ${request.spec.name} (${reason ?? "Slack error"}), so no pipeline was started. Please try again.`;
+    store.updateRequest(request.id, { status: "failed", error: message });
+    store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
+    await client.chat
+      .postMessage({ channel: request.requester, text: message })
+      .catch((dmError: unknown) => log.error({ err: dmError }, "could not tell the requester"));
+    return;
+  }
+
+  try {
+    const pipeline = await deps.gitlab.triggerPipeline(pipelineInputs(request.spec));
+    request = store.updateRequest(request.id, {
+      pipelineId: pipeline.id,
+      pipelineUrl: pipeline.webUrl,
+    });
+    store.audit({
+      requestId: request.id,
+      actor: "vmbot",
+      action: "pipeline_created",
+      detail: { pipelineId: pipeline.id, webUrl: pipeline.webUrl },
+    });
+    log.info({ pipelineId: pipeline.id }, "pipeline created");
+  } catch (error) {
+    const code = error instanceof VmbotError ? error.code : "internal";
+    log.error({ err: error, code }, "could not create the pipeline");
+    request = store.updateRequest(request.id, { status: "failed", error: userMessage(error) });
+    store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
+  }
+
+  await updateRequestMessage(client, request, log);
+}
+
+/** Re-renders the request message in place. */
+export async function updateRequestMessage(
+  client: SlackClient,
+  request: RequestRecord,
+  log: Logger,
+): Promise<void> {
+  if (request.messageTs === null) return;
+  try {
+    await client.chat.update({
+      channel: request.channel,
+      ts: request.messageTs,
+      ...requestMessage(request),
+    });
+  } catch (error) {
+    log.error({ err: error }, "could not update the request message");
+  }
+}
+
+function slackErrorCode(error: unknown): string | undefined {
+  const data = (error as { data?: { error?: unknown } } | undefined)?.data;
+  return typeof data?.error === "string" ? data.error : undefined;
+}
+
+export function registerCreateSubmission(app: App, deps: CreateSubmitDeps): void {
+  app.view(CREATE_MODAL, createCreateSubmission(deps));
+}

@@ -1,0 +1,86 @@
+import {
+  App,
+  HTTPReceiver,
+  SocketModeReceiver,
+  type Middleware,
+  type AnyMiddlewareArgs,
+} from "@slack/bolt";
+import type { RequestListener } from "node:http";
+import { createAccess, type Access } from "./access.js";
+import { registerCreateSubmission } from "./actions/create-submit.js";
+import { registerVmCommand } from "./commands/vm.js";
+import type { Config } from "./config.js";
+import type { GitlabPort } from "./gitlab/gitlab.js";
+import { boltLogger, type Logger } from "./logger.js";
+import type { Store } from "./store/store.js";
+
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  store: Store;
+  gitlab: GitlabPort;
+  /** Who may do what; built over the app's Slack client when not given. */
+  access?: Access;
+}
+
+export interface VmbotApp {
+  app: App;
+  /** HTTP mode: the handler for `POST /slack/events`. Undefined in Socket Mode. */
+  slackEvents: RequestListener | undefined;
+  socket: SocketModeReceiver | undefined;
+  /** Resolves when every event being handled has finished. */
+  drain(): Promise<void>;
+}
+
+/** Builds the Bolt app with every listener registered; starts nothing. */
+export function createApp(deps: AppDeps): VmbotApp {
+  const { config, log } = deps;
+  const logger = boltLogger(log);
+  const socket = config.slack.appToken
+    ? new SocketModeReceiver({ appToken: config.slack.appToken, logger })
+    : undefined;
+  const http = socket
+    ? undefined
+    : new HTTPReceiver({
+        signingSecret: config.slack.signingSecret ?? "",
+        endpoints: "/slack/events",
+        logger,
+      });
+  const app = new App({
+    token: config.slack.botToken,
+    receiver: socket ?? http,
+    logger,
+    clientOptions: config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl },
+  });
+
+  const inflight = new Set<Promise<void>>();
+  const track: Middleware<AnyMiddlewareArgs> = async ({ next }) => {
+    const work = next();
+    inflight.add(work);
+    try {
+      await work;
+    } finally {
+      inflight.delete(work);
+    }
+  };
+  app.use(track);
+
+  app.error(async (error) => {
+    log.error({ err: error }, "unhandled error in a Slack listener");
+    return Promise.resolve();
+  });
+
+  const access = deps.access ?? createAccess({ lists: config.access, client: app.client, log });
+  const listenerDeps = { ...deps, access };
+  registerVmCommand(app, listenerDeps);
+  registerCreateSubmission(app, listenerDeps);
+
+  return {
+    app,
+    slackEvents: http?.requestListener,
+    socket,
+    drain: async () => {
+      await Promise.allSettled([...inflight]);
+    },
+  };
+}

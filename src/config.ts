@@ -1,0 +1,441 @@
+import { z } from "zod";
+import { isIpv4 } from "./net/ipv4.js";
+
+/**
+ * The whole configuration contract (SPEC section 6): one schema over the environment.
+ * Nothing else in the bot reads `process.env`.
+ */
+
+const SLACK_ID = /^[UWS][A-Z0-9]{2,}$/;
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+const blankToUndefined = (value: unknown): unknown =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
+
+/** A variable that may be unset; an empty string counts as unset. */
+const optionalString = () => z.preprocess(blankToUndefined, z.string().trim().optional());
+
+const prefixed = (prefix: string, what: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string({ error: `is required: set it to ${what}` })
+      .trim()
+      .refine((value) => value.startsWith(prefix), {
+        message: `must start with ${prefix} (${what})`,
+      }),
+  );
+
+const optionalPrefixed = (prefix: string, what: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .trim()
+      .refine((value) => value.startsWith(prefix), {
+        message: `must start with ${prefix} (${what})`,
+      })
+      .optional(),
+  );
+
+const integer = (fallback: number, min: number, max: number, what: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .default(String(fallback))
+      .refine((value) => /^\d+$/.test(value.trim()), {
+        message: `must be a whole number (${what})`,
+      })
+      .transform((value) => Number(value.trim()))
+      .refine((value) => value >= min && value <= max, {
+        message: `must be between ${min} and ${max} (${what})`,
+      }),
+  );
+
+const boolean = (fallback: boolean) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .default(String(fallback))
+      .transform((value) => value.trim().toLowerCase())
+      .refine((value) => ["true", "false", "1", "0", "yes", "no"].includes(value), {
+        message: "must be true or false",
+      })
+      .transform((value) => ["true", "1", "yes"].includes(value)),
+  );
+
+const httpUrl = (what: string) =>
+  z
+    .string()
+    .trim()
+    .refine(
+      (value) => {
+        try {
+          return ["http:", "https:"].includes(new URL(value).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: `must be an http(s) URL (${what})` },
+    )
+    .transform((value) => value.replace(/\/+$/, ""));
+
+const ipv4 = (fallback: string, what: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .default(fallback)
+      .transform((value) => value.trim())
+      .refine(isIpv4, { message: `must be an IPv4 address like 192.168.1.1 (${what})` }),
+  );
+
+const list = (value: string | undefined): string[] =>
+  (value ?? "")
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
+
+const slackIdList = (what: string, requiredHint?: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string(requiredHint ? { error: `is required: ${requiredHint}` } : undefined)
+      .optional()
+      .transform(list)
+      .refine((ids) => ids.every((id) => SLACK_ID.test(id)), {
+        message: `must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (${what})`,
+      }),
+  );
+
+const EnvSchema = z
+  .object({
+    SLACK_BOT_TOKEN: prefixed("xoxb-", "the app's Bot User OAuth Token"),
+    SLACK_SIGNING_SECRET: optionalString().refine(
+      (value) => value === undefined || /^[0-9a-f]{32,}$/i.test(value),
+      { message: "must be the app's Signing Secret (hexadecimal, from Basic Information)" },
+    ),
+    SLACK_APP_TOKEN: optionalPrefixed("xapp-", "an app-level token with connections:write"),
+    SLACK_API_URL: z.preprocess(blankToUndefined, httpUrl("Slack's Web API base URL").optional()),
+    SLACK_CHANNEL: optionalString().refine(
+      (value) => value === undefined || /^[CGD][A-Z0-9]{2,}$/.test(value),
+      { message: "must be a channel ID like C0123456789 (channel details → About)" },
+    ),
+    PORT: integer(3000, 0, 65535, "the HTTP port"),
+    GITLAB_URL: z.preprocess(
+      blankToUndefined,
+      httpUrl("your GitLab's address, e.g. https://gitlab.example.com").default(
+        "https://gitlab.com",
+      ),
+    ),
+    GITLAB_TOKEN: optionalString(),
+    GITLAB_PROJECT: z.preprocess(
+      blankToUndefined,
+      z
+        .string({ error: "is required: the project ID (e.g. 42) or full path (e.g. infra/vms)" })
+        .trim()
+        .refine((value) => /^\d+$/.test(value) || /^[\w.-]+(\/[\w.-]+)+$/.test(value), {
+          message: "must be a project ID (e.g. 42) or a full path (e.g. infra/vms)",
+        }),
+    ),
+    GITLAB_REF: z.preprocess(blankToUndefined, z.string().trim().default("main")),
+    GITLAB_PIPELINE_PARAMS: z.preprocess(
+      blankToUndefined,
+      z.enum(["inputs", "variables"], { error: "must be inputs or variables" }).default("inputs"),
+    ),
+    GITLAB_PLAN_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:plan")),
+    GITLAB_APPLY_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:apply")),
+    GITLAB_CONFIGURE_JOB: z.preprocess(
+      blankToUndefined,
+      z.string().trim().default("ansible:configure"),
+    ),
+    GITLAB_WEBHOOK_SECRET: optionalString(),
+    TF_STATE_NAME: z.preprocess(
+      blankToUndefined,
+      z
+        .string()
+        .trim()
+        .default("general")
+        .refine((value) => /^[\w.-]+$/.test(value), {
+          message: "must be a state name of letters, digits, '.', '_' or '-'",
+        }),
+    ),
+    POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
+    VAULT_ADDR: z.preprocess(blankToUndefined, httpUrl("Vault's address").optional()),
+    VAULT_TOKEN: optionalString(),
+    VAULT_ROLE_ID: optionalString(),
+    VAULT_SECRET_ID: optionalString(),
+    VAULT_K8S_ROLE: optionalString(),
+    VAULT_KV_MOUNT: z.preprocess(blankToUndefined, z.string().trim().default("secret")),
+    VAULT_PROXMOX_PATH: z.preprocess(blankToUndefined, z.string().trim().default("proxmox")),
+    VAULT_GITLAB_PATH: optionalString(),
+    PROXMOX_URL: z.preprocess(
+      blankToUndefined,
+      httpUrl("the Proxmox API, e.g. https://pve.lan:8006").optional(),
+    ),
+    PROXMOX_TOKEN: optionalString().refine(
+      (value) => value === undefined || /^[^@\s]+@[^!\s]+![^=\s]+=\S+$/.test(value),
+      { message: "must look like user@realm!tokenid=secret" },
+    ),
+    PROXMOX_CA_FILE: optionalString(),
+    PROXMOX_INSECURE: boolean(false),
+    VM_NODES: z.preprocess(
+      blankToUndefined,
+      z
+        .string()
+        .default("pve")
+        .transform(list)
+        .refine((nodes) => nodes.length > 0 && nodes.every((node) => /^[\w.-]+$/.test(node)), {
+          message: "must be a comma-separated list of Proxmox node names, e.g. pve1,pve2",
+        }),
+    ),
+    VM_TEMPLATES: z.preprocess(
+      blankToUndefined,
+      z
+        .string()
+        .default("ubuntu=9000")
+        .transform(list)
+        .refine(
+          (items) =>
+            items.length > 0 && items.every((item) => /^[^=]{1,60}=\d{3,9}$/.test(item.trim())),
+          { message: "must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000" },
+        )
+        .transform((items) =>
+          items.map((item) => {
+            const [name = "", id = ""] = item.split("=");
+            return { name: name.trim(), id: Number(id) };
+          }),
+        ),
+    ),
+    VM_DEFAULT_GATEWAY: ipv4("192.168.1.1", "the gateway the form suggests"),
+    VM_DEFAULT_DNS: ipv4("192.168.1.1", "the DNS server the form suggests"),
+    REQUESTERS: slackIdList("who may ask for a VM; leave unset for everyone"),
+    APPROVERS: slackIdList(
+      "who may approve plans",
+      "the Slack user or user-group IDs allowed to approve plans, e.g. U0123ABCD,S0456EFGH",
+    ),
+    ADMINS: slackIdList(
+      "who may unlock Terraform state",
+      "the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
+    ),
+    ALLOW_SELF_APPROVAL: boolean(false),
+    VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
+    LOG_LEVEL: z.preprocess(
+      blankToUndefined,
+      z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
+    ),
+  })
+  .superRefine((env, ctx) => {
+    const problem = (path: string, message: string) => {
+      ctx.addIssue({ code: "custom", path: [path], message });
+    };
+    if (!env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) {
+      problem(
+        "SLACK_SIGNING_SECRET",
+        "is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
+      );
+    }
+    if (!env.GITLAB_TOKEN && !(env.VAULT_ADDR && env.VAULT_GITLAB_PATH)) {
+      problem(
+        "GITLAB_TOKEN",
+        "is required: a token with the api scope, or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault",
+      );
+    }
+    if (env.APPROVERS.length === 0) {
+      problem("APPROVERS", "must name at least one Slack user or user group: nobody could approve");
+    }
+    if (env.ADMINS.length === 0) {
+      problem("ADMINS", "must name at least one Slack user or user group: nobody could unlock");
+    }
+    if (env.VAULT_ADDR) {
+      const methods = [
+        env.VAULT_TOKEN,
+        env.VAULT_ROLE_ID ?? env.VAULT_SECRET_ID,
+        env.VAULT_K8S_ROLE,
+      ].filter(Boolean).length;
+      if (methods === 0) {
+        problem(
+          "VAULT_ADDR",
+          "is set but no Vault login is: set VAULT_TOKEN, VAULT_ROLE_ID and VAULT_SECRET_ID, or VAULT_K8S_ROLE",
+        );
+      }
+      if (Boolean(env.VAULT_ROLE_ID) !== Boolean(env.VAULT_SECRET_ID)) {
+        problem(
+          env.VAULT_ROLE_ID ? "VAULT_SECRET_ID" : "VAULT_ROLE_ID",
+          "is required with its pair: AppRole login needs both VAULT_ROLE_ID and VAULT_SECRET_ID",
+        );
+      }
+    } else if (env.VAULT_GITLAB_PATH) {
+      problem("VAULT_GITLAB_PATH", "needs VAULT_ADDR: the GitLab token cannot be read from Vault");
+    }
+    if (env.PROXMOX_CA_FILE && env.PROXMOX_INSECURE) {
+      problem("PROXMOX_INSECURE", "cannot be true together with PROXMOX_CA_FILE: choose one");
+    }
+  });
+
+type Env = z.infer<typeof EnvSchema>;
+
+export interface VmTemplate {
+  name: string;
+  id: number;
+}
+
+export interface Config {
+  slack: {
+    botToken: string;
+    signingSecret: string | undefined;
+    appToken: string | undefined;
+    apiUrl: string | undefined;
+    channel: string | undefined;
+  };
+  port: number;
+  gitlab: {
+    url: string;
+    token: string | undefined;
+    project: string;
+    ref: string;
+    pipelineParams: "inputs" | "variables";
+    jobs: { plan: string; apply: string; configure: string };
+    webhookSecret: string | undefined;
+  };
+  tfStateName: string;
+  pollIntervalMs: number;
+  vault:
+    | {
+        addr: string;
+        token: string | undefined;
+        roleId: string | undefined;
+        secretId: string | undefined;
+        k8sRole: string | undefined;
+        kvMount: string;
+        proxmoxPath: string;
+        gitlabPath: string | undefined;
+      }
+    | undefined;
+  proxmox: {
+    url: string | undefined;
+    token: string | undefined;
+    caFile: string | undefined;
+    insecure: boolean;
+  };
+  vm: {
+    nodes: string[];
+    templates: VmTemplate[];
+    defaultGateway: string;
+    defaultDns: string;
+  };
+  access: {
+    /** Empty means everyone may ask. */
+    requesters: string[];
+    approvers: string[];
+    admins: string[];
+    allowSelfApproval: boolean;
+  };
+  dbPath: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(
+      `vmbot cannot start: ${problems.length === 1 ? "1 configuration problem" : `${problems.length} configuration problems`}:\n` +
+        problems.map((problem) => `  - ${problem}`).join("\n") +
+        "\nSee .env.example for every variable and its meaning.",
+    );
+    this.name = "ConfigError";
+  }
+}
+
+function toConfig(env: Env): Config {
+  return {
+    slack: {
+      botToken: env.SLACK_BOT_TOKEN,
+      signingSecret: env.SLACK_SIGNING_SECRET,
+      appToken: env.SLACK_APP_TOKEN,
+      apiUrl: env.SLACK_API_URL === undefined ? undefined : `${env.SLACK_API_URL}/`,
+      channel: env.SLACK_CHANNEL,
+    },
+    port: env.PORT,
+    gitlab: {
+      url: env.GITLAB_URL,
+      token: env.GITLAB_TOKEN,
+      project: env.GITLAB_PROJECT,
+      ref: env.GITLAB_REF,
+      pipelineParams: env.GITLAB_PIPELINE_PARAMS,
+      jobs: {
+        plan: env.GITLAB_PLAN_JOB,
+        apply: env.GITLAB_APPLY_JOB,
+        configure: env.GITLAB_CONFIGURE_JOB,
+      },
+      webhookSecret: env.GITLAB_WEBHOOK_SECRET,
+    },
+    tfStateName: env.TF_STATE_NAME,
+    pollIntervalMs: env.POLL_INTERVAL_MS,
+    vault:
+      env.VAULT_ADDR === undefined
+        ? undefined
+        : {
+            addr: env.VAULT_ADDR,
+            token: env.VAULT_TOKEN,
+            roleId: env.VAULT_ROLE_ID,
+            secretId: env.VAULT_SECRET_ID,
+            k8sRole: env.VAULT_K8S_ROLE,
+            kvMount: env.VAULT_KV_MOUNT,
+            proxmoxPath: env.VAULT_PROXMOX_PATH,
+            gitlabPath: env.VAULT_GITLAB_PATH,
+          },
+    proxmox: {
+      url: env.PROXMOX_URL,
+      token: env.PROXMOX_TOKEN,
+      caFile: env.PROXMOX_CA_FILE,
+      insecure: env.PROXMOX_INSECURE,
+    },
+    vm: {
+      nodes: env.VM_NODES,
+      templates: env.VM_TEMPLATES,
+      defaultGateway: env.VM_DEFAULT_GATEWAY,
+      defaultDns: env.VM_DEFAULT_DNS,
+    },
+    access: {
+      requesters: env.REQUESTERS,
+      approvers: env.APPROVERS,
+      admins: env.ADMINS,
+      allowSelfApproval: env.ALLOW_SELF_APPROVAL,
+    },
+    dbPath: env.VMBOT_DB,
+    logLevel: env.LOG_LEVEL,
+  };
+}
+
+/**
+ * Validates the environment. Throws a ConfigError naming every problem; no value is ever
+ * echoed back, so a secret pasted into the wrong variable cannot leak through the message.
+ */
+export function loadConfig(env: Record<string, string | undefined> = {}): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const name = issue.path.map(String).join(".") || "environment";
+      const message = issue.message.startsWith("Invalid input") ? "is malformed" : issue.message;
+      return `${name} ${message}`;
+    });
+    throw new ConfigError([...new Set(problems)]);
+  }
+  return toConfig(parsed.data);
+}
+
+/** Every secret value in the configuration, for redaction by value. */
+export function configSecrets(config: Config): string[] {
+  return [
+    config.slack.botToken,
+    config.slack.signingSecret,
+    config.slack.appToken,
+    config.gitlab.token,
+    config.gitlab.webhookSecret,
+    config.vault?.token,
+    config.vault?.secretId,
+    config.proxmox.token,
+  ].filter((value): value is string => value !== undefined && value.length > 0);
+}

@@ -1,0 +1,108 @@
+import { GitbeakerRequestError, GitbeakerRetryError, GitbeakerTimeoutError } from "@gitbeaker/rest";
+import { networkReason, VmbotError } from "../errors.js";
+import { escapeMrkdwn } from "../slack/mrkdwn.js";
+
+export interface GitlabErrorContext {
+  /** GitLab's address, e.g. https://gitlab.example.com. */
+  url: string;
+  /** GITLAB_PROJECT as configured. */
+  project: string;
+  /** What the bot was doing, e.g. "create the pipeline". */
+  doing: string;
+  timeoutMs: number;
+}
+
+/** GitLab's error body as text: `{"base":["Reference not found"]}` becomes "Reference not found". */
+export function gitlabMessageText(description: string): string {
+  try {
+    const parsed: unknown = JSON.parse(description);
+    const flatten = (value: unknown): string[] => {
+      if (typeof value === "string") return [value];
+      if (Array.isArray(value)) return value.flatMap(flatten);
+      if (value !== null && typeof value === "object") {
+        return Object.entries(value).flatMap(([key, inner]) =>
+          flatten(inner).map((text) => (key === "base" ? text : `${key} ${text}`)),
+        );
+      }
+      return [String(value)];
+    };
+    return flatten(parsed).join("; ");
+  } catch {
+    return description;
+  }
+}
+
+/** Turns whatever gitbeaker threw into words a person can act on. */
+export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError {
+  const project = `\`${escapeMrkdwn(ctx.project)}\``;
+  if (error instanceof GitbeakerRequestError) {
+    const status = error.cause?.response.status ?? 0;
+    const detail = escapeMrkdwn(gitlabMessageText(error.cause?.description ?? error.message));
+    switch (status) {
+      case 401:
+        return new VmbotError(
+          "gitlab_unauthorized",
+          `GitLab refused the bot's token (401 Unauthorized): it is invalid, expired or revoked. An admin needs to give vmbot a new token with the api scope (GITLAB_TOKEN).`,
+          { cause: error },
+        );
+      case 403:
+        return new VmbotError(
+          "gitlab_forbidden",
+          `GitLab did not let the bot ${ctx.doing} in ${project} (403 Forbidden): its token needs the api scope and at least the Developer role on the project.`,
+          { cause: error },
+        );
+      case 404:
+        return new VmbotError(
+          "gitlab_not_found",
+          `GitLab has no project ${project} that the bot's token can see (404 Not Found): check GITLAB_PROJECT, and that the token's user is a member of the project.`,
+          { cause: error },
+        );
+      case 400:
+      case 422:
+        return new VmbotError(
+          "gitlab_bad_request",
+          `GitLab refused to ${ctx.doing} (${status}): ${detail}. Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.`,
+          { cause: error },
+        );
+      case 429:
+        return new VmbotError(
+          "gitlab_rate_limited",
+          `GitLab is rate-limiting the bot (429 Too Many Requests), so it could not ${ctx.doing}. Try again in a minute.`,
+          { cause: error },
+        );
+      default:
+        return new VmbotError(
+          "gitlab_unavailable",
+          `GitLab answered with an error (${status || "no status"}) when the bot tried to ${ctx.doing}. GitLab may be down or upgrading; try again later.`,
+          { cause: error },
+        );
+    }
+  }
+  if (error instanceof GitbeakerRetryError) {
+    return new VmbotError(
+      "gitlab_unavailable",
+      `GitLab kept answering "busy" (429 or 502) when the bot tried to ${ctx.doing}, and the bot gave up. Try again in a few minutes.`,
+      { cause: error },
+    );
+  }
+  if (error instanceof GitbeakerTimeoutError) {
+    return new VmbotError(
+      "gitlab_timeout",
+      `GitLab at ${ctx.url} did not answer within ${Math.round(ctx.timeoutMs / 1000)} seconds when the bot tried to ${ctx.doing}. It may be overloaded; check that the pipeline was not created before trying again.`,
+      { cause: error },
+    );
+  }
+  const reason = networkReason(error);
+  if (reason !== undefined || (error instanceof TypeError && error.message === "fetch failed")) {
+    return new VmbotError(
+      "gitlab_unreachable",
+      `GitLab at ${ctx.url} could not be reached (${reason ?? "network error"}), so the bot could not ${ctx.doing}. Check that GitLab is up and GITLAB_URL is right.`,
+      { cause: error },
+    );
+  }
+  return new VmbotError(
+    "gitlab_bad_response",
+    `The bot could not ${ctx.doing}: GitLab's answer was not what the bot expected. The details are in the bot's log.`,
+    { cause: error },
+  );
+}

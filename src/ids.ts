@@ -1,0 +1,27 @@
+/** Every Slack identifier the bot owns: commands, callback IDs, block IDs and action IDs. */
+
+export const VM_COMMAND = "/vm";
+
+export const CREATE_MODAL = "vm_create_modal";
+
+/** Block IDs of the create form's inputs; each input's action ID is {@link INPUT_ACTION}. */
+export const CREATE_FIELDS = {
+  name: "vm_name",
+  node: "vm_node",
+  template: "vm_template",
+  cores: "vm_cores",
+  memory: "vm_memory",
+  disk: "vm_disk",
+  ip: "vm_ip",
+  gateway: "vm_gateway",
+  dns: "vm_dns",
+  vmId: "vm_id",
+  vlan: "vm_vlan",
+} as const;
+
+export type CreateField = keyof typeof CREATE_FIELDS;
+
+export const INPUT_ACTION = "value";
+
+/** Message metadata event type for request messages (Slack `metadata.event_type`). */
+export const REQUEST_EVENT_TYPE = "vmbot_request";

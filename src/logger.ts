@@ -1,0 +1,92 @@
+import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
+import type { Logger as BoltLogger, LogLevel } from "@slack/bolt";
+import { LogLevel as BoltLogLevel } from "@slack/bolt";
+import type { Redactor } from "./redact.js";
+
+export type Logger = PinoLogger;
+
+/** Paths whose values are secrets whatever they hold. */
+const REDACT_PATHS = [
+  "token",
+  "*.token",
+  "botToken",
+  "appToken",
+  "signingSecret",
+  "secret",
+  "*.secret",
+  "password",
+  "authorization",
+  "*.authorization",
+  "headers.authorization",
+  "*.headers.authorization",
+  'headers["private-token"]',
+  '*.headers["private-token"]',
+  'headers["x-gitlab-token"]',
+  'headers["x-vault-token"]',
+  "config.slack.botToken",
+  "config.slack.appToken",
+  "config.slack.signingSecret",
+  "config.gitlab.token",
+  "config.gitlab.webhookSecret",
+  "config.vault.token",
+  "config.vault.secretId",
+  "config.proxmox.token",
+];
+
+export interface LoggerOptions {
+  level: string;
+  redactor: Redactor;
+  /** Where lines go; stdout by default. */
+  destination?: DestinationStream;
+}
+
+/** JSON logs, secrets removed by path and then, on the final line, by value. */
+export function createLogger({ level, redactor, destination }: LoggerOptions): Logger {
+  return pino(
+    {
+      level,
+      base: { service: "vmbot" },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+      hooks: { streamWrite: (line) => redactor(line) },
+    },
+    destination ?? pino.destination({ sync: false }),
+  );
+}
+
+const BOLT_TO_PINO: Record<LogLevel, string> = {
+  [BoltLogLevel.DEBUG]: "debug",
+  [BoltLogLevel.INFO]: "info",
+  [BoltLogLevel.WARN]: "warn",
+  [BoltLogLevel.ERROR]: "error",
+};
+
+/** Lets Bolt (and its Web API client) log through pino. */
+export function boltLogger(log: Logger): BoltLogger {
+  let child = log.child({ component: "bolt" });
+  const write =
+    (level: "debug" | "info" | "warn" | "error") =>
+    (...msg: unknown[]) => {
+      const text = msg.map((m) => (typeof m === "string" ? m : JSON.stringify(m))).join(" ");
+      child[level](text);
+    };
+  return {
+    debug: write("debug"),
+    info: write("info"),
+    warn: write("warn"),
+    error: write("error"),
+    setLevel: (level: LogLevel) => {
+      child.level = BOLT_TO_PINO[level];
+    },
+    getLevel: () => {
+      const level = child.level;
+      return (
+        (Object.entries(BOLT_TO_PINO).find(([, value]) => value === level)?.[0] as LogLevel) ??
+        BoltLogLevel.INFO
+      );
+    },
+    setName: (name: string) => {
+      child = log.child({ component: name });
+    },
+  };
+}

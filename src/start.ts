@@ -1,0 +1,143 @@
+import type { AddressInfo } from "node:net";
+import type { DestinationStream } from "pino";
+import { createApp } from "./app.js";
+import { configSecrets, type Config } from "./config.js";
+import { createGitlab } from "./gitlab/gitlab.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createRedactor } from "./redact.js";
+import { createHttpServer, type Health } from "./server.js";
+import { openSqliteStore } from "./store/sqlite.js";
+
+export interface StartOptions {
+  /** Where log lines go; stdout by default. */
+  logDestination?: DestinationStream;
+  gitlabTimeoutMs?: number;
+}
+
+export interface RunningVmbot {
+  /** The port the HTTP server listens on (useful when PORT=0). */
+  port: number;
+  log: Logger;
+  health(): Health;
+  /** Stops taking work, finishes what is in flight (up to `graceMs`), closes the store. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Slack errors that mean the bot token itself is wrong: no point in retrying. */
+const FATAL_AUTH_ERRORS = new Set([
+  "invalid_auth",
+  "not_authed",
+  "account_inactive",
+  "token_revoked",
+  "token_expired",
+]);
+
+export class StartupError extends Error {
+  override name = "StartupError";
+}
+
+/** Wires every part from a validated configuration and starts serving. */
+export async function startVmbot(
+  config: Config,
+  options: StartOptions = {},
+): Promise<RunningVmbot> {
+  const redactor = createRedactor(configSecrets(config));
+  const log = createLogger({
+    level: config.logLevel,
+    redactor,
+    ...(options.logDestination ? { destination: options.logDestination } : {}),
+  });
+  const store = openSqliteStore(config.dbPath);
+  const gitlab = createGitlab({
+    url: config.gitlab.url,
+    token: config.gitlab.token ?? "",
+    project: config.gitlab.project,
+    ref: config.gitlab.ref,
+    pipelineParams: config.gitlab.pipelineParams,
+    ...(options.gitlabTimeoutMs === undefined ? {} : { timeoutMs: options.gitlabTimeoutMs }),
+  });
+  const vmbot = createApp({ config, log, store, gitlab });
+
+  const slack = { connected: false, reason: "connecting to Slack" };
+  let stopping = false;
+  const health = (): Health => {
+    if (stopping) return { ok: false, reason: "shutting down" };
+    if (!store.isOpen()) return { ok: false, reason: "the store is closed" };
+    if (!slack.connected) return { ok: false, reason: slack.reason };
+    return { ok: true };
+  };
+
+  let retryTimer: NodeJS.Timeout | undefined;
+  if (vmbot.socket) {
+    vmbot.socket.client.on("connected", () => {
+      slack.connected = true;
+    });
+    vmbot.socket.client.on("disconnected", () => {
+      slack.connected = false;
+      slack.reason = "Socket Mode is disconnected from Slack";
+    });
+    await vmbot.app.start();
+  } else {
+    const verify = async (): Promise<void> => {
+      try {
+        const auth = await vmbot.app.client.auth.test();
+        slack.connected = true;
+        log.info({ team: auth.team, botUser: auth.user_id }, "connected to Slack");
+      } catch (error) {
+        const code = (error as { data?: { error?: string } }).data?.error;
+        if (code !== undefined && FATAL_AUTH_ERRORS.has(code)) {
+          throw new StartupError(
+            `Slack refused SLACK_BOT_TOKEN (${code}): reinstall the app and copy its Bot User OAuth Token.`,
+          );
+        }
+        slack.connected = false;
+        slack.reason = `Slack is not reachable (${code ?? (error as Error).message}); retrying`;
+        log.warn({ err: error }, "could not reach Slack; retrying in 30 seconds");
+        retryTimer = setTimeout(() => void verify().catch(() => undefined), 30_000);
+        retryTimer.unref();
+      }
+    };
+    try {
+      await verify();
+    } catch (error) {
+      store.close();
+      throw error;
+    }
+  }
+
+  const server = createHttpServer({ slackEvents: vmbot.slackEvents, health });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port, mode: vmbot.socket ? "socket" : "http", db: config.dbPath }, "vmbot is running");
+
+  return {
+    port,
+    log,
+    health,
+    async stop(graceMs = 8_000) {
+      if (stopping) return;
+      stopping = true;
+      clearTimeout(retryTimer);
+      log.info("stopping: finishing in-flight work");
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const grace = new Promise<"timeout">((resolve) =>
+        setTimeout(() => resolve("timeout"), graceMs).unref(),
+      );
+      const outcome = await Promise.race([vmbot.drain().then(() => "drained" as const), grace]);
+      if (outcome === "timeout") log.warn("in-flight work did not finish in time; stopping anyway");
+      if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
+      server.closeAllConnections();
+      await closed;
+      store.close();
+      log.info("stopped");
+      log.flush();
+    },
+  };
+}

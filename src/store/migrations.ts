@@ -1,0 +1,34 @@
+/**
+ * Versioned schema migrations, applied in order; `PRAGMA user_version` records how many ran.
+ * Append new ones; never edit one that has shipped.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE requests (
+    id             TEXT PRIMARY KEY,
+    status         TEXT NOT NULL,
+    requester      TEXT NOT NULL,
+    spec           TEXT NOT NULL,
+    notes          TEXT NOT NULL DEFAULT '[]',
+    channel        TEXT NOT NULL,
+    message_ts     TEXT,
+    pipeline_id    INTEGER,
+    pipeline_url   TEXT,
+    error          TEXT,
+    submission_key TEXT NOT NULL UNIQUE,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL
+  );
+  CREATE INDEX requests_status ON requests (status);
+
+  CREATE TABLE audit_log (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT REFERENCES requests (id),
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    detail     TEXT NOT NULL DEFAULT '{}',
+    at         TEXT NOT NULL
+  );
+  CREATE INDEX audit_log_request ON audit_log (request_id);
+  `,
+];

@@ -1,0 +1,81 @@
+import type { VmSpec } from "../vm/spec.js";
+
+export const REQUEST_STATUSES = [
+  "queued",
+  "planning",
+  "awaiting_approval",
+  "applying",
+  "configuring",
+  "ready",
+  "failed",
+  "rejected",
+  "expired",
+  "canceled",
+] as const;
+export type RequestStatus = (typeof REQUEST_STATUSES)[number];
+
+export const FINAL_STATUSES: readonly RequestStatus[] = [
+  "ready",
+  "failed",
+  "rejected",
+  "expired",
+  "canceled",
+];
+
+export interface RequestRecord {
+  id: string;
+  status: RequestStatus;
+  /** Slack user ID of who asked. */
+  requester: string;
+  spec: VmSpec;
+  /** Things worth telling the requester about their input, e.g. a name folded to lower case. */
+  notes: string[];
+  channel: string;
+  messageTs: string | null;
+  pipelineId: number | null;
+  pipelineUrl: string | null;
+  /** What went wrong, in words for people; set when status is failed. */
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewRequest {
+  requester: string;
+  spec: VmSpec;
+  notes: string[];
+  channel: string;
+  /** Identifies one form submission, so a repeated delivery creates nothing new. */
+  submissionKey: string;
+}
+
+export type RequestPatch = Partial<
+  Pick<RequestRecord, "status" | "messageTs" | "pipelineId" | "pipelineUrl" | "error">
+>;
+
+export interface AuditEntry {
+  requestId: string | null;
+  /** Slack user ID, or "vmbot" for what the bot did on its own. */
+  actor: string;
+  action: string;
+  detail?: Record<string, unknown>;
+}
+
+export interface AuditRecord extends Required<AuditEntry> {
+  id: number;
+  at: string;
+}
+
+/** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
+export interface Store {
+  /** Creates the request, or returns the one already created for the same submission. */
+  createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
+  getRequest(id: string): RequestRecord | undefined;
+  updateRequest(id: string, patch: RequestPatch): RequestRecord;
+  /** Requests that are not in a final status, oldest first. */
+  listActive(): RequestRecord[];
+  audit(entry: AuditEntry): void;
+  listAudit(requestId?: string): AuditRecord[];
+  isOpen(): boolean;
+  close(): void;
+}

@@ -1,0 +1,123 @@
+import type { types } from "@slack/bolt";
+import type { VmTemplate } from "../config.js";
+import { CREATE_FIELDS, CREATE_MODAL, INPUT_ACTION } from "../ids.js";
+import { LIMITS } from "../vm/spec.js";
+
+type ModalView = types.ModalView;
+type KnownBlock = types.KnownBlock;
+type InputBlock = types.InputBlock;
+
+export interface CreateModalOptions {
+  nodes: readonly string[];
+  templates: readonly VmTemplate[];
+  defaults: { gateway: string; dns: string; cores: number; memoryMb: number; diskGb: number };
+  /** Prefilled from `/vm create <name>`. */
+  name?: string;
+  /** Opaque; read back on submission. */
+  privateMetadata: string;
+}
+
+export const FORM_DEFAULTS = { cores: 2, memoryMb: 2048, diskGb: 20 } as const;
+
+const plain = (text: string) => ({ type: "plain_text" as const, text, emoji: true });
+
+function input(
+  field: keyof typeof CREATE_FIELDS,
+  label: string,
+  element: InputBlock["element"],
+  extra: { hint?: string; optional?: boolean } = {},
+): InputBlock {
+  return {
+    type: "input",
+    block_id: CREATE_FIELDS[field],
+    label: plain(label),
+    element,
+    ...(extra.hint === undefined ? {} : { hint: plain(extra.hint) }),
+    optional: extra.optional ?? false,
+  };
+}
+
+function text(initial: string | undefined, placeholder: string, maxLength?: number) {
+  return {
+    type: "plain_text_input" as const,
+    action_id: INPUT_ACTION,
+    placeholder: plain(placeholder),
+    ...(initial === undefined || initial === "" ? {} : { initial_value: initial }),
+    ...(maxLength === undefined ? {} : { max_length: maxLength }),
+  };
+}
+
+function wholeNumber(initial: number, range: { min: number; max: number }) {
+  return {
+    type: "number_input" as const,
+    action_id: INPUT_ACTION,
+    is_decimal_allowed: false,
+    initial_value: String(initial),
+    min_value: String(range.min),
+    max_value: String(range.max),
+  };
+}
+
+function select(options: { value: string; label: string }[], initial: string | undefined) {
+  const slackOptions = options.map((o) => ({ text: plain(o.label.slice(0, 75)), value: o.value }));
+  const initialOption = slackOptions.find((o) => o.value === initial);
+  return {
+    type: "static_select" as const,
+    action_id: INPUT_ACTION,
+    options: slackOptions,
+    ...(initialOption === undefined ? {} : { initial_option: initialOption }),
+  };
+}
+
+/** The `/vm create` form: every field of the platform's inputs, with its defaults. */
+export function createModal(options: CreateModalOptions): ModalView {
+  const blocks: KnownBlock[] = [
+    input("name", "Name", text(options.name, "web-01", LIMITS.nameLength), {
+      hint: "Hostname and Proxmox name: a-z, 0-9 and -, up to 63 characters.",
+    }),
+    input(
+      "node",
+      "Proxmox node",
+      select(
+        options.nodes.map((node) => ({ value: node, label: node })),
+        options.nodes[0],
+      ),
+    ),
+    input(
+      "template",
+      "Template",
+      select(
+        options.templates.map((t) => ({ value: String(t.id), label: `${t.name} (${t.id})` })),
+        options.templates[0] === undefined ? undefined : String(options.templates[0].id),
+      ),
+      { hint: "Cloud-init template VM that is cloned." },
+    ),
+    input("cores", "CPU cores", wholeNumber(options.defaults.cores, LIMITS.cores)),
+    input("memory", "Memory (MB)", wholeNumber(options.defaults.memoryMb, LIMITS.memoryMb)),
+    input("disk", "Disk (GB)", wholeNumber(options.defaults.diskGb, LIMITS.diskGb)),
+    input("ip", "IP address / prefix", text(undefined, "192.168.1.50/24", 18), {
+      hint: "Static IPv4 address with its prefix length, /8 to /30.",
+    }),
+    input("gateway", "Gateway", text(options.defaults.gateway, "192.168.1.1", 15), {
+      hint: "Inside the VM's subnet.",
+    }),
+    input("dns", "DNS server", text(options.defaults.dns, "192.168.1.1", 15)),
+    input("vmId", "VM ID", text(undefined, "auto", 9), {
+      optional: true,
+      hint: "Leave blank to let Proxmox choose; otherwise 100 to 999999999.",
+    }),
+    input("vlan", "VLAN", text(undefined, "untagged", 4), {
+      optional: true,
+      hint: "Leave blank for untagged; otherwise 1 to 4094.",
+    }),
+  ];
+  return {
+    type: "modal",
+    callback_id: CREATE_MODAL,
+    title: plain("New VM"),
+    submit: plain("Create"),
+    close: plain("Cancel"),
+    private_metadata: options.privateMetadata,
+    blocks,
+  };
+}

@@ -1,0 +1,92 @@
+import type { types } from "@slack/bolt";
+import type { RequestRecord, RequestStatus } from "../store/store.js";
+import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
+
+type KnownBlock = types.KnownBlock;
+
+const STATUS: Record<RequestStatus, { emoji: string; label: string }> = {
+  queued: { emoji: ":hourglass_flowing_sand:", label: "Queued" },
+  planning: { emoji: ":mag:", label: "Planning" },
+  awaiting_approval: { emoji: ":eyes:", label: "Awaiting approval" },
+  applying: { emoji: ":gear:", label: "Applying" },
+  configuring: { emoji: ":wrench:", label: "Configuring" },
+  ready: { emoji: ":white_check_mark:", label: "Ready" },
+  failed: { emoji: ":x:", label: "Failed" },
+  rejected: { emoji: ":no_entry_sign:", label: "Rejected" },
+  expired: { emoji: ":alarm_clock:", label: "Expired" },
+  canceled: { emoji: ":heavy_multiplication_x:", label: "Canceled" },
+};
+
+function field(label: string, value: string) {
+  return { type: "mrkdwn" as const, text: truncate(`*${label}*\n${value}`, 2000) };
+}
+
+function statusLine(request: RequestRecord): string {
+  const pipeline =
+    request.pipelineId === null || request.pipelineUrl === null
+      ? undefined
+      : link(request.pipelineUrl, `pipeline #${request.pipelineId}`);
+  switch (request.status) {
+    case "queued":
+      return pipeline === undefined
+        ? "Starting the GitLab pipeline…"
+        : `GitLab ${pipeline} started: waiting for Terraform to plan.`;
+    case "failed":
+      return `${request.error ?? "The request failed."}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`;
+    default:
+      return pipeline === undefined ? STATUS[request.status].label : `GitLab ${pipeline}`;
+  }
+}
+
+/** The one message that follows a request from form to VM; pure, so it can be re-rendered at will. */
+export function requestMessage(request: RequestRecord): { text: string; blocks: KnownBlock[] } {
+  const { spec } = request;
+  const status = STATUS[request.status];
+  const createdAt = Math.floor(Date.parse(request.createdAt) / 1000);
+  const name = escapeMrkdwn(spec.name);
+  const blocks: KnownBlock[] = [
+    {
+      type: "header",
+      text: { type: "plain_text", text: truncate(`VM ${spec.name} — ${status.label}`, 150) },
+    },
+    {
+      type: "context",
+      elements: [
+        {
+          type: "mrkdwn",
+          text: `Requested by <@${request.requester}> · <!date^${createdAt}^{date_short_pretty} {time}|${request.createdAt}> · \`${request.id}\``,
+        },
+      ],
+    },
+    {
+      type: "section",
+      fields: [
+        field("Node", escapeMrkdwn(spec.node)),
+        field("Template", `${escapeMrkdwn(spec.templateName)} (${spec.templateId})`),
+        field("CPU", `${spec.cores} cores`),
+        field("Memory", `${spec.memoryMb.toLocaleString("en-US")} MB`),
+        field("Disk", `${spec.diskGb.toLocaleString("en-US")} GB`),
+        field("Address", `${spec.ip} via ${spec.gateway}`),
+        field("DNS", spec.dns),
+        field("VM ID", spec.vmId === 0 ? "auto" : String(spec.vmId)),
+        field("VLAN", spec.vlanId === 0 ? "untagged" : String(spec.vlanId)),
+      ],
+    },
+    {
+      type: "section",
+      text: { type: "mrkdwn", text: truncate(`${status.emoji} ${statusLine(request)}`, 3000) },
+    },
+  ];
+  if (request.notes.length > 0) {
+    blocks.push({
+      type: "context",
+      elements: [
+        { type: "mrkdwn", text: truncate(request.notes.map(escapeMrkdwn).join(" "), 2000) },
+      ],
+    });
+  }
+  return {
+    text: `VM ${name} — ${status.label}`,
+    blocks,
+  };
+}

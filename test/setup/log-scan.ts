@@ -1,0 +1,14 @@
+import { afterAll, expect } from "vitest";
+import { capturedLogLines } from "../support/logs.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+// After each test file: no captured log line, from the bot or a process it started, may carry
+// a test credential. Running in every file makes this a scan of the whole suite's logs.
+afterAll(() => {
+  const leaks = capturedLogLines.flatMap((line) =>
+    Object.entries(TEST_SECRETS)
+      .filter(([, secret]) => line.includes(secret))
+      .map(([name]) => `${name} in: ${line.slice(0, 300)}`),
+  );
+  expect(leaks, "log lines that contain a test secret").toEqual([]);
+});

@@ -1,0 +1,8 @@
+/** The credentials every test uses. No log line of the whole suite may contain any of them. */
+export const TEST_SECRETS = {
+  botToken: "xoxb-1111111111-2222222222-TestBotTokenValue0001",
+  appToken: "xapp-1-A0000000001-3333333333-TestAppTokenValue0001",
+  signingSecret: "8f742231b10e8888abcd99yyyzzz85a5".replace(/[yz]/g, "0"),
+  gitlabToken: "glpat-TestGitlabToken000000001",
+  webhookSecret: "test-webhook-secret-0001",
+} as const;
