@@ -98,182 +98,182 @@ const list = (value: string | undefined): string[] =>
     .map((item) => item.trim())
     .filter((item) => item !== "");
 
-const slackIdList = (what: string, requiredHint?: string) =>
-  z.preprocess(
+const slackIdList = (what: string, requiredHint?: string) => {
+  const text =
+    requiredHint === undefined
+      ? z.string().optional()
+      : z.string({ error: `is required: ${requiredHint}` });
+  return z.preprocess(
     blankToUndefined,
-    z
-      .string(requiredHint ? { error: `is required: ${requiredHint}` } : undefined)
-      .optional()
+    text
       .transform(list)
+      .refine((ids) => requiredHint === undefined || ids.length > 0, {
+        message: `must name at least one Slack user or user group (${what})`,
+      })
       .refine((ids) => ids.every((id) => SLACK_ID.test(id)), {
         message: `must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (${what})`,
       }),
   );
+};
 
-const EnvSchema = z
-  .object({
-    SLACK_BOT_TOKEN: prefixed("xoxb-", "the app's Bot User OAuth Token"),
-    SLACK_SIGNING_SECRET: optionalString().refine(
-      (value) => value === undefined || /^[0-9a-f]{32,}$/i.test(value),
-      { message: "must be the app's Signing Secret (hexadecimal, from Basic Information)" },
-    ),
-    SLACK_APP_TOKEN: optionalPrefixed("xapp-", "an app-level token with connections:write"),
-    SLACK_API_URL: z.preprocess(blankToUndefined, httpUrl("Slack's Web API base URL").optional()),
-    SLACK_CHANNEL: optionalString().refine(
-      (value) => value === undefined || /^[CGD][A-Z0-9]{2,}$/.test(value),
-      { message: "must be a channel ID like C0123456789 (channel details → About)" },
-    ),
-    PORT: integer(3000, 0, 65535, "the HTTP port"),
-    GITLAB_URL: z.preprocess(
-      blankToUndefined,
-      httpUrl("your GitLab's address, e.g. https://gitlab.example.com").default(
-        "https://gitlab.com",
+const EnvSchema = z.object({
+  SLACK_BOT_TOKEN: prefixed("xoxb-", "the app's Bot User OAuth Token"),
+  SLACK_SIGNING_SECRET: optionalString().refine(
+    (value) => value === undefined || /^[0-9a-f]{32,}$/i.test(value),
+    { message: "must be the app's Signing Secret (hexadecimal, from Basic Information)" },
+  ),
+  SLACK_APP_TOKEN: optionalPrefixed("xapp-", "an app-level token with connections:write"),
+  SLACK_API_URL: z.preprocess(blankToUndefined, httpUrl("Slack's Web API base URL").optional()),
+  SLACK_CHANNEL: optionalString().refine(
+    (value) => value === undefined || /^[CGD][A-Z0-9]{2,}$/.test(value),
+    { message: "must be a channel ID like C0123456789 (channel details → About)" },
+  ),
+  PORT: integer(3000, 0, 65535, "the HTTP port"),
+  GITLAB_URL: z.preprocess(
+    blankToUndefined,
+    httpUrl("your GitLab's address, e.g. https://gitlab.example.com").default("https://gitlab.com"),
+  ),
+  GITLAB_TOKEN: optionalString(),
+  GITLAB_PROJECT: z.preprocess(
+    blankToUndefined,
+    z
+      .string({ error: "is required: the project ID (e.g. 42) or full path (e.g. infra/vms)" })
+      .trim()
+      .refine((value) => /^\d+$/.test(value) || /^[\w.-]+(\/[\w.-]+)+$/.test(value), {
+        message: "must be a project ID (e.g. 42) or a full path (e.g. infra/vms)",
+      }),
+  ),
+  GITLAB_REF: z.preprocess(blankToUndefined, z.string().trim().default("main")),
+  GITLAB_PIPELINE_PARAMS: z.preprocess(
+    blankToUndefined,
+    z.enum(["inputs", "variables"], { error: "must be inputs or variables" }).default("inputs"),
+  ),
+  GITLAB_PLAN_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:plan")),
+  GITLAB_APPLY_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:apply")),
+  GITLAB_CONFIGURE_JOB: z.preprocess(
+    blankToUndefined,
+    z.string().trim().default("ansible:configure"),
+  ),
+  GITLAB_WEBHOOK_SECRET: optionalString(),
+  TF_STATE_NAME: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .trim()
+      .default("general")
+      .refine((value) => /^[\w.-]+$/.test(value), {
+        message: "must be a state name of letters, digits, '.', '_' or '-'",
+      }),
+  ),
+  POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
+  VAULT_ADDR: z.preprocess(blankToUndefined, httpUrl("Vault's address").optional()),
+  VAULT_TOKEN: optionalString(),
+  VAULT_ROLE_ID: optionalString(),
+  VAULT_SECRET_ID: optionalString(),
+  VAULT_K8S_ROLE: optionalString(),
+  VAULT_KV_MOUNT: z.preprocess(blankToUndefined, z.string().trim().default("secret")),
+  VAULT_PROXMOX_PATH: z.preprocess(blankToUndefined, z.string().trim().default("proxmox")),
+  VAULT_GITLAB_PATH: optionalString(),
+  PROXMOX_URL: z.preprocess(
+    blankToUndefined,
+    httpUrl("the Proxmox API, e.g. https://pve.lan:8006").optional(),
+  ),
+  PROXMOX_TOKEN: optionalString().refine(
+    (value) => value === undefined || /^[^@\s]+@[^!\s]+![^=\s]+=\S+$/.test(value),
+    { message: "must look like user@realm!tokenid=secret" },
+  ),
+  PROXMOX_CA_FILE: optionalString(),
+  PROXMOX_INSECURE: boolean(false),
+  VM_NODES: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .default("pve")
+      .transform(list)
+      .refine((nodes) => nodes.length > 0 && nodes.every((node) => /^[\w.-]+$/.test(node)), {
+        message: "must be a comma-separated list of Proxmox node names, e.g. pve1,pve2",
+      }),
+  ),
+  VM_TEMPLATES: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .default("ubuntu=9000")
+      .transform(list)
+      .refine(
+        (items) =>
+          items.length > 0 && items.every((item) => /^[^=]{1,60}=\d{3,9}$/.test(item.trim())),
+        { message: "must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000" },
+      )
+      .transform((items) =>
+        items.map((item) => {
+          const [name = "", id = ""] = item.split("=");
+          return { name: name.trim(), id: Number(id) };
+        }),
       ),
-    ),
-    GITLAB_TOKEN: optionalString(),
-    GITLAB_PROJECT: z.preprocess(
-      blankToUndefined,
-      z
-        .string({ error: "is required: the project ID (e.g. 42) or full path (e.g. infra/vms)" })
-        .trim()
-        .refine((value) => /^\d+$/.test(value) || /^[\w.-]+(\/[\w.-]+)+$/.test(value), {
-          message: "must be a project ID (e.g. 42) or a full path (e.g. infra/vms)",
-        }),
-    ),
-    GITLAB_REF: z.preprocess(blankToUndefined, z.string().trim().default("main")),
-    GITLAB_PIPELINE_PARAMS: z.preprocess(
-      blankToUndefined,
-      z.enum(["inputs", "variables"], { error: "must be inputs or variables" }).default("inputs"),
-    ),
-    GITLAB_PLAN_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:plan")),
-    GITLAB_APPLY_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:apply")),
-    GITLAB_CONFIGURE_JOB: z.preprocess(
-      blankToUndefined,
-      z.string().trim().default("ansible:configure"),
-    ),
-    GITLAB_WEBHOOK_SECRET: optionalString(),
-    TF_STATE_NAME: z.preprocess(
-      blankToUndefined,
-      z
-        .string()
-        .trim()
-        .default("general")
-        .refine((value) => /^[\w.-]+$/.test(value), {
-          message: "must be a state name of letters, digits, '.', '_' or '-'",
-        }),
-    ),
-    POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
-    VAULT_ADDR: z.preprocess(blankToUndefined, httpUrl("Vault's address").optional()),
-    VAULT_TOKEN: optionalString(),
-    VAULT_ROLE_ID: optionalString(),
-    VAULT_SECRET_ID: optionalString(),
-    VAULT_K8S_ROLE: optionalString(),
-    VAULT_KV_MOUNT: z.preprocess(blankToUndefined, z.string().trim().default("secret")),
-    VAULT_PROXMOX_PATH: z.preprocess(blankToUndefined, z.string().trim().default("proxmox")),
-    VAULT_GITLAB_PATH: optionalString(),
-    PROXMOX_URL: z.preprocess(
-      blankToUndefined,
-      httpUrl("the Proxmox API, e.g. https://pve.lan:8006").optional(),
-    ),
-    PROXMOX_TOKEN: optionalString().refine(
-      (value) => value === undefined || /^[^@\s]+@[^!\s]+![^=\s]+=\S+$/.test(value),
-      { message: "must look like user@realm!tokenid=secret" },
-    ),
-    PROXMOX_CA_FILE: optionalString(),
-    PROXMOX_INSECURE: boolean(false),
-    VM_NODES: z.preprocess(
-      blankToUndefined,
-      z
-        .string()
-        .default("pve")
-        .transform(list)
-        .refine((nodes) => nodes.length > 0 && nodes.every((node) => /^[\w.-]+$/.test(node)), {
-          message: "must be a comma-separated list of Proxmox node names, e.g. pve1,pve2",
-        }),
-    ),
-    VM_TEMPLATES: z.preprocess(
-      blankToUndefined,
-      z
-        .string()
-        .default("ubuntu=9000")
-        .transform(list)
-        .refine(
-          (items) =>
-            items.length > 0 && items.every((item) => /^[^=]{1,60}=\d{3,9}$/.test(item.trim())),
-          { message: "must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000" },
-        )
-        .transform((items) =>
-          items.map((item) => {
-            const [name = "", id = ""] = item.split("=");
-            return { name: name.trim(), id: Number(id) };
-          }),
-        ),
-    ),
-    VM_DEFAULT_GATEWAY: ipv4("192.168.1.1", "the gateway the form suggests"),
-    VM_DEFAULT_DNS: ipv4("192.168.1.1", "the DNS server the form suggests"),
-    REQUESTERS: slackIdList("who may ask for a VM; leave unset for everyone"),
-    APPROVERS: slackIdList(
-      "who may approve plans",
-      "the Slack user or user-group IDs allowed to approve plans, e.g. U0123ABCD,S0456EFGH",
-    ),
-    ADMINS: slackIdList(
-      "who may unlock Terraform state",
-      "the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
-    ),
-    ALLOW_SELF_APPROVAL: boolean(false),
-    VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
-    LOG_LEVEL: z.preprocess(
-      blankToUndefined,
-      z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
-    ),
-  })
-  .superRefine((env, ctx) => {
-    const problem = (path: string, message: string) => {
-      ctx.addIssue({ code: "custom", path: [path], message });
-    };
-    if (!env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) {
-      problem(
-        "SLACK_SIGNING_SECRET",
-        "is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
+  ),
+  VM_DEFAULT_GATEWAY: ipv4("192.168.1.1", "the gateway the form suggests"),
+  VM_DEFAULT_DNS: ipv4("192.168.1.1", "the DNS server the form suggests"),
+  REQUESTERS: slackIdList("who may ask for a VM; leave unset for everyone"),
+  APPROVERS: slackIdList(
+    "who may approve plans",
+    "the Slack user or user-group IDs allowed to approve plans, e.g. U0123ABCD,S0456EFGH",
+  ),
+  ADMINS: slackIdList(
+    "who may unlock Terraform state",
+    "the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
+  ),
+  ALLOW_SELF_APPROVAL: boolean(false),
+  VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
+  LOG_LEVEL: z.preprocess(
+    blankToUndefined,
+    z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
+  ),
+});
+
+type RawEnv = Record<string, string | undefined>;
+
+/**
+ * Rules between variables. They run on the raw environment, beside the schema, so that one
+ * start-up reports every problem rather than stopping at the first malformed value.
+ */
+function crossFieldProblems(raw: RawEnv): string[] {
+  const has = (name: string) => (raw[name]?.trim() ?? "") !== "";
+  const problems: string[] = [];
+  if (!has("SLACK_APP_TOKEN") && !has("SLACK_SIGNING_SECRET")) {
+    problems.push(
+      "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
+    );
+  }
+  if (!has("GITLAB_TOKEN") && !(has("VAULT_ADDR") && has("VAULT_GITLAB_PATH"))) {
+    problems.push(
+      "GITLAB_TOKEN is required: a token with the api scope, or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault",
+    );
+  }
+  if (has("VAULT_ADDR")) {
+    const login =
+      has("VAULT_TOKEN") || has("VAULT_ROLE_ID") || has("VAULT_SECRET_ID") || has("VAULT_K8S_ROLE");
+    if (!login) {
+      problems.push(
+        "VAULT_ADDR is set but no Vault login is: set VAULT_TOKEN, VAULT_ROLE_ID and VAULT_SECRET_ID, or VAULT_K8S_ROLE",
       );
     }
-    if (!env.GITLAB_TOKEN && !(env.VAULT_ADDR && env.VAULT_GITLAB_PATH)) {
-      problem(
-        "GITLAB_TOKEN",
-        "is required: a token with the api scope, or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault",
+    if (has("VAULT_ROLE_ID") !== has("VAULT_SECRET_ID")) {
+      problems.push(
+        `${has("VAULT_ROLE_ID") ? "VAULT_SECRET_ID" : "VAULT_ROLE_ID"} is required with its pair: AppRole login needs both VAULT_ROLE_ID and VAULT_SECRET_ID`,
       );
     }
-    if (env.APPROVERS.length === 0) {
-      problem("APPROVERS", "must name at least one Slack user or user group: nobody could approve");
-    }
-    if (env.ADMINS.length === 0) {
-      problem("ADMINS", "must name at least one Slack user or user group: nobody could unlock");
-    }
-    if (env.VAULT_ADDR) {
-      const methods = [
-        env.VAULT_TOKEN,
-        env.VAULT_ROLE_ID ?? env.VAULT_SECRET_ID,
-        env.VAULT_K8S_ROLE,
-      ].filter(Boolean).length;
-      if (methods === 0) {
-        problem(
-          "VAULT_ADDR",
-          "is set but no Vault login is: set VAULT_TOKEN, VAULT_ROLE_ID and VAULT_SECRET_ID, or VAULT_K8S_ROLE",
-        );
-      }
-      if (Boolean(env.VAULT_ROLE_ID) !== Boolean(env.VAULT_SECRET_ID)) {
-        problem(
-          env.VAULT_ROLE_ID ? "VAULT_SECRET_ID" : "VAULT_ROLE_ID",
-          "is required with its pair: AppRole login needs both VAULT_ROLE_ID and VAULT_SECRET_ID",
-        );
-      }
-    } else if (env.VAULT_GITLAB_PATH) {
-      problem("VAULT_GITLAB_PATH", "needs VAULT_ADDR: the GitLab token cannot be read from Vault");
-    }
-    if (env.PROXMOX_CA_FILE && env.PROXMOX_INSECURE) {
-      problem("PROXMOX_INSECURE", "cannot be true together with PROXMOX_CA_FILE: choose one");
-    }
-  });
+  } else if (has("VAULT_GITLAB_PATH")) {
+    problems.push("VAULT_GITLAB_PATH needs VAULT_ADDR: the GitLab token cannot be read from Vault");
+  }
+  if (
+    has("PROXMOX_CA_FILE") &&
+    ["true", "1", "yes"].includes(raw.PROXMOX_INSECURE?.trim().toLowerCase() ?? "")
+  ) {
+    problems.push("PROXMOX_INSECURE cannot be true together with PROXMOX_CA_FILE: choose one");
+  }
+  return problems;
+}
 
 type Env = z.infer<typeof EnvSchema>;
 
@@ -413,16 +413,17 @@ function toConfig(env: Env): Config {
  * Validates the environment. Throws a ConfigError naming every problem; no value is ever
  * echoed back, so a secret pasted into the wrong variable cannot leak through the message.
  */
-export function loadConfig(env: Record<string, string | undefined> = {}): Config {
+export function loadConfig(env: RawEnv = {}): Config {
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
-      const name = issue.path.map(String).join(".") || "environment";
-      const message = issue.message.startsWith("Invalid input") ? "is malformed" : issue.message;
-      return `${name} ${message}`;
-    });
-    throw new ConfigError([...new Set(problems)]);
-  }
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => {
+        const name = issue.path.map(String).join(".") || "environment";
+        const message = issue.message.startsWith("Invalid input") ? "is malformed" : issue.message;
+        return `${name} ${message}`;
+      });
+  problems.push(...crossFieldProblems(env));
+  if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return toConfig(parsed.data);
 }
 

@@ -1,0 +1,181 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, configSecrets, loadConfig } from "../src/config.js";
+import { TEST_SECRETS } from "./support/secrets.js";
+
+const minimal = {
+  SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
+  SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
+  GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
+  GITLAB_PROJECT: "infra/vms",
+  APPROVERS: "U0APPROVER",
+  ADMINS: "U0ADMIN",
+};
+
+function problemsOf(env: Record<string, string | undefined>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error("the configuration was accepted");
+}
+
+describe("loadConfig", () => {
+  it("applies SPEC's defaults to a minimal HTTP-mode environment", () => {
+    const config = loadConfig(minimal);
+    expect(config.port).toBe(3000);
+    expect(config.gitlab).toMatchObject({
+      url: "https://gitlab.com",
+      project: "infra/vms",
+      ref: "main",
+      pipelineParams: "inputs",
+      jobs: { plan: "tf:plan", apply: "tf:apply", configure: "ansible:configure" },
+    });
+    expect(config.tfStateName).toBe("general");
+    expect(config.pollIntervalMs).toBe(5000);
+    expect(config.vm).toEqual({
+      nodes: ["pve"],
+      templates: [{ name: "ubuntu", id: 9000 }],
+      defaultGateway: "192.168.1.1",
+      defaultDns: "192.168.1.1",
+    });
+    expect(config.access).toEqual({
+      requesters: [],
+      approvers: ["U0APPROVER"],
+      admins: ["U0ADMIN"],
+      allowSelfApproval: false,
+    });
+    expect(config.vault).toBeUndefined();
+    expect(config.proxmox.insecure).toBe(false);
+    expect(config.dbPath).toBe("./data/vmbot.sqlite");
+    expect(config.logLevel).toBe("info");
+  });
+
+  it("reads lists, numbers and switches", () => {
+    const config = loadConfig({
+      ...minimal,
+      PORT: "8080",
+      VM_NODES: "pve1, pve2 ,pve3",
+      VM_TEMPLATES: "ubuntu-24.04=9000,debian-12=9001",
+      REQUESTERS: "U01,S02",
+      ALLOW_SELF_APPROVAL: "true",
+      GITLAB_PIPELINE_PARAMS: "variables",
+      SLACK_API_URL: "http://127.0.0.1:9999/api",
+    });
+    expect(config.port).toBe(8080);
+    expect(config.vm.nodes).toEqual(["pve1", "pve2", "pve3"]);
+    expect(config.vm.templates).toEqual([
+      { name: "ubuntu-24.04", id: 9000 },
+      { name: "debian-12", id: 9001 },
+    ]);
+    expect(config.access.requesters).toEqual(["U01", "S02"]);
+    expect(config.access.allowSelfApproval).toBe(true);
+    expect(config.gitlab.pipelineParams).toBe("variables");
+    expect(config.slack.apiUrl).toBe("http://127.0.0.1:9999/api/");
+  });
+
+  it("chooses Socket Mode without a signing secret when an app token is set", () => {
+    const config = loadConfig({
+      ...minimal,
+      SLACK_SIGNING_SECRET: undefined,
+      SLACK_APP_TOKEN: TEST_SECRETS.appToken,
+    });
+    expect(config.slack.appToken).toBe(TEST_SECRETS.appToken);
+  });
+
+  it("names every problem at once, each with what is expected", () => {
+    const problems = problemsOf({
+      SLACK_BOT_TOKEN: "xoxp-user-token",
+      GITLAB_PROJECT: "",
+      PORT: "http",
+      VM_TEMPLATES: "ubuntu",
+      APPROVERS: "alice",
+      LOG_LEVEL: "loud",
+    });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        "SLACK_BOT_TOKEN must start with xoxb- (the app's Bot User OAuth Token)",
+        "GITLAB_PROJECT is required: the project ID (e.g. 42) or full path (e.g. infra/vms)",
+        "PORT must be a whole number (the HTTP port)",
+        "VM_TEMPLATES must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000",
+        "APPROVERS must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (who may approve plans)",
+        "ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
+        "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent",
+        "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
+        "GITLAB_TOKEN is required: a token with the api scope, or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault",
+      ]),
+    );
+  });
+
+  it("says which variable is missing when nothing is set", () => {
+    const problems = problemsOf({});
+    expect(problems.map((p) => p.split(" ")[0])).toEqual(
+      expect.arrayContaining([
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "GITLAB_TOKEN",
+        "GITLAB_PROJECT",
+        "APPROVERS",
+        "ADMINS",
+      ]),
+    );
+  });
+
+  it("never echoes a value, so a secret in the wrong variable does not leak", () => {
+    let message = "";
+    try {
+      loadConfig({
+        ...minimal,
+        SLACK_BOT_TOKEN: TEST_SECRETS.appToken,
+        SLACK_SIGNING_SECRET: TEST_SECRETS.gitlabToken,
+        PROXMOX_TOKEN: TEST_SECRETS.botToken,
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain("SLACK_BOT_TOKEN must start with xoxb-");
+    expect(message).toContain("PROXMOX_TOKEN must look like user@realm!tokenid=secret");
+    for (const secret of Object.values(TEST_SECRETS)) expect(message).not.toContain(secret);
+  });
+
+  it("requires a Vault login method when Vault is enabled", () => {
+    expect(problemsOf({ ...minimal, VAULT_ADDR: "https://vault.lan:8200" })).toContain(
+      "VAULT_ADDR is set but no Vault login is: set VAULT_TOKEN, VAULT_ROLE_ID and VAULT_SECRET_ID, or VAULT_K8S_ROLE",
+    );
+    expect(
+      problemsOf({ ...minimal, VAULT_ADDR: "https://vault.lan:8200", VAULT_ROLE_ID: "role" }),
+    ).toContain(
+      "VAULT_SECRET_ID is required with its pair: AppRole login needs both VAULT_ROLE_ID and VAULT_SECRET_ID",
+    );
+  });
+
+  it("takes the GitLab token from Vault instead of GITLAB_TOKEN when told to", () => {
+    const config = loadConfig({
+      ...minimal,
+      GITLAB_TOKEN: undefined,
+      VAULT_ADDR: "https://vault.lan:8200/",
+      VAULT_TOKEN: "hvs.TestVaultToken0000000001",
+      VAULT_GITLAB_PATH: "gitlab",
+    });
+    expect(config.vault).toMatchObject({ addr: "https://vault.lan:8200", gitlabPath: "gitlab" });
+  });
+
+  it("rejects a channel name where a channel ID belongs", () => {
+    expect(problemsOf({ ...minimal, SLACK_CHANNEL: "#vms" })).toEqual([
+      "SLACK_CHANNEL must be a channel ID like C0123456789 (channel details → About)",
+    ]);
+  });
+
+  it("lists every configured secret for redaction", () => {
+    const config = loadConfig({ ...minimal, GITLAB_WEBHOOK_SECRET: TEST_SECRETS.webhookSecret });
+    expect(configSecrets(config).sort()).toEqual(
+      [
+        TEST_SECRETS.botToken,
+        TEST_SECRETS.signingSecret,
+        TEST_SECRETS.gitlabToken,
+        TEST_SECRETS.webhookSecret,
+      ].sort(),
+    );
+  });
+});

@@ -1,0 +1,125 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { MIGRATIONS } from "../../src/store/migrations.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { NewRequest } from "../../src/store/store.js";
+
+const spec = {
+  name: "web-01",
+  node: "pve",
+  templateId: 9000,
+  templateName: "ubuntu",
+  cores: 2,
+  memoryMb: 2048,
+  diskGb: 20,
+  ip: "192.168.1.50/24",
+  gateway: "192.168.1.1",
+  dns: "192.168.1.1",
+  vmId: 0,
+  vlanId: 0,
+};
+
+const newRequest = (submissionKey = "view:V1"): NewRequest => ({
+  requester: "U0REQ",
+  spec,
+  notes: [],
+  channel: "C0CHAN",
+  submissionKey,
+});
+
+const dirs: string[] = [];
+function tempDb(): string {
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-store-"));
+  dirs.push(dir);
+  return join(dir, "nested", "vmbot.sqlite");
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the SQLite store", () => {
+  it("creates the file and its folder on first run and applies every migration", () => {
+    const path = tempDb();
+    const store = openSqliteStore(path);
+    store.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
+    db.close();
+  });
+
+  it("keeps requests, their message and pipeline, and the audit log across a restart", () => {
+    const path = tempDb();
+    const first = openSqliteStore(path);
+    const { request, created } = first.createRequest(newRequest());
+    expect(created).toBe(true);
+    expect(request).toMatchObject({
+      status: "queued",
+      requester: "U0REQ",
+      spec,
+      channel: "C0CHAN",
+    });
+    first.updateRequest(request.id, { messageTs: "1700000000.000100" });
+    first.updateRequest(request.id, { pipelineId: 42, pipelineUrl: "https://gl/p/42" });
+    first.audit({ requestId: request.id, actor: "U0REQ", action: "requested", detail: { a: 1 } });
+    first.close();
+
+    const second = openSqliteStore(path);
+    expect(second.getRequest(request.id)).toMatchObject({
+      messageTs: "1700000000.000100",
+      pipelineId: 42,
+      pipelineUrl: "https://gl/p/42",
+      status: "queued",
+    });
+    expect(second.listActive().map((r) => r.id)).toEqual([request.id]);
+    expect(second.listAudit(request.id)).toEqual([
+      expect.objectContaining({ actor: "U0REQ", action: "requested", detail: { a: 1 } }),
+    ]);
+    second.close();
+  });
+
+  it("creates one request for a form delivered twice", () => {
+    const store = openSqliteStore(":memory:");
+    const first = store.createRequest(newRequest("view:V9"));
+    const again = store.createRequest(newRequest("view:V9"));
+    expect(again).toEqual({ request: first.request, created: false });
+    expect(store.listActive()).toHaveLength(1);
+    store.close();
+  });
+
+  it("leaves finished requests out of the active list", () => {
+    const store = openSqliteStore(":memory:");
+    const a = store.createRequest(newRequest("view:A")).request;
+    const b = store.createRequest(newRequest("view:B")).request;
+    store.updateRequest(a.id, { status: "failed", error: "GitLab said no" });
+    expect(store.listActive().map((r) => r.id)).toEqual([b.id]);
+    expect(store.getRequest(a.id)?.error).toBe("GitLab said no");
+    store.close();
+  });
+
+  it("refuses to update a request it does not have", () => {
+    const store = openSqliteStore(":memory:");
+    expect(() => store.updateRequest("vm-missing", { status: "failed" })).toThrow(
+      "No request vm-missing in the store.",
+    );
+    store.close();
+  });
+
+  it("refuses a database written by a newer vmbot", () => {
+    const path = tempDb();
+    openSqliteStore(path).close();
+    const db = new Database(path);
+    db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+    db.close();
+    expect(() => openSqliteStore(path)).toThrow(/newer than this vmbot knows/);
+  });
+
+  it("reports whether it is open", () => {
+    const store = openSqliteStore(":memory:");
+    expect(store.isOpen()).toBe(true);
+    store.close();
+    expect(store.isOpen()).toBe(false);
+  });
+});
