@@ -22,7 +22,7 @@ const prefixed = (prefix: string, what: string) =>
       .string({ error: `is required: set it to ${what}` })
       .trim()
       .refine((value) => value.startsWith(prefix), {
-        message: `must start with ${prefix} (${what})`,
+        error: `must start with ${prefix} (${what})`,
       }),
   );
 
@@ -33,7 +33,7 @@ const optionalPrefixed = (prefix: string, what: string) =>
       .string()
       .trim()
       .refine((value) => value.startsWith(prefix), {
-        message: `must start with ${prefix} (${what})`,
+        error: `must start with ${prefix} (${what})`,
       })
       .optional(),
   );
@@ -45,11 +45,11 @@ const integer = (fallback: number, min: number, max: number, what: string) =>
       .string()
       .default(String(fallback))
       .refine((value) => /^\d+$/.test(value.trim()), {
-        message: `must be a whole number (${what})`,
+        error: `must be a whole number (${what})`,
       })
       .transform((value) => Number(value.trim()))
       .refine((value) => value >= min && value <= max, {
-        message: `must be between ${min} and ${max} (${what})`,
+        error: `must be between ${min} and ${max} (${what})`,
       }),
   );
 
@@ -61,7 +61,7 @@ const boolean = (fallback: boolean) =>
       .default(String(fallback))
       .transform((value) => value.trim().toLowerCase())
       .refine((value) => ["true", "false", "1", "0", "yes", "no"].includes(value), {
-        message: "must be true or false",
+        error: "must be true or false",
       })
       .transform((value) => ["true", "1", "yes"].includes(value)),
   );
@@ -78,7 +78,7 @@ const httpUrl = (what: string) =>
           return false;
         }
       },
-      { message: `must be an http(s) URL (${what})` },
+      { error: `must be an http(s) URL (${what})` },
     )
     .transform((value) => value.replace(/\/+$/, ""));
 
@@ -89,7 +89,7 @@ const ipv4 = (fallback: string, what: string) =>
       .string()
       .default(fallback)
       .transform((value) => value.trim())
-      .refine(isIpv4, { message: `must be an IPv4 address like 192.168.1.1 (${what})` }),
+      .refine(isIpv4, { error: `must be an IPv4 address like 192.168.1.1 (${what})` }),
   );
 
 const list = (value: string | undefined): string[] =>
@@ -108,10 +108,10 @@ const slackIdList = (what: string, requiredHint?: string) => {
     text
       .transform(list)
       .refine((ids) => requiredHint === undefined || ids.length > 0, {
-        message: `must name at least one Slack user or user group (${what})`,
+        error: `must name at least one Slack user or user group (${what})`,
       })
       .refine((ids) => ids.every((id) => SLACK_ID.test(id)), {
-        message: `must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (${what})`,
+        error: `must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (${what})`,
       }),
   );
 };
@@ -120,13 +120,13 @@ const EnvSchema = z.object({
   SLACK_BOT_TOKEN: prefixed("xoxb-", "the app's Bot User OAuth Token"),
   SLACK_SIGNING_SECRET: optionalString().refine(
     (value) => value === undefined || /^[0-9a-f]{32,}$/i.test(value),
-    { message: "must be the app's Signing Secret (hexadecimal, from Basic Information)" },
+    { error: "must be the app's Signing Secret (hexadecimal, from Basic Information)" },
   ),
   SLACK_APP_TOKEN: optionalPrefixed("xapp-", "an app-level token with connections:write"),
   SLACK_API_URL: z.preprocess(blankToUndefined, httpUrl("Slack's Web API base URL").optional()),
   SLACK_CHANNEL: optionalString().refine(
     (value) => value === undefined || /^[CGD][A-Z0-9]{2,}$/.test(value),
-    { message: "must be a channel ID like C0123456789 (channel details → About)" },
+    { error: "must be a channel ID like C0123456789 (channel details → About)" },
   ),
   PORT: integer(3000, 0, 65535, "the HTTP port"),
   GITLAB_URL: z.preprocess(
@@ -140,7 +140,7 @@ const EnvSchema = z.object({
       .string({ error: "is required: the project ID (e.g. 42) or full path (e.g. infra/vms)" })
       .trim()
       .refine((value) => /^\d+$/.test(value) || /^[\w.-]+(\/[\w.-]+)+$/.test(value), {
-        message: "must be a project ID (e.g. 42) or a full path (e.g. infra/vms)",
+        error: "must be a project ID (e.g. 42) or a full path (e.g. infra/vms)",
       }),
   ),
   GITLAB_REF: z.preprocess(blankToUndefined, z.string().trim().default("main")),
@@ -162,7 +162,7 @@ const EnvSchema = z.object({
       .trim()
       .default("general")
       .refine((value) => /^[\w.-]+$/.test(value), {
-        message: "must be a state name of letters, digits, '.', '_' or '-'",
+        error: "must be a state name of letters, digits, '.', '_' or '-'",
       }),
   ),
   POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
@@ -180,7 +180,7 @@ const EnvSchema = z.object({
   ),
   PROXMOX_TOKEN: optionalString().refine(
     (value) => value === undefined || /^[^@\s]+@[^!\s]+![^=\s]+=\S+$/.test(value),
-    { message: "must look like user@realm!tokenid=secret" },
+    { error: "must look like user@realm!tokenid=secret" },
   ),
   PROXMOX_CA_FILE: optionalString(),
   PROXMOX_INSECURE: boolean(false),
@@ -191,7 +191,7 @@ const EnvSchema = z.object({
       .default("pve")
       .transform(list)
       .refine((nodes) => nodes.length > 0 && nodes.every((node) => /^[\w.-]+$/.test(node)), {
-        message: "must be a comma-separated list of Proxmox node names, e.g. pve1,pve2",
+        error: "must be a comma-separated list of Proxmox node names, e.g. pve1,pve2",
       }),
   ),
   VM_TEMPLATES: z.preprocess(
@@ -203,7 +203,7 @@ const EnvSchema = z.object({
       .refine(
         (items) =>
           items.length > 0 && items.every((item) => /^[^=]{1,60}=\d{3,9}$/.test(item.trim())),
-        { message: "must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000" },
+        { error: "must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000" },
       )
       .transform((items) =>
         items.map((item) => {

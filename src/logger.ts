@@ -79,11 +79,8 @@ export function boltLogger(log: Logger): BoltLogger {
       child.level = BOLT_TO_PINO[level];
     },
     getLevel: () => {
-      const level = child.level;
-      return (
-        (Object.entries(BOLT_TO_PINO).find(([, value]) => value === level)?.[0] as LogLevel) ??
-        BoltLogLevel.INFO
-      );
+      const level = Object.values(BoltLogLevel).find((l) => BOLT_TO_PINO[l] === child.level);
+      return level ?? BoltLogLevel.INFO;
     },
     setName: (name: string) => {
       child = log.child({ component: name });

@@ -125,11 +125,17 @@ export async function startVmbot(
       stopping = true;
       clearTimeout(retryTimer);
       log.info("stopping: finishing in-flight work");
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      });
       server.closeIdleConnections();
-      const grace = new Promise<"timeout">((resolve) =>
-        setTimeout(() => resolve("timeout"), graceMs).unref(),
-      );
+      const grace = new Promise<"timeout">((resolve) => {
+        setTimeout(() => {
+          resolve("timeout");
+        }, graceMs).unref();
+      });
       const outcome = await Promise.race([vmbot.drain().then(() => "drained" as const), grace]);
       if (outcome === "timeout") log.warn("in-flight work did not finish in time; stopping anyway");
       if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);

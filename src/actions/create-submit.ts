@@ -40,8 +40,8 @@ export function readCreateForm(values: unknown): VmFormValues {
     string,
   ][]) {
     const element = state[blockId]?.[INPUT_ACTION];
-    const value = element?.selected_option?.value ?? element?.value ?? undefined;
-    if (value !== undefined && value !== null && value.trim() !== "") form[field] = value;
+    const value = element?.selected_option?.value ?? element?.value;
+    if (typeof value === "string" && value.trim() !== "") form[field] = value;
   }
   return form;
 }
@@ -165,7 +165,9 @@ async function startRequest(
     store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
     await client.chat
       .postMessage({ channel: request.requester, text: message })
-      .catch((dmError: unknown) => log.error({ err: dmError }, "could not tell the requester"));
+      .catch((dmError: unknown) => {
+        log.error({ err: dmError }, "could not tell the requester");
+      });
     return;
   }
 

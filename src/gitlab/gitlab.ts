@@ -9,7 +9,7 @@ export const PipelineSchema = z.object({
   id: z.number().int(),
   iid: z.number().int().optional(),
   status: z.string(),
-  web_url: z.string().url(),
+  web_url: z.url(),
 });
 
 export interface Pipeline {

@@ -135,10 +135,9 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     },
 
     updateRequest(id, patch) {
-      const entries = Object.entries(patch).filter(([, value]) => value !== undefined) as [
-        keyof RequestPatch,
-        unknown,
-      ][];
+      const entries = (Object.entries(patch) as [keyof RequestPatch, unknown][]).filter(
+        ([, value]) => value !== undefined,
+      );
       const assignments = entries.map(([key]) => `${columns[key]} = @${key}`);
       const result = db
         .prepare(
