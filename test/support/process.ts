@@ -1,0 +1,42 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { resolve } from "node:path";
+import { recordOutput } from "./logs.js";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const TSX = resolve(ROOT, "node_modules/.bin/tsx");
+
+export interface BotProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Runs `src/main.ts` in a child process, as `npm start` would, with only the given environment
+ * (plus PATH). Its output is recorded for the suite's secret scan.
+ */
+export function runBot(env: Record<string, string>, cwd = ROOT): BotProcess {
+  const child = spawn(TSX, [resolve(ROOT, "src/main.ts")], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolveExit) => {
+    child.on("exit", (code) => {
+      recordOutput(out);
+      recordOutput(err);
+      resolveExit(code);
+    });
+  });
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
