@@ -4,7 +4,7 @@ export const VM_COMMAND = "/vm";
 
 export const CREATE_MODAL = "vm_create_modal";
 
-/** Block IDs of the create form's inputs; each input's action ID is {@link INPUT_ACTION}. */
+/** The create form's inputs: each is both the input block's block_id and its element's action_id. */
 export const CREATE_FIELDS = {
   name: "vm_name",
   node: "vm_node",
@@ -20,8 +20,6 @@ export const CREATE_FIELDS = {
 } as const;
 
 export type CreateField = keyof typeof CREATE_FIELDS;
-
-export const INPUT_ACTION = "value";
 
 /** Message metadata event type for request messages (Slack `metadata.event_type`). */
 export const REQUEST_EVENT_TYPE = "vmbot_request";

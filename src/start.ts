@@ -7,6 +7,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { createRedactor } from "./redact.js";
 import { createHttpServer, type Health } from "./server.js";
 import { openSqliteStore } from "./store/sqlite.js";
+import type { Store } from "./store/store.js";
 
 export interface StartOptions {
   /** Where log lines go; stdout by default. */
@@ -19,6 +20,8 @@ export interface RunningVmbot {
   port: number;
   log: Logger;
   health(): Health;
+  /** The open store, for inspection (tests, tooling). */
+  store: Store;
   /** Stops taking work, finishes what is in flight (up to `graceMs`), closes the store. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -120,6 +123,7 @@ export async function startVmbot(
     port,
     log,
     health,
+    store,
     async stop(graceMs = 8_000) {
       if (stopping) return;
       stopping = true;

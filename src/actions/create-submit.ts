@@ -9,7 +9,7 @@ import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
-import { CREATE_FIELDS, CREATE_MODAL, INPUT_ACTION, REQUEST_EVENT_TYPE } from "../ids.js";
+import { CREATE_FIELDS, CREATE_MODAL, REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { requestMessage } from "../views/request-message.js";
@@ -39,7 +39,7 @@ export function readCreateForm(values: unknown): VmFormValues {
     keyof typeof CREATE_FIELDS,
     string,
   ][]) {
-    const element = state[blockId]?.[INPUT_ACTION];
+    const element = state[blockId]?.[blockId];
     const value = element?.selected_option?.value ?? element?.value;
     if (typeof value === "string" && value.trim() !== "") form[field] = value;
   }

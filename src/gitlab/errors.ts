@@ -32,6 +32,9 @@ export function gitlabMessageText(description: string): string {
   }
 }
 
+const seconds = (ms: number) =>
+  ms < 10_000 ? `${(ms / 1000).toFixed(1)} seconds` : `${Math.round(ms / 1000)} seconds`;
+
 /** Turns whatever gitbeaker threw into words a person can act on. */
 export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError {
   const project = `\`${escapeMrkdwn(ctx.project)}\``;
@@ -88,7 +91,7 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
   if (error instanceof GitbeakerTimeoutError) {
     return new VmbotError(
       "gitlab_timeout",
-      `GitLab at ${ctx.url} did not answer within ${Math.round(ctx.timeoutMs / 1000)} seconds when the bot tried to ${ctx.doing}. It may be overloaded; check that the pipeline was not created before trying again.`,
+      `GitLab at ${ctx.url} did not answer within ${seconds(ctx.timeoutMs)} when the bot tried to ${ctx.doing}. It may be overloaded; check that the pipeline was not created before trying again.`,
       { cause: error },
     );
   }

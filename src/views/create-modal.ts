@@ -1,6 +1,6 @@
 import type { types } from "@slack/bolt";
 import type { VmTemplate } from "../config.js";
-import { CREATE_FIELDS, CREATE_MODAL, INPUT_ACTION } from "../ids.js";
+import { CREATE_FIELDS, CREATE_MODAL, type CreateField } from "../ids.js";
 import { LIMITS } from "../vm/spec.js";
 
 type ModalView = types.ModalView;
@@ -22,52 +22,55 @@ export const FORM_DEFAULTS = { cores: 2, memoryMb: 2048, diskGb: 20 } as const;
 const plain = (text: string) => ({ type: "plain_text" as const, text, emoji: true });
 
 function input(
-  field: keyof typeof CREATE_FIELDS,
+  field: CreateField,
   label: string,
-  element: InputBlock["element"],
+  element: (actionId: string) => InputBlock["element"],
   extra: { hint?: string; optional?: boolean } = {},
 ): InputBlock {
   return {
     type: "input",
     block_id: CREATE_FIELDS[field],
     label: plain(label),
-    element,
+    element: element(CREATE_FIELDS[field]),
     ...(extra.hint === undefined ? {} : { hint: plain(extra.hint) }),
     optional: extra.optional ?? false,
   };
 }
 
-function text(initial: string | undefined, placeholder: string, maxLength?: number) {
-  return {
+const text =
+  (initial: string | undefined, placeholder: string, maxLength?: number) => (actionId: string) => ({
     type: "plain_text_input" as const,
-    action_id: INPUT_ACTION,
+    action_id: actionId,
     placeholder: plain(placeholder),
     ...(initial === undefined || initial === "" ? {} : { initial_value: initial }),
     ...(maxLength === undefined ? {} : { max_length: maxLength }),
-  };
-}
+  });
 
-function wholeNumber(initial: number, range: { min: number; max: number }) {
-  return {
+const wholeNumber =
+  (initial: number, range: { min: number; max: number }) => (actionId: string) => ({
     type: "number_input" as const,
-    action_id: INPUT_ACTION,
+    action_id: actionId,
     is_decimal_allowed: false,
     initial_value: String(initial),
     min_value: String(range.min),
     max_value: String(range.max),
-  };
-}
+  });
 
-function select(options: { value: string; label: string }[], initial: string | undefined) {
-  const slackOptions = options.map((o) => ({ text: plain(o.label.slice(0, 75)), value: o.value }));
-  const initialOption = slackOptions.find((o) => o.value === initial);
-  return {
-    type: "static_select" as const,
-    action_id: INPUT_ACTION,
-    options: slackOptions,
-    ...(initialOption === undefined ? {} : { initial_option: initialOption }),
+const select =
+  (options: { value: string; label: string }[], initial: string | undefined) =>
+  (actionId: string) => {
+    const slackOptions = options.map((o) => ({
+      text: plain(o.label.slice(0, 75)),
+      value: o.value,
+    }));
+    const initialOption = slackOptions.find((o) => o.value === initial);
+    return {
+      type: "static_select" as const,
+      action_id: actionId,
+      options: slackOptions,
+      ...(initialOption === undefined ? {} : { initial_option: initialOption }),
+    };
   };
-}
 
 /** The `/vm create` form: every field of the platform's inputs, with its defaults. */
 export function createModal(options: CreateModalOptions): ModalView {

@@ -1,0 +1,368 @@
+import { createServer, type AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { CREATE_FIELDS } from "../../src/ids.js";
+import { stateValuesFor } from "../fakes/slack-signer.js";
+import type { FakeView } from "../fakes/slack.js";
+import {
+  CHANNEL,
+  eventually,
+  REQUESTER,
+  startHarness,
+  type Harness,
+  type HarnessOptions,
+} from "../support/harness.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+async function start(options?: HarnessOptions): Promise<Harness> {
+  harness = await startHarness(options);
+  return harness;
+}
+
+/** Types `/vm create <name>` and returns the form Slack opened. */
+async function openForm(h: Harness, name = "web-01"): Promise<FakeView> {
+  const delivery = await h.signer.slashCommand({
+    text: `create ${name}`,
+    userId: REQUESTER,
+    channelId: CHANNEL,
+  });
+  expect(delivery.status).toBe(200);
+  const call = await h.slack.waitFor("views.open");
+  const view = h.slack.views.at(-1);
+  expect(view?.callback_id).toBe("vm_create_modal");
+  expect(call.args.trigger_id).toBe(delivery.triggerId);
+  return view!;
+}
+
+const goodEntries = {
+  vm_name: "web-01",
+  vm_ip: "192.168.1.50/24",
+  vm_cores: "4",
+  vm_memory: "4096",
+  vm_disk: "40",
+  vm_vlan: "20",
+};
+
+function submit(h: Harness, view: FakeView, entries: Record<string, string | null> = goodEntries) {
+  return h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, entries),
+    userId: REQUESTER,
+  });
+}
+
+/** Submits a valid form and waits until the request message shows its outcome. */
+async function submitAndSettle(h: Harness) {
+  const view = await openForm(h);
+  const delivery = await submit(h, view);
+  expect(delivery.status).toBe(200);
+  await h.slack.waitFor("chat.update");
+  const [request] = [...h.bot.store.listActive(), ...allRequests(h)];
+  return { request: request!, message: h.slack.messages.find((m) => m.channel === CHANNEL)! };
+}
+
+/** Every request in the store, whatever its status. */
+function allRequests(h: Harness) {
+  return h.bot.store
+    .listAudit()
+    .filter((entry) => entry.action === "requested")
+    .map((entry) => h.bot.store.getRequest(entry.requestId!)!);
+}
+
+const messageText = (h: Harness) =>
+  JSON.stringify(h.slack.messages.find((m) => m.channel === CHANNEL)?.blocks ?? []);
+
+describe("/vm create", () => {
+  it("acknowledges and opens the form with the command's trigger_id before touching GitLab", async () => {
+    const h = await start();
+    const delivery = await h.signer.slashCommand({
+      text: "create Web-01",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    expect(delivery.status).toBe(200);
+    expect(delivery.body).toBe("");
+    expect(delivery.elapsedMs).toBeLessThan(3_000);
+    const open = await h.slack.waitFor("views.open");
+    expect(open.ok).toBe(true);
+    expect(open.args.trigger_id).toBe(delivery.triggerId);
+    expect(h.gitlab.requests).toHaveLength(0);
+
+    const view = open.args.view as {
+      blocks: { block_id: string; element: Record<string, unknown> }[];
+    };
+    expect(view.blocks.map((b) => b.block_id)).toEqual(Object.values(CREATE_FIELDS));
+    const initial = Object.fromEntries(
+      view.blocks.map((b) => [
+        b.block_id,
+        (b.element.initial_option as { value?: string } | undefined)?.value ??
+          b.element.initial_value,
+      ]),
+    );
+    expect(initial).toEqual({
+      vm_name: "Web-01",
+      vm_node: "pve",
+      vm_template: "9000",
+      vm_cores: "2",
+      vm_memory: "2048",
+      vm_disk: "20",
+      vm_ip: undefined,
+      vm_gateway: "192.168.1.1",
+      vm_dns: "192.168.1.1",
+      vm_id: undefined,
+      vm_vlan: undefined,
+    });
+  });
+
+  it("answers help and unknown subcommands with usage, ephemerally", async () => {
+    const h = await start();
+    const help = await h.signer.slashCommand({
+      text: "help",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    expect(JSON.parse(help.body)).toMatchObject({ response_type: "ephemeral" });
+    expect(help.body).toContain("/vm create [name]");
+    const unknown = await h.signer.slashCommand({
+      text: "destroy everything",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const answer = JSON.parse(unknown.body) as { response_type: string; text: string };
+    expect(answer.response_type).toBe("ephemeral");
+    expect(answer.text).toContain("`destroy everything` is not a vmbot command.");
+    expect(h.slack.callsTo("views.open")).toHaveLength(0);
+  });
+
+  it("answers invalid fields inline and creates no pipeline, row or message", async () => {
+    const h = await start();
+    const view = await openForm(h);
+    const delivery = await submit(h, view, {
+      ...goodEntries,
+      vm_name: "web_01",
+      vm_ip: "192.168.1.0/24",
+      vm_vlan: "4095",
+    });
+    expect(delivery.json).toEqual({
+      response_action: "errors",
+      errors: {
+        vm_name: 'The name may only contain a-z, 0-9 and - (not "_").',
+        vm_ip:
+          "192.168.1.0 is the network address of 192.168.1.0/24: choose a host address inside it.",
+        vm_vlan: "The VLAN must be blank (or 0) for untagged, or a whole number from 1 to 4094.",
+      },
+    });
+    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.bot.store.listAudit()).toHaveLength(0);
+    expect(h.bot.store.listActive()).toHaveLength(0);
+    expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
+  });
+
+  it("turns a valid form into one request, one message and one pipeline with exactly those inputs", async () => {
+    const h = await start();
+    const { request, message } = await submitAndSettle(h);
+
+    const creates = h.gitlab.requestsTo("POST", /\/pipeline$/);
+    expect(creates).toHaveLength(1);
+    expect(JSON.parse(creates[0]!.body)).toEqual({
+      ref: "main",
+      inputs: {
+        action: "apply",
+        vm_name: "web-01",
+        vm_ip: "192.168.1.50/24",
+        vm_gateway: "192.168.1.1",
+        template_vm_id: 9000,
+        proxmox_node: "pve",
+        vm_id: 0,
+        vlan_id: 20,
+        cpu_cores: 4,
+        memory_mb: 4096,
+        disk_size_gb: 40,
+        dns_server: "192.168.1.1",
+      },
+    });
+    const pipeline = h.gitlab.pipelines[0]!;
+    expect(h.gitlab.pipelines).toHaveLength(1);
+
+    expect(allRequests(h)).toHaveLength(1);
+    expect(request).toMatchObject({
+      status: "queued",
+      requester: REQUESTER,
+      channel: CHANNEL,
+      messageTs: message.ts,
+      pipelineId: pipeline.id,
+      pipelineUrl: pipeline.webUrl,
+    });
+    expect(h.slack.callsTo("chat.postMessage")).toHaveLength(1);
+    expect(h.slack.callsTo("chat.update")).toHaveLength(1);
+    expect(messageText(h)).toContain(
+      `GitLab <${pipeline.webUrl}|pipeline #${pipeline.id}> started: waiting for Terraform to plan.`,
+    );
+    expect(h.bot.store.listAudit(request.id).map((a) => a.action)).toEqual([
+      "requested",
+      "pipeline_created",
+    ]);
+  });
+
+  it("sends the values as upper-cased variables when GITLAB_PIPELINE_PARAMS=variables", async () => {
+    const h = await start({
+      env: { GITLAB_PIPELINE_PARAMS: "variables" },
+      project: { inputs: {} },
+    });
+    await submitAndSettle(h);
+    const body = JSON.parse(h.gitlab.requestsTo("POST", /\/pipeline$/)[0]!.body) as {
+      variables: { key: string; value: string }[];
+    };
+    expect(body).not.toHaveProperty("inputs");
+    expect(Object.fromEntries(body.variables.map((v) => [v.key, v.value]))).toEqual({
+      ACTION: "apply",
+      VM_NAME: "web-01",
+      VM_IP: "192.168.1.50/24",
+      VM_GATEWAY: "192.168.1.1",
+      TEMPLATE_VM_ID: "9000",
+      PROXMOX_NODE: "pve",
+      VM_ID: "0",
+      VLAN_ID: "20",
+      CPU_CORES: "4",
+      MEMORY_MB: "4096",
+      DISK_SIZE_GB: "40",
+      DNS_SERVER: "192.168.1.1",
+    });
+    expect(h.gitlab.pipelines[0]!.variables).toHaveLength(12);
+  });
+
+  it("creates one request when Slack delivers the same submission twice", async () => {
+    const h = await start();
+    const view = await openForm(h);
+    await submit(h, view);
+    await submit(h, view);
+    await h.slack.waitFor("chat.update");
+    await eventually(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
+    expect(allRequests(h)).toHaveLength(1);
+    expect(h.gitlab.pipelines).toHaveLength(1);
+    expect(h.slack.callsTo("chat.postMessage")).toHaveLength(1);
+  });
+
+  it("refuses people who are not requesters, at the command and at submission", async () => {
+    const h = await start({ env: { REQUESTERS: "U0SOMEONEELSE" } });
+    await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
+    const refusal = await h.slack.waitForResponse();
+    expect(refusal.body).toMatchObject({
+      response_type: "ephemeral",
+      text: "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot to add you.",
+    });
+    expect(h.slack.callsTo("views.open")).toHaveLength(0);
+    expect(allRequests(h)).toHaveLength(0);
+  });
+
+  it("tells the requester when it cannot post in the channel, and starts nothing", async () => {
+    const h = await start();
+    h.slack.addChannel({ id: CHANNEL, name: "vm-requests", isMember: false });
+    const view = await openForm(h);
+    await submit(h, view);
+    const dm = await h.slack.waitFor("chat.postMessage", (call) => call.args.channel === REQUESTER);
+    expect(dm.args.text).toBe(
+      `vmbot could not post your request for web-01 in <#${CHANNEL}> (not_in_channel): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`,
+    );
+    expect(h.gitlab.requests).toHaveLength(0);
+    expect(allRequests(h)[0]?.status).toBe("failed");
+  });
+});
+
+describe("GitLab refusing the pipeline", () => {
+  const cases: [string, HarnessOptions, (h: Harness) => void, string][] = [
+    [
+      "an invalid or expired token (401)",
+      {},
+      (h) => {
+        h.gitlab.setTokenValid(false);
+      },
+      "GitLab refused the bot's token (401 Unauthorized): it is invalid, expired or revoked. An admin needs to give vmbot a new token with the api scope (GITLAB_TOKEN).",
+    ],
+    [
+      "a token without the Developer role (403)",
+      { project: { role: "reporter" } },
+      () => undefined,
+      "GitLab did not let the bot create the pipeline in `infra/vms` (403 Forbidden): its token needs the api scope and at least the Developer role on the project.",
+    ],
+    [
+      "a project that does not exist (404)",
+      { env: { GITLAB_PROJECT: "infra/nope" } },
+      () => undefined,
+      "GitLab has no project `infra/nope` that the bot's token can see (404 Not Found): check GITLAB_PROJECT, and that the token's user is a member of the project.",
+    ],
+    [
+      "an input the pipeline does not declare (400)",
+      { project: { inputs: { vm_name: {}, vm_ip: {} } } },
+      () => undefined,
+      "GitLab refused to create the pipeline (400): unknown input arguments:",
+    ],
+    [
+      "a ref that does not exist (400)",
+      { env: { GITLAB_REF: "no-such-branch" } },
+      () => undefined,
+      "GitLab refused to create the pipeline (400): Reference not found.",
+    ],
+    [
+      "GitLab not answering in time",
+      { gitlabTimeoutMs: 300 },
+      (h) => {
+        h.gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, { delayMs: 2_000 });
+      },
+      "did not answer within 0.3 seconds when the bot tried to create the pipeline. It may be overloaded; check that the pipeline was not created before trying again.",
+    ],
+    [
+      "GitLab dropping the connection",
+      {},
+      (h) => {
+        h.gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, "reset");
+      },
+      "could not be reached (",
+    ],
+  ];
+
+  it.each(cases)(
+    "explains %s and marks the request failed",
+    async (_label, options, arrange, words) => {
+      const h = await start(options);
+      arrange(h);
+      const view = await openForm(h);
+      await submit(h, view);
+      const update = await h.slack.waitFor("chat.update");
+      expect(update.ok).toBe(true);
+      const request = allRequests(h)[0]!;
+      expect(request.status).toBe("failed");
+      expect(request.error).toContain(words);
+      expect(messageText(h)).toContain(words.replace(/`/g, "`"));
+      expect(h.slack.messages.find((m) => m.channel === CHANNEL)?.text).toBe("VM web-01 — Failed");
+      expect(h.bot.store.listAudit(request.id).map((a) => a.action)).toEqual([
+        "requested",
+        "failed",
+      ]);
+    },
+  );
+
+  it("explains that GitLab cannot be reached at all", async () => {
+    const port = await closedPort();
+    const h = await start({ env: { GITLAB_URL: `http://127.0.0.1:${port}` } });
+    const view = await openForm(h);
+    await submit(h, view);
+    await h.slack.waitFor("chat.update");
+    expect(allRequests(h)[0]?.error).toBe(
+      `GitLab at http://127.0.0.1:${port} could not be reached (ECONNREFUSED), so the bot could not create the pipeline. Check that GitLab is up and GITLAB_URL is right.`,
+    );
+  });
+});
+
+/** A loopback port that nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

@@ -1,0 +1,117 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig, type Config } from "../../src/config.js";
+import { startVmbot, type RunningVmbot } from "../../src/start.js";
+import {
+  startFakeGitlab,
+  VM_PIPELINE_INPUTS,
+  type FakeGitlab,
+  type FakeProjectOptions,
+  type InputSpec,
+} from "../fakes/gitlab.js";
+import { createSlackSigner, type SlackSigner } from "../fakes/slack-signer.js";
+import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
+import { captureLogs } from "./logs.js";
+import { TEST_SECRETS } from "./secrets.js";
+
+export const REQUESTER = "U0REQUESTER";
+export const APPROVER = "U0APPROVER";
+export const ADMIN = "U0ADMIN";
+export const CHANNEL = "C0VMBOT";
+export const PROJECT_PATH = "infra/vms";
+
+/** The platform's spec:inputs as the README documents them: SPEC's inputs plus the sizing ones. */
+export const PLATFORM_INPUTS: Record<string, InputSpec> = {
+  ...VM_PIPELINE_INPUTS,
+  cpu_cores: { type: "number", default: 2 },
+  memory_mb: { type: "number", default: 2048 },
+  disk_size_gb: { type: "number", default: 20 },
+  dns_server: { default: "192.168.1.1" },
+};
+
+export interface Harness {
+  slack: FakeSlack;
+  gitlab: FakeGitlab;
+  bot: RunningVmbot;
+  signer: SlackSigner;
+  config: Config;
+  logs: string[];
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  project?: Partial<FakeProjectOptions>;
+  gitlabTimeoutMs?: number;
+}
+
+/**
+ * The real bot (Bolt in HTTP mode, gitbeaker, the SQLite store) wired to the Slack and GitLab
+ * fakes on loopback, with its logs captured for assertions and the suite's secret scan.
+ */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
+  const gitlab = await startFakeGitlab({
+    token: TEST_SECRETS.gitlabToken,
+    projects: [{ id: 42, path: PROJECT_PATH, inputs: PLATFORM_INPUTS, ...options.project }],
+  });
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-it-"));
+  const config = loadConfig({
+    SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
+    SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
+    SLACK_API_URL: slack.apiUrl,
+    GITLAB_URL: gitlab.url,
+    GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
+    GITLAB_PROJECT: PROJECT_PATH,
+    VM_NODES: "pve,pve2",
+    VM_TEMPLATES: "ubuntu=9000,debian=9001",
+    APPROVERS: APPROVER,
+    ADMINS: ADMIN,
+    VMBOT_DB: join(dir, "vmbot.sqlite"),
+    PORT: "0",
+    LOG_LEVEL: "debug",
+    ...options.env,
+  });
+  const captured = captureLogs();
+  const bot = await startVmbot(config, {
+    logDestination: captured.stream,
+    gitlabTimeoutMs: options.gitlabTimeoutMs ?? 5_000,
+  });
+  const baseUrl = `http://127.0.0.1:${bot.port}`;
+  const signer = createSlackSigner({
+    eventsUrl: `${baseUrl}/slack/events`,
+    signingSecret: TEST_SECRETS.signingSecret,
+    slack,
+  });
+  return {
+    slack,
+    gitlab,
+    bot,
+    signer,
+    config,
+    logs: captured.lines,
+    baseUrl,
+    async close() {
+      await bot.stop(2_000);
+      await Promise.all([slack.close(), gitlab.close()]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until `check` returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(
+  check: () => T | undefined,
+  what: string,
+  timeoutMs = 5_000,
+): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
