@@ -6,21 +6,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MIGRATIONS } from "../../src/store/migrations.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { NewRequest } from "../../src/store/store.js";
+import { SAMPLE_SPEC } from "../support/requests.js";
 
-const spec = {
-  name: "web-01",
-  node: "pve",
-  templateId: 9000,
-  templateName: "ubuntu",
-  cores: 2,
-  memoryMb: 2048,
-  diskGb: 20,
-  ip: "192.168.1.50/24",
-  gateway: "192.168.1.1",
-  dns: "192.168.1.1",
-  vmId: 0,
-  vlanId: 0,
-};
+const spec = SAMPLE_SPEC;
 
 const newRequest = (submissionKey = "view:V1"): NewRequest => ({
   requester: "U0REQ",

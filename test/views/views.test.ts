@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { SAMPLE_SPEC } from "../support/requests.js";
 import { CREATE_FIELDS, CREATE_MODAL } from "../../src/ids.js";
 import type { RequestRecord } from "../../src/store/store.js";
 import { createModal, FORM_DEFAULTS } from "../../src/views/create-modal.js";
@@ -9,20 +10,7 @@ const request: RequestRecord = {
   id: "vm-abc-1234",
   status: "queued",
   requester: "U0REQ",
-  spec: {
-    name: "web-01",
-    node: "pve",
-    templateId: 9000,
-    templateName: "ubuntu",
-    cores: 2,
-    memoryMb: 2048,
-    diskGb: 20,
-    ip: "192.168.1.50/24",
-    gateway: "192.168.1.1",
-    dns: "192.168.1.1",
-    vmId: 0,
-    vlanId: 0,
-  },
+  spec: SAMPLE_SPEC,
   notes: [],
   channel: "C0CHAN",
   messageTs: null,
