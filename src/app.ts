@@ -32,6 +32,18 @@ export interface VmbotApp {
   drain(): Promise<void>;
 }
 
+/**
+ * Web API client settings: a bounded number of retries and a timeout on every call, so that a
+ * slow or failing Slack is answered in seconds, not the client's default half hour.
+ */
+export function slackClientOptions(config: Config) {
+  return {
+    ...(config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl }),
+    timeout: 10_000,
+    retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000, randomize: true },
+  };
+}
+
 /** Builds the Bolt app with every listener registered; starts nothing. */
 export function createApp(deps: AppDeps): VmbotApp {
   const { config, log } = deps;
@@ -50,7 +62,9 @@ export function createApp(deps: AppDeps): VmbotApp {
     token: config.slack.botToken,
     receiver: socket ?? http,
     logger,
-    clientOptions: config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl },
+    // start.ts checks the token itself, once, with a clear message when Slack refuses it.
+    tokenVerificationEnabled: false,
+    clientOptions: slackClientOptions(config),
   });
 
   const inflight = new Set<Promise<void>>();

@@ -50,7 +50,7 @@ export function createLogger({ level, redactor, destination }: LoggerOptions): L
       redact: { paths: REDACT_PATHS, censor: "[redacted]" },
       hooks: { streamWrite: (line) => redactor(line) },
     },
-    destination ?? pino.destination({ sync: false }),
+    destination ?? pino.destination({ sync: true }),
   );
 }
 

@@ -1,9 +1,10 @@
 import type { AddressInfo } from "node:net";
 import type { DestinationStream } from "pino";
-import { createApp } from "./app.js";
+import { webApi } from "@slack/bolt";
+import { createApp, slackClientOptions } from "./app.js";
 import { configSecrets, type Config } from "./config.js";
 import { createGitlab } from "./gitlab/gitlab.js";
-import { createLogger, type Logger } from "./logger.js";
+import { boltLogger, createLogger, type Logger } from "./logger.js";
 import { createRedactor } from "./redact.js";
 import { createHttpServer, type Health } from "./server.js";
 import { openSqliteStore } from "./store/sqlite.js";
@@ -71,6 +72,13 @@ export async function startVmbot(
   };
 
   let retryTimer: NodeJS.Timeout | undefined;
+  // One attempt per check, so start-up is never held up by the client's retries.
+  const probe = new webApi.WebClient(config.slack.botToken, {
+    ...slackClientOptions(config),
+    retryConfig: { retries: 0 },
+    timeout: 5_000,
+    logger: boltLogger(log),
+  });
   if (vmbot.socket) {
     vmbot.socket.client.on("connected", () => {
       slack.connected = true;
@@ -83,7 +91,7 @@ export async function startVmbot(
   } else {
     const verify = async (): Promise<void> => {
       try {
-        const auth = await vmbot.app.client.auth.test();
+        const auth = await probe.auth.test();
         slack.connected = true;
         log.info({ team: auth.team, botUser: auth.user_id }, "connected to Slack");
       } catch (error) {

@@ -1,0 +1,132 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app.js";
+import { loadConfig } from "../../src/config.js";
+import { createGitlab } from "../../src/gitlab/gitlab.js";
+import { createLogger } from "../../src/logger.js";
+import { createRedactor } from "../../src/redact.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { captureLogs } from "../support/logs.js";
+import { CHANNEL, REQUESTER, startHarness, type Harness } from "../support/harness.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe("POST /slack/events", () => {
+  it("refuses a request with a bad signature with 401 and changes nothing", async () => {
+    harness = await startHarness();
+    const delivery = await harness.signer.slashCommand({
+      text: "create web-01",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+      signature: "v0=" + "0".repeat(64),
+    });
+    expect(delivery.status).toBe(401);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(harness.slack.callsTo("views.open")).toHaveLength(0);
+    expect(harness.bot.store.listAudit()).toHaveLength(0);
+  });
+
+  it("refuses a correctly signed request older than five minutes with 401", async () => {
+    harness = await startHarness();
+    const delivery = await harness.signer.slashCommand({
+      text: "create web-01",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+      timestamp: Math.floor(Date.now() / 1000) - 6 * 60,
+    });
+    expect(delivery.status).toBe(401);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(harness.slack.callsTo("views.open")).toHaveLength(0);
+  });
+
+  it("refuses a replayed form submission signed with another secret", async () => {
+    harness = await startHarness();
+    const delivery = await harness.signer.send("payload=%7B%7D", {
+      contentType: "application/x-www-form-urlencoded",
+      signature: "v0=deadbeef",
+    });
+    expect(delivery.status).toBe(401);
+    expect(harness.bot.store.listAudit()).toHaveLength(0);
+  });
+});
+
+describe("GET /healthz", () => {
+  it("is 200 when the store is open and Slack accepted the token", async () => {
+    harness = await startHarness();
+    const response = await fetch(`${harness.baseUrl}/healthz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: "ok" });
+  });
+
+  it("is 503 with the reason while Slack cannot be reached", async () => {
+    harness = await startHarness();
+    await harness.slack.close();
+    // A fresh bot against a Slack that is gone stays up but reports why it is not healthy.
+    const { startVmbot } = await import("../../src/start.js");
+    const captured = captureLogs();
+    const bot = await startVmbot(
+      { ...harness.config, dbPath: ":memory:" },
+      { logDestination: captured.stream },
+    );
+    try {
+      const response = await fetch(`http://127.0.0.1:${bot.port}/healthz`);
+      expect(response.status).toBe(503);
+      const body = (await response.json()) as { status: string; reason: string };
+      expect(body.status).toBe("unavailable");
+      expect(body.reason).toMatch(/^Slack is not reachable \(.+\); retrying$/);
+    } finally {
+      await bot.stop(1_000);
+    }
+  });
+
+  it("answers 404 for anything else", async () => {
+    harness = await startHarness();
+    expect((await fetch(`${harness.baseUrl}/admin`)).status).toBe(404);
+  });
+});
+
+describe("start-up mode", () => {
+  it("stops with a clear message when Slack refuses the bot token", async () => {
+    harness = await startHarness();
+    const { startVmbot } = await import("../../src/start.js");
+    const captured = captureLogs();
+    await expect(
+      startVmbot(
+        {
+          ...harness.config,
+          slack: { ...harness.config.slack, botToken: "xoxb-0000-0000-SomeoneElsesToken" },
+          dbPath: ":memory:",
+        },
+        { logDestination: captured.stream },
+      ),
+    ).rejects.toThrow(
+      "Slack refused SLACK_BOT_TOKEN (invalid_auth): reinstall the app and copy its Bot User OAuth Token.",
+    );
+  });
+
+  it("uses Socket Mode, with no /slack/events endpoint, when SLACK_APP_TOKEN is set", () => {
+    const config = loadConfig({
+      SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
+      SLACK_APP_TOKEN: TEST_SECRETS.appToken,
+      GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
+      GITLAB_PROJECT: "infra/vms",
+      APPROVERS: "U0APPROVER",
+      ADMINS: "U0ADMIN",
+    });
+    const log = createLogger({ level: "silent", redactor: createRedactor() });
+    const store = openSqliteStore(":memory:");
+    const vmbot = createApp({
+      config,
+      log,
+      store,
+      gitlab: createGitlab({ ...config.gitlab, token: TEST_SECRETS.gitlabToken }),
+    });
+    expect(vmbot.socket).toBeDefined();
+    expect(vmbot.slackEvents).toBeUndefined();
+    store.close();
+  });
+});
