@@ -148,6 +148,10 @@ const EnvSchema = z.object({
     blankToUndefined,
     z.enum(["inputs", "variables"], { error: "must be inputs or variables" }).default("inputs"),
   ),
+  GITLAB_SIZING_PARAMS: z.preprocess(
+    blankToUndefined,
+    z.enum(["variables", "inputs"], { error: "must be variables or inputs" }).default("variables"),
+  ),
   GITLAB_PLAN_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:plan")),
   GITLAB_APPLY_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:apply")),
   GITLAB_CONFIGURE_JOB: z.preprocess(
@@ -297,6 +301,8 @@ export interface Config {
     project: string;
     ref: string;
     pipelineParams: "inputs" | "variables";
+    /** How cores, memory, disk and DNS reach Terraform: TF_VAR_* variables, or inputs. */
+    sizingParams: "variables" | "inputs";
     jobs: { plan: string; apply: string; configure: string };
     webhookSecret: string | undefined;
   };
@@ -364,6 +370,7 @@ function toConfig(env: Env): Config {
       project: env.GITLAB_PROJECT,
       ref: env.GITLAB_REF,
       pipelineParams: env.GITLAB_PIPELINE_PARAMS,
+      sizingParams: env.GITLAB_SIZING_PARAMS,
       jobs: {
         plan: env.GITLAB_PLAN_JOB,
         apply: env.GITLAB_APPLY_JOB,

@@ -13,7 +13,7 @@ import { CREATE_FIELDS, CREATE_MODAL, REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { requestMessage } from "../views/request-message.js";
-import { pipelineInputs, validateVmForm, type VmFormValues } from "../vm/spec.js";
+import { pipelineParams, validateVmForm, type VmFormValues } from "../vm/spec.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
 const CreateMetadataSchema = z.object({
@@ -172,7 +172,9 @@ async function startRequest(
   }
 
   try {
-    const pipeline = await deps.gitlab.triggerPipeline(pipelineInputs(request.spec));
+    const pipeline = await deps.gitlab.triggerPipeline(
+      pipelineParams(request.spec, deps.config.gitlab.sizingParams),
+    );
     request = store.updateRequest(request.id, {
       pipelineId: pipeline.id,
       pipelineUrl: pipeline.webUrl,

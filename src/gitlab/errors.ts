@@ -84,7 +84,7 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
   if (error instanceof GitbeakerRetryError) {
     return new VmbotError(
       "gitlab_unavailable",
-      `GitLab kept answering "busy" (429 or 502) when the bot tried to ${ctx.doing}, and the bot gave up. Try again in a few minutes.`,
+      `GitLab stayed busy or unavailable (it kept answering 429 or 5xx) when the bot tried to ${ctx.doing}, and the bot gave up after several tries. Try again in a few minutes.`,
       { cause: error },
     );
   }

@@ -1,6 +1,8 @@
 import { Gitlab } from "@gitbeaker/rest";
 import { z } from "zod";
+import type { PipelineParams } from "../vm/spec.js";
 import { gitlabError } from "./errors.js";
+import { createRequester, type RetryPolicy } from "./requester.js";
 
 /** A token, or a function that returns the current one (e.g. read from Vault). */
 export type GitlabToken = string | (() => Promise<string>);
@@ -19,11 +21,12 @@ export interface Pipeline {
   webUrl: string;
 }
 
-export type PipelineParams = Record<string, string | number>;
-
 /** What vmbot does with GitLab, in its own words. */
 export interface GitlabPort {
-  /** Starts the VM pipeline on the configured ref with these inputs (or variables). */
+  /**
+   * Starts the VM pipeline on the configured ref. In variables mode the inputs travel as
+   * variables named after them in upper case.
+   */
   triggerPipeline(params: PipelineParams): Promise<Pipeline>;
 }
 
@@ -34,6 +37,7 @@ export interface GitlabOptions {
   ref: string;
   pipelineParams: "inputs" | "variables";
   timeoutMs?: number;
+  retry?: RetryPolicy;
 }
 
 /** A CI/CD variable key for an input name: `vm_name` → `VM_NAME`. */
@@ -47,6 +51,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     host: options.url,
     token: options.token,
     queryTimeout: timeoutMs,
+    requesterFn: createRequester(options.retry),
   });
   const context = (doing: string) => ({
     url: options.url,
@@ -57,16 +62,27 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
   return {
     async triggerPipeline(params) {
-      const body =
+      const variables =
         options.pipelineParams === "inputs"
-          ? { inputs: params }
+          ? params.variables
           : {
-              variables: Object.entries(params).map(([name, value]) => ({
-                key: variableKey(name),
-                value: String(value),
-                variable_type: "env_var" as const,
-              })),
+              ...Object.fromEntries(
+                Object.entries(params.inputs).map(([name, value]) => [
+                  variableKey(name),
+                  String(value),
+                ]),
+              ),
+              ...params.variables,
             };
+      const variableList = Object.entries(variables).map(([key, value]) => ({
+        key,
+        value,
+        variable_type: "env_var" as const,
+      }));
+      const body = {
+        ...(options.pipelineParams === "inputs" ? { inputs: params.inputs } : {}),
+        ...(variableList.length > 0 ? { variables: variableList } : {}),
+      };
       let response: unknown;
       try {
         response = await api.Pipelines.create(options.project, options.ref, body);

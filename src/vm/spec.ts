@@ -247,9 +247,20 @@ export function validateVmForm(values: VmFormValues, options: FormOptions): Form
   return { ok: false, errors };
 }
 
-/** The pipeline inputs for a spec, named as the platform's `spec:inputs` declare them. */
-export function pipelineInputs(spec: VmSpec): Record<string, string | number> {
-  return {
+/** What the pipeline is given: `spec:inputs`, and CI/CD variables. */
+export interface PipelineParams {
+  inputs: Record<string, string | number>;
+  variables: Record<string, string>;
+}
+
+/**
+ * The pipeline's parameters for a spec. The platform's `spec:inputs` carry what SPEC section 1
+ * lists; the sizing values are Terraform variables with defaults, passed as `TF_VAR_*`
+ * variables (which Terraform reads without any pipeline change) unless the pipeline declares
+ * them as inputs too (`sizing: "inputs"`).
+ */
+export function pipelineParams(spec: VmSpec, sizing: "variables" | "inputs"): PipelineParams {
+  const inputs = {
     action: "apply",
     vm_name: spec.name,
     vm_ip: spec.ip,
@@ -258,9 +269,18 @@ export function pipelineInputs(spec: VmSpec): Record<string, string | number> {
     proxmox_node: spec.node,
     vm_id: spec.vmId,
     vlan_id: spec.vlanId,
+  };
+  const sizingValues = {
     cpu_cores: spec.cores,
     memory_mb: spec.memoryMb,
     disk_size_gb: spec.diskGb,
     dns_server: spec.dns,
+  };
+  if (sizing === "inputs") return { inputs: { ...inputs, ...sizingValues }, variables: {} };
+  return {
+    inputs,
+    variables: Object.fromEntries(
+      Object.entries(sizingValues).map(([name, value]) => [`TF_VAR_${name}`, String(value)]),
+    ),
   };
 }

@@ -6,6 +6,7 @@ import type { FakeView } from "../fakes/slack.js";
 import {
   CHANNEL,
   eventually,
+  PLATFORM_INPUTS,
   REQUESTER,
   startHarness,
   type Harness,
@@ -179,11 +180,13 @@ describe("/vm create", () => {
         proxmox_node: "pve",
         vm_id: 0,
         vlan_id: 20,
-        cpu_cores: 4,
-        memory_mb: 4096,
-        disk_size_gb: 40,
-        dns_server: "192.168.1.1",
       },
+      variables: [
+        { key: "TF_VAR_cpu_cores", value: "4", variable_type: "env_var" },
+        { key: "TF_VAR_memory_mb", value: "4096", variable_type: "env_var" },
+        { key: "TF_VAR_disk_size_gb", value: "40", variable_type: "env_var" },
+        { key: "TF_VAR_dns_server", value: "192.168.1.1", variable_type: "env_var" },
+      ],
     });
     const pipeline = h.gitlab.pipelines[0]!;
     expect(h.gitlab.pipelines).toHaveLength(1);
@@ -227,12 +230,33 @@ describe("/vm create", () => {
       PROXMOX_NODE: "pve",
       VM_ID: "0",
       VLAN_ID: "20",
-      CPU_CORES: "4",
-      MEMORY_MB: "4096",
-      DISK_SIZE_GB: "40",
-      DNS_SERVER: "192.168.1.1",
+      TF_VAR_cpu_cores: "4",
+      TF_VAR_memory_mb: "4096",
+      TF_VAR_disk_size_gb: "40",
+      TF_VAR_dns_server: "192.168.1.1",
     });
     expect(h.gitlab.pipelines[0]!.variables).toHaveLength(12);
+  });
+
+  it("sends sizing as inputs to a pipeline that declares them (GITLAB_SIZING_PARAMS=inputs)", async () => {
+    const h = await start({
+      env: { GITLAB_SIZING_PARAMS: "inputs" },
+      project: { inputs: PLATFORM_INPUTS },
+    });
+    await submitAndSettle(h);
+    const body = JSON.parse(h.gitlab.requestsTo("POST", /\/pipeline$/)[0]!.body) as Record<
+      string,
+      unknown
+    >;
+    expect(body).not.toHaveProperty("variables");
+    expect(body.inputs).toMatchObject({
+      vm_name: "web-01",
+      cpu_cores: 4,
+      memory_mb: 4096,
+      disk_size_gb: 40,
+      dns_server: "192.168.1.1",
+    });
+    expect(h.gitlab.pipelines[0]!.inputs).toMatchObject({ cpu_cores: 4, vm_name: "web-01" });
   });
 
   it("creates one request when Slack delivers the same submission twice", async () => {

@@ -21,7 +21,7 @@ export const ADMIN = "U0ADMIN";
 export const CHANNEL = "C0VMBOT";
 export const PROJECT_PATH = "infra/vms";
 
-/** The platform's spec:inputs as the README documents them: SPEC's inputs plus the sizing ones. */
+/** A pipeline that also declares the sizing values as inputs (GITLAB_SIZING_PARAMS=inputs). */
 export const PLATFORM_INPUTS: Record<string, InputSpec> = {
   ...VM_PIPELINE_INPUTS,
   cpu_cores: { type: "number", default: 2 },
@@ -55,7 +55,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
   const gitlab = await startFakeGitlab({
     token: TEST_SECRETS.gitlabToken,
-    projects: [{ id: 42, path: PROJECT_PATH, inputs: PLATFORM_INPUTS, ...options.project }],
+    projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS, ...options.project }],
   });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-it-"));
   const config = loadConfig({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pipelineInputs, validateVmForm, type VmFormValues } from "../../src/vm/spec.js";
+import { pipelineParams, validateVmForm, type VmFormValues } from "../../src/vm/spec.js";
 
 const options = {
   nodes: ["pve", "pve2"],
@@ -291,19 +291,36 @@ describe("validateVmForm", () => {
     expect(Object.keys(result.errors).sort()).toEqual(["cores", "ip", "name", "vlan"]);
   });
 
-  it("turns a valid form into the platform's pipeline inputs", () => {
+  it("turns a valid form into the platform's inputs, with sizing as Terraform variables", () => {
     const result = validateVmForm({ ...valid, vmId: "150", vlan: "20", template: "9001" }, options);
     expect(result.ok).toBe(true);
     if (!result.ok) return;
-    expect(pipelineInputs(result.spec)).toEqual({
-      action: "apply",
-      vm_name: "web-01",
-      vm_ip: "192.168.1.50/24",
-      vm_gateway: "192.168.1.1",
-      template_vm_id: 9001,
-      proxmox_node: "pve",
-      vm_id: 150,
-      vlan_id: 20,
+    expect(pipelineParams(result.spec, "variables")).toEqual({
+      inputs: {
+        action: "apply",
+        vm_name: "web-01",
+        vm_ip: "192.168.1.50/24",
+        vm_gateway: "192.168.1.1",
+        template_vm_id: 9001,
+        proxmox_node: "pve",
+        vm_id: 150,
+        vlan_id: 20,
+      },
+      variables: {
+        TF_VAR_cpu_cores: "2",
+        TF_VAR_memory_mb: "2048",
+        TF_VAR_disk_size_gb: "20",
+        TF_VAR_dns_server: "192.168.1.1",
+      },
+    });
+  });
+
+  it("puts sizing among the inputs when the pipeline declares them", () => {
+    const result = validateVmForm(valid, options);
+    if (!result.ok) throw new Error("the sample form is invalid");
+    const params = pipelineParams(result.spec, "inputs");
+    expect(params.variables).toEqual({});
+    expect(params.inputs).toMatchObject({
       cpu_cores: 2,
       memory_mb: 2048,
       disk_size_gb: 20,

@@ -1,0 +1,82 @@
+import { Gitlab, GitbeakerRequestError, GitbeakerRetryError } from "@gitbeaker/rest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createRequester, retryAfterMs } from "../../src/gitlab/requester.js";
+import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../fakes/gitlab.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+let gitlab: FakeGitlab;
+let api: InstanceType<typeof Gitlab>;
+
+beforeEach(async () => {
+  gitlab = await startFakeGitlab({
+    token: TEST_SECRETS.gitlabToken,
+    projects: [{ id: 42, path: "infra/vms", inputs: VM_PIPELINE_INPUTS }],
+  });
+  api = new Gitlab({
+    host: gitlab.url,
+    token: TEST_SECRETS.gitlabToken,
+    requesterFn: createRequester({ maxRetries: 2, baseDelayMs: 10, maxDelayMs: 2_000 }),
+  });
+});
+afterEach(async () => {
+  await gitlab.close();
+});
+
+const create = async () =>
+  (await api.Pipelines.create("infra/vms", "main", {
+    inputs: { vm_name: "web-01", vm_ip: "192.168.1.50/24" },
+  } as Parameters<typeof api.Pipelines.create>[2])) as unknown as { id: number };
+const creates = () => gitlab.requestsTo("POST", /\/pipeline$/);
+
+describe("the GitLab requester", () => {
+  it("never repeats a pipeline creation that met a 502, so no VM is created twice", async () => {
+    gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, { status: 502 });
+    await expect(create()).rejects.toBeInstanceOf(GitbeakerRequestError);
+    expect(creates()).toHaveLength(1);
+  });
+
+  it("retries a creation refused with 429 after the server's Retry-After", async () => {
+    gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, { status: 429, retryAfter: 1 });
+    const started = Date.now();
+    const pipeline = await create();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(pipeline.id).toBe(gitlab.pipelines[0]!.id);
+    expect(creates()).toHaveLength(2);
+    expect(gitlab.pipelines).toHaveLength(1);
+  });
+
+  it("retries a read that met 502, 503 or a dropped connection", async () => {
+    const { id } = await create();
+    const path = new RegExp(`/pipelines/${id}$`);
+    gitlab.failNext({ method: "GET", path }, { status: 502 });
+    gitlab.failNext({ method: "GET", path }, "reset");
+    const pipeline = await api.Pipelines.show("infra/vms", id);
+    expect(pipeline).toMatchObject({ id });
+    expect(gitlab.requestsTo("GET", path)).toHaveLength(3);
+  });
+
+  it("gives up on a read after its bounded number of retries", async () => {
+    const { id } = await create();
+    const path = new RegExp(`/pipelines/${id}$`);
+    gitlab.failNext({ method: "GET", path }, { status: 503 }, { times: 5 });
+    await expect(api.Pipelines.show("infra/vms", id)).rejects.toBeInstanceOf(GitbeakerRetryError);
+    expect(gitlab.requestsTo("GET", path)).toHaveLength(3);
+  });
+
+  it("does not retry what GitLab refused for good", async () => {
+    gitlab.setTokenValid(false);
+    await expect(create()).rejects.toMatchObject({ cause: { description: "401 Unauthorized" } });
+    expect(creates()).toHaveLength(1);
+  });
+});
+
+describe("retryAfterMs", () => {
+  it("reads seconds and HTTP dates", () => {
+    expect(retryAfterMs("3")).toBe(3_000);
+    expect(retryAfterMs("Wed, 02 Dec 2026 10:00:05 GMT", Date.parse("2026-12-02T10:00:00Z"))).toBe(
+      5_000,
+    );
+    expect(retryAfterMs(null)).toBeUndefined();
+    expect(retryAfterMs("soon")).toBeUndefined();
+  });
+});
