@@ -10,9 +10,16 @@ export interface AccessLists {
 
 export type Role = "requester" | "approver" | "admin";
 
+export type Decision = "allowed" | "denied" | "unknown";
+
 /** Who may do what, answered at the moment of asking. User groups (S…) are expanded via Slack. */
 export interface Access {
   allows(role: Role, userId: string): Promise<boolean>;
+  /**
+   * The same answer within a time budget, for Slack's three-second windows: "unknown" when a
+   * user group could not be expanded in time (the expansion goes on and is cached).
+   */
+  decide(role: Role, userId: string, budgetMs: number): Promise<Decision>;
 }
 
 const GROUP_CACHE_MS = 5 * 60_000;
@@ -25,10 +32,10 @@ export function createAccess(options: {
 }): Access {
   const now = options.now ?? Date.now;
   const groups = new Map<string, { users: Set<string>; at: number }>();
+  const pending = new Map<string, Promise<Set<string>>>();
 
-  async function members(groupId: string): Promise<Set<string>> {
+  async function fetchMembers(groupId: string): Promise<Set<string>> {
     const cached = groups.get(groupId);
-    if (cached && now() - cached.at < GROUP_CACHE_MS) return cached.users;
     try {
       const result = await options.client.usergroups.users.list({ usergroup: groupId });
       const users = new Set(result.users ?? []);
@@ -38,7 +45,21 @@ export function createAccess(options: {
       options.log.warn({ err: error, groupId }, "could not expand a Slack user group");
       // A stale answer is better than locking everyone out while Slack hiccups.
       return cached?.users ?? new Set();
+    } finally {
+      pending.delete(groupId);
     }
+  }
+
+  /** A group's members, from a five-minute cache; concurrent askers share one Slack call. */
+  function members(groupId: string): Promise<Set<string>> {
+    const cached = groups.get(groupId);
+    if (cached && now() - cached.at < GROUP_CACHE_MS) return Promise.resolve(cached.users);
+    let inflight = pending.get(groupId);
+    if (!inflight) {
+      inflight = fetchMembers(groupId);
+      pending.set(groupId, inflight);
+    }
+    return inflight;
   }
 
   const listFor = (role: Role) =>
@@ -48,15 +69,29 @@ export function createAccess(options: {
         ? options.lists.approvers
         : options.lists.admins;
 
+  const allows = async (role: Role, userId: string) => {
+    const list = listFor(role);
+    if (role === "requester" && list.length === 0) return true;
+    if (list.includes(userId)) return true;
+    const groups = await Promise.all(list.filter((id) => id.startsWith("S")).map(members));
+    return groups.some((users) => users.has(userId));
+  };
+
   return {
-    async allows(role, userId) {
-      const list = listFor(role);
-      if (role === "requester" && list.length === 0) return true;
-      if (list.includes(userId)) return true;
-      for (const id of list) {
-        if (id.startsWith("S") && (await members(id)).has(userId)) return true;
+    allows,
+    async decide(role, userId, budgetMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"unknown">((resolve) => {
+        timer = setTimeout(() => {
+          resolve("unknown");
+        }, budgetMs);
+      });
+      const answer = allows(role, userId).then((ok): Decision => (ok ? "allowed" : "denied"));
+      try {
+        return await Promise.race([answer, late]);
+      } finally {
+        clearTimeout(timer);
       }
-      return false;
     },
   };
 }

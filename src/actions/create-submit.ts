@@ -95,17 +95,20 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       });
       return;
     }
-    if (!(await deps.access.allows("requester", userId))) {
+    const decision = await deps.access.decide("requester", userId, 2_000);
+    if (decision !== "allowed") {
+      log.info({ decision }, "create form refused: requester not confirmed");
       await ack({
         response_action: "errors",
         errors: {
           [CREATE_FIELDS.name]:
-            "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot.",
+            decision === "denied"
+              ? "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot."
+              : "Slack did not confirm in time that you may ask for VMs. Nothing was created: please press Create again.",
         },
       });
       return;
     }
-
     const { request, created } = deps.store.createRequest({
       requester: userId,
       spec: result.spec,

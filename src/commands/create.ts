@@ -21,7 +21,9 @@ export function createCreateCommand(deps: CreateCommandDeps) {
   return async ({ command, ack, client, respond }: CommandArgs, name: string | undefined) => {
     await ack();
     const log = deps.log.child({ user: command.user_id, command: "create" });
-    if (!(await deps.access.allows("requester", command.user_id))) {
+    // Only a sure "no" stops the form: the trigger_id expires in three seconds, and the
+    // submission checks again.
+    if ((await deps.access.decide("requester", command.user_id, 1_000)) === "denied") {
       log.info("refused /vm create: not a requester");
       await respond({
         response_type: "ephemeral",

@@ -271,7 +271,7 @@ describe("/vm create", () => {
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(1);
   });
 
-  it("refuses people who are not requesters, at the command and at submission", async () => {
+  it("refuses people who are not requesters at the command, without opening the form", async () => {
     const h = await start({ env: { REQUESTERS: "U0SOMEONEELSE" } });
     await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
     const refusal = await h.slack.waitForResponse();
@@ -281,6 +281,49 @@ describe("/vm create", () => {
     });
     expect(h.slack.callsTo("views.open")).toHaveLength(0);
     expect(allRequests(h)).toHaveLength(0);
+  });
+
+  it("refuses a submission from someone who is not a requester, and creates nothing", async () => {
+    const h = await start({ env: { REQUESTERS: `${REQUESTER},S0VMTEAM` } });
+    h.slack.addUsergroup("S0VMTEAM", ["U0TEAMMATE"]);
+    const view = await openForm(h);
+    const forged = await h.signer.viewSubmission({
+      view,
+      values: stateValuesFor(view, goodEntries),
+      userId: "U0STRANGER",
+    });
+    expect(forged.json).toEqual({
+      response_action: "errors",
+      errors: {
+        vm_name:
+          "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot.",
+      },
+    });
+    expect(allRequests(h)).toHaveLength(0);
+    expect(h.gitlab.requests).toHaveLength(0);
+  });
+
+  it("lets members of a requester user group ask for VMs", async () => {
+    const h = await start({ env: { REQUESTERS: "S0VMTEAM" } });
+    h.slack.addUsergroup("S0VMTEAM", [REQUESTER]);
+    const { request } = await submitAndSettle(h);
+    expect(request.pipelineId).toBe(h.gitlab.pipelines[0]!.id);
+    expect(h.slack.callsTo("usergroups.users.list")).toHaveLength(1);
+  });
+
+  it("opens the form in time even when Slack is slow to expand a user group", async () => {
+    const h = await start({ env: { REQUESTERS: "S0VMTEAM" } });
+    h.slack.addUsergroup("S0VMTEAM", [REQUESTER]);
+    for (let i = 0; i < 4; i += 1) h.slack.failNext("usergroups.users.list", { status: 500 });
+    const sent = Date.now();
+    await h.signer.slashCommand({
+      text: "create web-01",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const open = await h.slack.waitFor("views.open");
+    expect(open.ok).toBe(true);
+    expect(open.at - sent).toBeLessThan(3_000);
   });
 
   it("tells the requester when it cannot post in the channel, and starts nothing", async () => {
