@@ -11,7 +11,7 @@ import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerVmCommand } from "./commands/vm.js";
 import type { Config } from "./config.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
-import { boltLogger, type Logger } from "./logger.js";
+import { boltLevel, boltLogger, type Logger } from "./logger.js";
 import type { Store } from "./store/store.js";
 
 export interface AppDeps {
@@ -62,6 +62,7 @@ export function createApp(deps: AppDeps): VmbotApp {
     token: config.slack.botToken,
     receiver: socket ?? http,
     logger,
+    logLevel: boltLevel(config.logLevel),
     // start.ts checks the token itself, once, with a clear message when Slack refuses it.
     tokenVerificationEnabled: false,
     clientOptions: slackClientOptions(config),

@@ -7,6 +7,8 @@ import { isIpv4 } from "./net/ipv4.js";
  */
 
 const SLACK_ID = /^[UWS][A-Z0-9]{2,}$/;
+/** Slack's static_select holds at most 100 options. */
+const MAX_FORM_OPTIONS = 100;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 const blankToUndefined = (value: unknown): unknown =>
@@ -79,6 +81,17 @@ const httpUrl = (what: string) =>
         }
       },
       { error: `must be an http(s) URL (${what})` },
+    )
+    .refine(
+      (value) => {
+        try {
+          const url = new URL(value);
+          return url.username === "" && url.password === "";
+        } catch {
+          return true;
+        }
+      },
+      { error: "must not carry a user name or password: vmbot shows this address to people" },
     )
     .transform((value) => value.replace(/\/+$/, ""));
 
@@ -194,9 +207,15 @@ const EnvSchema = z.object({
       .string()
       .default("pve")
       .transform(list)
-      .refine((nodes) => nodes.length > 0 && nodes.every((node) => /^[\w.-]+$/.test(node)), {
-        error: "must be a comma-separated list of Proxmox node names, e.g. pve1,pve2",
-      }),
+      .refine(
+        (nodes) =>
+          nodes.length > 0 &&
+          nodes.length <= MAX_FORM_OPTIONS &&
+          nodes.every((node) => /^[\w.-]{1,64}$/.test(node)),
+        {
+          error: `must be a comma-separated list of 1 to ${MAX_FORM_OPTIONS} Proxmox node names, e.g. pve1,pve2`,
+        },
+      ),
   ),
   VM_TEMPLATES: z.preprocess(
     blankToUndefined,
@@ -206,8 +225,12 @@ const EnvSchema = z.object({
       .transform(list)
       .refine(
         (items) =>
-          items.length > 0 && items.every((item) => /^[^=]{1,60}=\d{3,9}$/.test(item.trim())),
-        { error: "must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000" },
+          items.length > 0 &&
+          items.length <= MAX_FORM_OPTIONS &&
+          items.every((item) => /^[^=]{1,60}=\d{3,9}$/.test(item.trim())),
+        {
+          error: `must be a comma-separated list of 1 to ${MAX_FORM_OPTIONS} name=vmid, e.g. ubuntu-24.04=9000`,
+        },
       )
       .transform((items) =>
         items.map((item) => {
@@ -249,9 +272,9 @@ function crossFieldProblems(raw: RawEnv): string[] {
       "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
     );
   }
-  if (!has("GITLAB_TOKEN") && !(has("VAULT_ADDR") && has("VAULT_GITLAB_PATH"))) {
+  if (!has("GITLAB_TOKEN")) {
     problems.push(
-      "GITLAB_TOKEN is required: a token with the api scope, or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault",
+      "GITLAB_TOKEN is required: a token with the api scope (this version does not read it from Vault yet)",
     );
   }
   if (has("VAULT_ADDR")) {

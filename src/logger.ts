@@ -61,14 +61,27 @@ const BOLT_TO_PINO: Record<LogLevel, string> = {
   [BoltLogLevel.ERROR]: "error",
 };
 
+/** Bolt's level for a pino level, so LOG_LEVEL governs Bolt's lines too. */
+export function boltLevel(level: string): LogLevel {
+  if (level === "trace" || level === "debug") return BoltLogLevel.DEBUG;
+  if (level === "info") return BoltLogLevel.INFO;
+  if (level === "warn") return BoltLogLevel.WARN;
+  return BoltLogLevel.ERROR;
+}
+
 /** Lets Bolt (and its Web API client) log through pino. */
 export function boltLogger(log: Logger): BoltLogger {
   let child = log.child({ component: "bolt" });
   const write =
     (level: "debug" | "info" | "warn" | "error") =>
     (...msg: unknown[]) => {
-      const text = msg.map((m) => (typeof m === "string" ? m : JSON.stringify(m))).join(" ");
-      child[level](text);
+      const error = msg.find((m): m is Error => m instanceof Error);
+      const text = msg
+        .filter((m) => m !== error)
+        .map((m) => (typeof m === "string" ? m : JSON.stringify(m)))
+        .join(" ");
+      if (error) child[level]({ err: error }, text || error.message);
+      else child[level](text);
     };
   return {
     debug: write("debug"),

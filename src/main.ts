@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, configSecrets, loadConfig, type Config } from "./config.js";
+import { createRedactor } from "./redact.js";
 import { startVmbot, StartupError } from "./start.js";
 
 /** The environment, with a `.env` file in the working directory filling in what is unset. */
@@ -15,8 +16,9 @@ function fail(message: string): never {
   process.exit(1);
 }
 
+let config: Config | undefined;
+
 async function main(): Promise<void> {
-  let config;
   try {
     config = loadConfig(environment());
   } catch (error) {
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  fail(
-    `vmbot stopped on an unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-  );
+  const redact = createRedactor(config ? configSecrets(config) : []);
+  const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  fail(redact(`vmbot stopped on an unexpected error: ${detail}`));
 });

@@ -51,7 +51,20 @@ export async function startVmbot(
     redactor,
     ...(options.logDestination ? { destination: options.logDestination } : {}),
   });
-  const store = openSqliteStore(config.dbPath);
+  let store: Store;
+  try {
+    store = openSqliteStore(config.dbPath);
+  } catch (error) {
+    throw new StartupError(
+      `the store at VMBOT_DB (${config.dbPath}) cannot be opened: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  if (config.vault || config.proxmox.url) {
+    log.warn(
+      "VAULT_* and PROXMOX_* are read but not used by this version: secrets come from the environment and nodes from VM_NODES",
+    );
+  }
   const gitlab = createGitlab({
     url: config.gitlab.url,
     token: config.gitlab.token ?? "",
@@ -79,51 +92,69 @@ export async function startVmbot(
     timeout: 5_000,
     logger: boltLogger(log),
   });
-  if (vmbot.socket) {
-    vmbot.socket.client.on("connected", () => {
-      slack.connected = true;
-    });
-    vmbot.socket.client.on("disconnected", () => {
-      slack.connected = false;
-      slack.reason = "Socket Mode is disconnected from Slack";
-    });
-    await vmbot.app.start();
-  } else {
-    const verify = async (): Promise<void> => {
-      try {
-        const auth = await probe.auth.test();
-        slack.connected = true;
-        log.info({ team: auth.team, botUser: auth.user_id }, "connected to Slack");
-      } catch (error) {
-        const code = (error as { data?: { error?: string } }).data?.error;
-        if (code !== undefined && FATAL_AUTH_ERRORS.has(code)) {
-          throw new StartupError(
-            `Slack refused SLACK_BOT_TOKEN (${code}): reinstall the app and copy its Bot User OAuth Token.`,
-          );
-        }
-        slack.connected = false;
-        slack.reason = `Slack is not reachable (${code ?? (error as Error).message}); retrying`;
-        log.warn({ err: error }, "could not reach Slack; retrying in 30 seconds");
-        retryTimer = setTimeout(() => void verify().catch(() => undefined), 30_000);
-        retryTimer.unref();
-      }
-    };
+  const verify = async (): Promise<void> => {
     try {
-      await verify();
+      const auth = await probe.auth.test();
+      if (!vmbot.socket) slack.connected = true;
+      log.info({ team: auth.team, botUser: auth.user_id }, "Slack accepted the bot token");
     } catch (error) {
-      store.close();
-      throw error;
+      const code = (error as { data?: { error?: string } }).data?.error;
+      if (code !== undefined && FATAL_AUTH_ERRORS.has(code)) {
+        throw new StartupError(
+          `Slack refused SLACK_BOT_TOKEN (${code}): reinstall the app and copy its Bot User OAuth Token.`,
+        );
+      }
+      slack.connected = false;
+      slack.reason = `Slack is not reachable (${code ?? (error as Error).message}); retrying`;
+      log.warn({ err: error }, "could not reach Slack; retrying in 30 seconds");
+      retryTimer = setTimeout(() => void verify().catch(() => undefined), 30_000);
+      retryTimer.unref();
     }
-  }
+  };
 
   const server = createHttpServer({ slackEvents: vmbot.slackEvents, health });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, () => {
-      server.off("error", reject);
-      resolve();
+  try {
+    await verify();
+    if (vmbot.socket) {
+      vmbot.socket.client.on("connected", () => {
+        slack.connected = true;
+      });
+      vmbot.socket.client.on("disconnected", () => {
+        slack.connected = false;
+        slack.reason = "Socket Mode is disconnected from Slack";
+      });
+      try {
+        await vmbot.app.start();
+      } catch (error) {
+        throw new StartupError(
+          `Socket Mode could not connect (${(error as { data?: { error?: string } }).data?.error ?? (error as Error).message}): check SLACK_APP_TOKEN, an app-level token with connections:write.`,
+          { cause: error },
+        );
+      }
+    }
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", (error: NodeJS.ErrnoException) => {
+        reject(
+          new StartupError(
+            error.code === "EADDRINUSE"
+              ? `port ${config.port} is already in use: stop what uses it or set PORT to another port.`
+              : `the HTTP server cannot listen on port ${config.port}: ${error.message}`,
+            { cause: error },
+          ),
+        );
+      });
+      server.listen(config.port, () => {
+        server.removeAllListeners("error");
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    clearTimeout(retryTimer);
+    if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
+    store.close();
+    throw error;
+  }
+
   const port = (server.address() as AddressInfo).port;
   log.info({ port, mode: vmbot.socket ? "socket" : "http", db: config.dbPath }, "vmbot is running");
 
@@ -137,6 +168,8 @@ export async function startVmbot(
       stopping = true;
       clearTimeout(retryTimer);
       log.info("stopping: finishing in-flight work");
+      // No new events: Socket Mode disconnects, and the HTTP server stops accepting below.
+      if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
       const closed = new Promise<void>((resolve) => {
         server.close(() => {
           resolve();
@@ -150,7 +183,6 @@ export async function startVmbot(
       });
       const outcome = await Promise.race([vmbot.drain().then(() => "drained" as const), grace]);
       if (outcome === "timeout") log.warn("in-flight work did not finish in time; stopping anyway");
-      if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
       server.closeAllConnections();
       await closed;
       store.close();

@@ -98,12 +98,12 @@ describe("loadConfig", () => {
         "SLACK_BOT_TOKEN must start with xoxb- (the app's Bot User OAuth Token)",
         "GITLAB_PROJECT is required: the project ID (e.g. 42) or full path (e.g. infra/vms)",
         "PORT must be a whole number (the HTTP port)",
-        "VM_TEMPLATES must be a comma-separated list of name=vmid, e.g. ubuntu-24.04=9000",
+        "VM_TEMPLATES must be a comma-separated list of 1 to 100 name=vmid, e.g. ubuntu-24.04=9000",
         "APPROVERS must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (who may approve plans)",
         "ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
         "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent",
         "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
-        "GITLAB_TOKEN is required: a token with the api scope, or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault",
+        "GITLAB_TOKEN is required: a token with the api scope (this version does not read it from Vault yet)",
       ]),
     );
   });
@@ -150,15 +150,34 @@ describe("loadConfig", () => {
     );
   });
 
-  it("takes the GitLab token from Vault instead of GITLAB_TOKEN when told to", () => {
-    const config = loadConfig({
-      ...minimal,
-      GITLAB_TOKEN: undefined,
-      VAULT_ADDR: "https://vault.lan:8200/",
-      VAULT_TOKEN: "hvs.TestVaultToken0000000001",
-      VAULT_GITLAB_PATH: "gitlab",
-    });
-    expect(config.vault).toMatchObject({ addr: "https://vault.lan:8200", gitlabPath: "gitlab" });
+  it("still needs GITLAB_TOKEN when Vault is configured, since the token is not read from Vault yet", () => {
+    expect(
+      problemsOf({
+        ...minimal,
+        GITLAB_TOKEN: undefined,
+        VAULT_ADDR: "https://vault.lan:8200/",
+        VAULT_TOKEN: "hvs.TestVaultToken0000000001",
+        VAULT_GITLAB_PATH: "gitlab",
+      }),
+    ).toEqual([
+      "GITLAB_TOKEN is required: a token with the api scope (this version does not read it from Vault yet)",
+    ]);
+  });
+
+  it("refuses a GitLab address with credentials in it, which would be shown to people", () => {
+    expect(
+      problemsOf({ ...minimal, GITLAB_URL: "https://bot:hunter2@gitlab.example.com" }),
+    ).toEqual([
+      "GITLAB_URL must not carry a user name or password: vmbot shows this address to people",
+    ]);
+  });
+
+  it("refuses more nodes or templates than a Slack menu can offer", () => {
+    const many = Array.from({ length: 101 }, (_, i) => `pve${i}`).join(",");
+    expect(problemsOf({ ...minimal, VM_NODES: many })).toEqual([
+      "VM_NODES must be a comma-separated list of 1 to 100 Proxmox node names, e.g. pve1,pve2",
+    ]);
+    expect(problemsOf({ ...minimal, VM_NODES: "x".repeat(65) })).toHaveLength(1);
   });
 
   it("rejects a channel name where a channel ID belongs", () => {

@@ -199,21 +199,30 @@ async function startRequest(
   await updateRequestMessage(client, request, log);
 }
 
-/** Re-renders the request message in place. */
+/**
+ * Re-renders the request message in place. When Slack refuses the update, the requester is
+ * told directly, so a failure never hides behind a message that looks like it is still working.
+ */
 export async function updateRequestMessage(
   client: SlackClient,
   request: RequestRecord,
   log: Logger,
 ): Promise<void> {
   if (request.messageTs === null) return;
+  const message = requestMessage(request);
   try {
-    await client.chat.update({
-      channel: request.channel,
-      ts: request.messageTs,
-      ...requestMessage(request),
-    });
+    await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
   } catch (error) {
-    log.error({ err: error }, "could not update the request message");
+    log.error({ err: error }, "could not update the request message; telling the requester");
+    await client.chat
+      .postMessage({
+        channel: request.requester,
+        text: `vmbot could not update the message of your request ${request.id}. Its status: ${message.text}.`,
+        blocks: message.blocks,
+      })
+      .catch((dmError: unknown) => {
+        log.error({ err: dmError }, "could not tell the requester either");
+      });
   }
 }
 

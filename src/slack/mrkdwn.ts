@@ -12,3 +12,8 @@ export function link(url: string, label: string): string {
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
+
+/** Undoes the `&amp;`, `&lt;` and `&gt;` Slack puts in slash-command text. */
+export function unescapeSlack(text: string): string {
+  return text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+}

@@ -1,17 +1,22 @@
 import type { types } from "@slack/bolt";
-import { escapeMrkdwn } from "../slack/mrkdwn.js";
+import { escapeMrkdwn, unescapeSlack } from "../slack/mrkdwn.js";
 
 const USAGE = [
   "*`/vm create [name]`* — open the form for a new VM; the plan is posted here for approval.",
   "*`/vm help`* — this message.",
 ].join("\n");
 
+/** Command text (which Slack sends entity-encoded) shown safely inside a code span. */
+function quoted(text: string): string {
+  return escapeMrkdwn(unescapeSlack(text).slice(0, 100)).replace(/`/g, "'");
+}
+
 /** Usage, optionally headed by what was not understood. */
 export function helpMessage(unknown?: string): { text: string; blocks: types.KnownBlock[] } {
   const intro =
     unknown === undefined
       ? "vmbot asks GitLab to build VMs on Proxmox, and shows you the plan before anything changes."
-      : `\`${escapeMrkdwn(unknown.slice(0, 100))}\` is not a vmbot command. Here is what it knows:`;
+      : `\`${quoted(unknown)}\` is not a vmbot command. Here is what it knows:`;
   return {
     text: `${intro}\n${USAGE}`,
     blocks: [

@@ -8,7 +8,17 @@
  */
 import { createHmac, randomBytes } from "node:crypto";
 
-import type { FakeMessage, FakeSlack, FakeView, JsonObject } from "./slack.js";
+import {
+  interactiveElements,
+  isObject,
+  messageObject,
+  slackTs,
+  viewHash,
+  type FakeMessage,
+  type FakeSlack,
+  type FakeView,
+  type JsonObject,
+} from "./slack.js";
 
 // ---------------------------------------------------------------------------
 // Public types
@@ -134,9 +144,30 @@ export type ElementState =
   | { type: "datepicker"; selected_date: string | null }
   | { type: "timepicker"; selected_time: string | null };
 
-type TextInputType = "plain_text_input" | "email_text_input" | "url_text_input" | "number_input";
-type SingleSelectType = "static_select" | "external_select" | "radio_buttons";
-type MultiSelectType = "multi_static_select" | "multi_external_select" | "checkboxes";
+const TEXT_INPUT_TYPES = [
+  "plain_text_input",
+  "email_text_input",
+  "url_text_input",
+  "number_input",
+] as const;
+const SINGLE_SELECT_TYPES = ["static_select", "external_select", "radio_buttons"] as const;
+const MULTI_SELECT_TYPES = ["multi_static_select", "multi_external_select", "checkboxes"] as const;
+/** type → the state field of a picker; its initial value is in `initial_…` under the same name. */
+const PICKER_FIELDS = {
+  users_select: "selected_user",
+  multi_users_select: "selected_users",
+  conversations_select: "selected_conversation",
+  multi_conversations_select: "selected_conversations",
+  channels_select: "selected_channel",
+  multi_channels_select: "selected_channels",
+  datepicker: "selected_date",
+  timepicker: "selected_time",
+} as const;
+
+type TextInputType = (typeof TEXT_INPUT_TYPES)[number];
+type SingleSelectType = (typeof SINGLE_SELECT_TYPES)[number];
+type MultiSelectType = (typeof MULTI_SELECT_TYPES)[number];
+type PickerType = keyof typeof PICKER_FIELDS;
 
 /** block_id → action_id → element state. */
 export type ViewStateValues = Record<string, Record<string, ElementState>>;
@@ -267,7 +298,7 @@ function submittedView(ctx: PayloadContext, view: JsonObject, values: ViewStateV
     private_metadata: "",
     callback_id: "",
     external_id: "",
-    hash: `${String(Math.floor(Date.now() / 1000))}.${randomBytes(4).toString("hex")}`,
+    hash: viewHash(),
     clear_on_close: false,
     notify_on_close: false,
     root_view_id: id,
@@ -277,21 +308,6 @@ function submittedView(ctx: PayloadContext, view: JsonObject, values: ViewStateV
     bot_id: ctx.slack.identity.botId,
   };
   return { ...defaults, ...structuredClone(view), state: { values: structuredClone(values) } };
-}
-
-function messageObject(ctx: PayloadContext, message: FakeMessage): JsonObject {
-  return {
-    type: "message",
-    text: message.text,
-    user: message.user,
-    bot_id: message.bot_id,
-    app_id: message.app_id,
-    team: ctx.team.id,
-    ts: message.ts,
-    thread_ts: message.thread_ts,
-    blocks: structuredClone(message.blocks),
-    metadata: message.metadata,
-  };
 }
 
 interface LocatedElement {
@@ -316,15 +332,8 @@ function locateElement(
   return undefined;
 }
 
-function interactiveElements(block: JsonObject): JsonObject[] {
-  const elements: unknown[] =
-    block.type === "actions" && Array.isArray(block.elements) ? block.elements : [];
-  return [block.accessory, block.element, ...elements].filter(isObject);
-}
-
 function actionTs(): string {
-  const micros = Date.now() * 1000;
-  return `${String(Math.floor(micros / 1_000_000))}.${String(micros % 1_000_000).padStart(6, "0")}`;
+  return slackTs(Date.now() * 1000);
 }
 
 function actionObject(located: LocatedElement, input: BlockActionInput): JsonObject {
@@ -368,7 +377,7 @@ function actionSurface(
           is_ephemeral: false,
         },
         channel: { id: channelId, name: input.channelName ?? channelId.toLowerCase() },
-        message: messageObject(ctx, input.message),
+        message: messageObject(input.message, ctx.team.id),
         state: { values: structuredClone(values) },
         response_url: ctx.slack.issueResponseUrl(),
       },
@@ -427,25 +436,11 @@ export function stateValuesFor(
   return values;
 }
 
-const STATEFUL_TYPES = new Set([
-  "plain_text_input",
-  "email_text_input",
-  "url_text_input",
-  "number_input",
-  "static_select",
-  "external_select",
-  "radio_buttons",
-  "multi_static_select",
-  "multi_external_select",
-  "checkboxes",
-  "users_select",
-  "multi_users_select",
-  "conversations_select",
-  "multi_conversations_select",
-  "channels_select",
-  "multi_channels_select",
-  "datepicker",
-  "timepicker",
+const STATEFUL_TYPES = new Set<string>([
+  ...TEXT_INPUT_TYPES,
+  ...SINGLE_SELECT_TYPES,
+  ...MULTI_SELECT_TYPES,
+  ...Object.keys(PICKER_FIELDS),
 ]);
 
 function isStateful(element: JsonObject): boolean {
@@ -473,50 +468,31 @@ function elementState(
   const many = (initial: unknown): string[] =>
     entry === undefined ? stringList(initial) : listValue(entry);
   const type = typeof element.type === "string" ? element.type : "";
-  switch (type) {
-    case "plain_text_input":
-    case "email_text_input":
-    case "url_text_input":
-    case "number_input":
-      return { type, value: one(element.initial_value) };
-    case "static_select":
-    case "external_select":
-    case "radio_buttons": {
-      const value = one(
-        isObject(element.initial_option) ? element.initial_option.value : undefined,
-      );
-      return { type, selected_option: value === null ? null : findOption(element, value, where) };
-    }
-    case "multi_static_select":
-    case "multi_external_select":
-    case "checkboxes": {
-      const initial = Array.isArray(element.initial_options)
-        ? element.initial_options.filter(isObject).map((option) => option.value)
-        : [];
-      return {
-        type,
-        selected_options: many(initial).map((value) => findOption(element, value, where)),
-      };
-    }
-    case "users_select":
-      return { type, selected_user: one(element.initial_user) };
-    case "multi_users_select":
-      return { type, selected_users: many(element.initial_users) };
-    case "conversations_select":
-      return { type, selected_conversation: one(element.initial_conversation) };
-    case "multi_conversations_select":
-      return { type, selected_conversations: many(element.initial_conversations) };
-    case "channels_select":
-      return { type, selected_channel: one(element.initial_channel) };
-    case "multi_channels_select":
-      return { type, selected_channels: many(element.initial_channels) };
-    case "datepicker":
-      return { type, selected_date: one(element.initial_date) };
-    case "timepicker":
-      return { type, selected_time: one(element.initial_time) };
-    default:
-      throw new Error(`${where}: cannot fill a ${type} element`);
+  if (isOneOf(TEXT_INPUT_TYPES, type)) return { type, value: one(element.initial_value) };
+  if (isOneOf(SINGLE_SELECT_TYPES, type)) {
+    const value = one(isObject(element.initial_option) ? element.initial_option.value : undefined);
+    return { type, selected_option: value === null ? null : findOption(element, value, where) };
   }
+  if (isOneOf(MULTI_SELECT_TYPES, type)) {
+    const initial = Array.isArray(element.initial_options)
+      ? element.initial_options.filter(isObject).map((option) => option.value)
+      : [];
+    return {
+      type,
+      selected_options: many(initial).map((value) => findOption(element, value, where)),
+    };
+  }
+  if (isOneOf(Object.keys(PICKER_FIELDS) as PickerType[], type)) {
+    const field = PICKER_FIELDS[type];
+    const initial = element[field.replace("selected_", "initial_")];
+    const state = type.startsWith("multi_") ? many(initial) : one(initial);
+    return { type, [field]: state } as ElementState;
+  }
+  throw new Error(`${where}: cannot fill a ${type} element`);
+}
+
+function isOneOf<T extends string>(types: readonly T[], value: string): value is T {
+  return (types as readonly string[]).includes(value);
 }
 
 function singleValue(entry: InputValue, where: string): string | null {
@@ -560,10 +536,6 @@ function elementOptions(element: JsonObject): SlackOption[] {
 
 function asList(value: unknown): unknown[] {
   return Array.isArray(value) ? (value as unknown[]) : [];
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 // ---------------------------------------------------------------------------

@@ -13,8 +13,14 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { TEST_SECRETS } from "../support/secrets.js";
-import { startFakeServer, type RecordedRequest } from "./http.js";
-import { createSlackSigner, slackSignature, stateValuesFor } from "./slack-signer.js";
+import { startFakeServer, type FakeServer, type RecordedRequest } from "./http.js";
+import {
+  createSlackSigner,
+  slackSignature,
+  stateValuesFor,
+  type DeliveryOptions,
+  type SlackSigner,
+} from "./slack-signer.js";
 import {
   formatProblem,
   startFakeSlack,
@@ -91,6 +97,9 @@ function buttons(label: string): KnownBlock {
   };
 }
 
+const SMALL = { text: { type: "plain_text", text: "Small" }, value: "s" } as const;
+const LARGE = { text: { type: "plain_text", text: "Large" }, value: "l" } as const;
+
 function modal(overrides: Partial<ModalView> = {}): ModalView {
   return {
     type: "modal",
@@ -112,15 +121,20 @@ function modal(overrides: Partial<ModalView> = {}): ModalView {
         element: {
           type: "static_select",
           action_id: "size",
-          initial_option: { text: { type: "plain_text", text: "Small" }, value: "s" },
-          options: [
-            { text: { type: "plain_text", text: "Small" }, value: "s" },
-            { text: { type: "plain_text", text: "Large" }, value: "l" },
-          ],
+          initial_option: SMALL,
+          options: [SMALL, LARGE],
         },
       },
     ],
     ...overrides,
+  };
+}
+
+/** The `view.state.values` Slack sends for `modal()` filled in with this name and size. */
+function modalState(name: string | null, size: typeof SMALL | typeof LARGE) {
+  return {
+    name_block: { name: { type: "plain_text_input", value: name } },
+    size_block: { size: { type: "static_select", selected_option: size } },
   };
 }
 
@@ -781,140 +795,103 @@ describe("validateModalView", () => {
 
 describe("Slack request signer", () => {
   let fake: FakeSlack;
+  /** Stands in for the bot's request URL and records what the signer sends it. */
+  let receiver: FakeServer;
+  let requests: RecordedRequest[];
+  let signer: SlackSigner;
 
   beforeEach(async () => {
     fake = await startFakeSlack({ botToken: BOT_TOKEN });
-  });
-
-  afterEach(async () => {
-    await fake.close();
-  });
-
-  async function capture(): Promise<{
-    url: string;
-    requests: RecordedRequest[];
-    close(): Promise<void>;
-  }> {
-    const requests: RecordedRequest[] = [];
-    const server = await startFakeServer((req, res) => {
+    requests = [];
+    receiver = await startFakeServer((req, res) => {
       requests.push(req);
       res.writeHead(200).end();
     });
-    return { url: `${server.url}/slack/events`, requests, close: () => server.close() };
-  }
+    signer = createSlackSigner({
+      eventsUrl: `${receiver.url}/slack/events`,
+      signingSecret: SIGNING_SECRET,
+      slack: fake,
+    });
+  });
+
+  afterEach(async () => {
+    await receiver.close();
+    await fake.close();
+  });
 
   it("signs a slash command so that Slack's verification algorithm accepts it", async () => {
-    const receiver = await capture();
-    try {
-      const signer = createSlackSigner({
-        eventsUrl: receiver.url,
-        signingSecret: SIGNING_SECRET,
-        slack: fake,
-      });
+    const delivery = await signer.slashCommand({
+      text: "create web-01",
+      userId: ALICE,
+      channelId: CHANNEL,
+    });
 
-      const delivery = await signer.slashCommand({
-        text: "create web-01",
-        userId: ALICE,
-        channelId: CHANNEL,
-      });
-
-      const request = receiver.requests[0];
-      const timestamp = String(request?.headers["x-slack-request-timestamp"]);
-      const expected = `v0=${createHmac("sha256", SIGNING_SECRET)
-        .update(`v0:${timestamp}:${request?.body ?? ""}`)
-        .digest("hex")}`;
-      expect(request?.headers["x-slack-signature"]).toBe(expected);
-      expect(request?.headers["content-type"]).toBe("application/x-www-form-urlencoded");
-      expect(Math.abs(Number(timestamp) - Date.now() / 1000)).toBeLessThan(5);
-      expect(slackSignature(SIGNING_SECRET, timestamp, request?.body ?? "")).toBe(expected);
-      expect(Object.fromEntries(new URLSearchParams(request?.body))).toEqual({
-        token: expect.any(String) as string,
-        team_id: fake.identity.teamId,
-        team_domain: fake.identity.teamDomain,
-        channel_id: CHANNEL,
-        channel_name: expect.any(String) as string,
-        user_id: ALICE,
-        user_name: expect.any(String) as string,
-        command: "/vm",
-        text: "create web-01",
-        api_app_id: fake.identity.appId,
-        is_enterprise_install: "false",
-        response_url: delivery.responseUrl,
-        trigger_id: delivery.triggerId,
-      });
-    } finally {
-      await receiver.close();
-    }
+    const request = requests[0];
+    const timestamp = String(request?.headers["x-slack-request-timestamp"]);
+    const expected = `v0=${createHmac("sha256", SIGNING_SECRET)
+      .update(`v0:${timestamp}:${request?.body ?? ""}`)
+      .digest("hex")}`;
+    expect(request?.headers["x-slack-signature"]).toBe(expected);
+    expect(request?.headers["content-type"]).toBe("application/x-www-form-urlencoded");
+    expect(Math.abs(Number(timestamp) - Date.now() / 1000)).toBeLessThan(5);
+    expect(slackSignature(SIGNING_SECRET, timestamp, request?.body ?? "")).toBe(expected);
+    expect(Object.fromEntries(new URLSearchParams(request?.body))).toEqual({
+      token: expect.any(String) as string,
+      team_id: fake.identity.teamId,
+      team_domain: fake.identity.teamDomain,
+      channel_id: CHANNEL,
+      channel_name: expect.any(String) as string,
+      user_id: ALICE,
+      user_name: expect.any(String) as string,
+      command: "/vm",
+      text: "create web-01",
+      api_app_id: fake.identity.appId,
+      is_enterprise_install: "false",
+      response_url: delivery.responseUrl,
+      trigger_id: delivery.triggerId,
+    });
   });
 
   it("sends interactions as a form-encoded payload, with retry headers when asked", async () => {
-    const receiver = await capture();
-    try {
-      const signer = createSlackSigner({
-        eventsUrl: receiver.url,
-        signingSecret: SIGNING_SECRET,
-        slack: fake,
-      });
-      const view = (
-        await clientFor(fake).views.open({ trigger_id: fake.issueTriggerId(), view: modal() })
-      ).view;
+    const view = (
+      await clientFor(fake).views.open({ trigger_id: fake.issueTriggerId(), view: modal() })
+    ).view;
 
-      await signer.viewSubmission({
-        view: fake.view(view?.id ?? "") ?? {},
-        values: stateValuesFor(fake.views[0] ?? { blocks: [] }, { name: "web-01" }),
-        userId: ALICE,
-        retryNum: 1,
-        retryReason: "http_timeout",
-      });
+    await signer.viewSubmission({
+      view: fake.view(view?.id ?? "") ?? {},
+      values: stateValuesFor(fake.views[0] ?? { blocks: [] }, { name: "web-01" }),
+      userId: ALICE,
+      retryNum: 1,
+      retryReason: "http_timeout",
+    });
 
-      const request = receiver.requests[0];
-      const payload: unknown = JSON.parse(
-        new URLSearchParams(request?.body).get("payload") ?? "null",
-      );
-      expect(request?.headers["x-slack-retry-num"]).toBe("1");
-      expect(request?.headers["x-slack-retry-reason"]).toBe("http_timeout");
-      expect(payload).toMatchObject({
-        type: "view_submission",
-        team: { id: fake.identity.teamId },
-        user: { id: ALICE, team_id: fake.identity.teamId },
-        api_app_id: fake.identity.appId,
-        trigger_id: expect.any(String) as string,
-        response_urls: [],
-        is_enterprise_install: false,
-        view: {
-          id: view?.id,
-          callback_id: "test_modal",
-          private_metadata: "R1",
-          state: {
-            values: {
-              name_block: { name: { type: "plain_text_input", value: "web-01" } },
-              size_block: {
-                size: {
-                  type: "static_select",
-                  selected_option: { text: { type: "plain_text", text: "Small" }, value: "s" },
-                },
-              },
-            },
-          },
-        },
-      });
-    } finally {
-      await receiver.close();
-    }
+    const request = requests[0];
+    const payload: unknown = JSON.parse(
+      new URLSearchParams(request?.body).get("payload") ?? "null",
+    );
+    expect(request?.headers["x-slack-retry-num"]).toBe("1");
+    expect(request?.headers["x-slack-retry-reason"]).toBe("http_timeout");
+    expect(payload).toMatchObject({
+      type: "view_submission",
+      team: { id: fake.identity.teamId },
+      user: { id: ALICE, team_id: fake.identity.teamId },
+      api_app_id: fake.identity.appId,
+      trigger_id: expect.any(String) as string,
+      response_urls: [],
+      is_enterprise_install: false,
+      view: {
+        id: view?.id,
+        callback_id: "test_modal",
+        private_metadata: "R1",
+        state: { values: modalState("web-01", SMALL) },
+      },
+    });
   });
 });
 
 describe("stateValuesFor", () => {
   it("fills inputs by action_id and keeps initial values of the others", () => {
-    expect(stateValuesFor(modal(), { size: "l" })).toEqual({
-      name_block: { name: { type: "plain_text_input", value: null } },
-      size_block: {
-        size: {
-          type: "static_select",
-          selected_option: { text: { type: "plain_text", text: "Large" }, value: "l" },
-        },
-      },
-    });
+    expect(stateValuesFor(modal(), { size: "l" })).toEqual(modalState(null, LARGE));
   });
 
   it("refuses an option the element does not offer and an action_id the view lacks", () => {
@@ -988,41 +965,39 @@ describe("a real Bolt app receiving signed requests", () => {
     expect(logger.errors).toEqual([]);
   });
 
-  it("refuses (401) a slash command whose signature was tampered with", async () => {
+  /** Sends `/vm create` with the given signature or timestamp; reports whether the listener ran. */
+  async function slashCommandWith(
+    options: DeliveryOptions,
+  ): Promise<{ status: number; handled: boolean }> {
     let handled = false;
     app.command("/vm", async ({ ack }) => {
       handled = true;
       await ack();
     });
-    const signature = slackSignature(SIGNING_SECRET, "1", "another body");
-
     const delivery = await signer().slashCommand({
       text: "create",
       userId: ALICE,
       channelId: CHANNEL,
-      signature,
+      ...options,
     });
+    return { status: delivery.status, handled };
+  }
 
-    expect(delivery.status).toBe(401);
+  it("refuses (401) a slash command whose signature was tampered with", async () => {
+    const signature = slackSignature(SIGNING_SECRET, "1", "another body");
+
+    const { status, handled } = await slashCommandWith({ signature });
+
+    expect(status).toBe(401);
     expect(handled).toBe(false);
   });
 
   it("refuses (401) a slash command signed more than five minutes ago", async () => {
-    let handled = false;
-    app.command("/vm", async ({ ack }) => {
-      handled = true;
-      await ack();
-    });
     const sixMinutesAgo = Math.floor(Date.now() / 1000) - 6 * 60;
 
-    const delivery = await signer().slashCommand({
-      text: "create",
-      userId: ALICE,
-      channelId: CHANNEL,
-      timestamp: sixMinutesAgo,
-    });
+    const { status, handled } = await slashCommandWith({ timestamp: sixMinutesAgo });
 
-    expect(delivery.status).toBe(401);
+    expect(status).toBe(401);
     expect(handled).toBe(false);
   });
 

@@ -78,11 +78,8 @@ export interface FakeEphemeral {
   thread_ts?: string;
 }
 
-/** A modal view exactly as the views.* methods return it. */
-export interface FakeView {
-  id: string;
-  team_id: string;
-  type: "modal";
+/** The fields of a modal the app sets through views.open, views.push and views.update. */
+export interface ModalInput {
   title: TextObject;
   submit: TextObject | null;
   close: TextObject | null;
@@ -90,11 +87,18 @@ export interface FakeView {
   private_metadata: string;
   callback_id: string;
   external_id: string;
-  state: { values: Record<string, Record<string, unknown>> };
-  hash: string;
   clear_on_close: boolean;
   notify_on_close: boolean;
   submit_disabled: boolean;
+}
+
+/** A modal view exactly as the views.* methods return it. */
+export interface FakeView extends ModalInput {
+  id: string;
+  team_id: string;
+  type: "modal";
+  state: { values: Record<string, Record<string, unknown>> };
+  hash: string;
   root_view_id: string;
   previous_view_id: string | null;
   app_id: string;
@@ -506,10 +510,10 @@ function hasInputBlock(blocks: unknown): boolean {
 }
 
 // ---------------------------------------------------------------------------
-// Small shared helpers
+// Small shared helpers (the exported ones serve the request signer too)
 // ---------------------------------------------------------------------------
 
-function isObject(value: unknown): value is JsonObject {
+export function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
@@ -556,18 +560,23 @@ class IdSequence {
   }
 }
 
+/** A Slack timestamp (`"1700000000.000100"`) for a time in microseconds since the epoch. */
+export function slackTs(micros: number): string {
+  return `${String(Math.floor(micros / 1_000_000))}.${String(micros % 1_000_000).padStart(6, "0")}`;
+}
+
 /** Message timestamps: `"1700000000.000100"`, strictly increasing. */
 class TimestampClock {
   private lastMicros = 0;
   next(): string {
     const micros = Math.max(Date.now() * 1000, this.lastMicros + 100);
     this.lastMicros = micros;
-    const seconds = Math.floor(micros / 1_000_000);
-    return `${seconds}.${String(micros % 1_000_000).padStart(6, "0")}`;
+    return slackTs(micros);
   }
 }
 
-function viewHash(): string {
+/** A view's `hash`: changes with every update, as views.update's `hash` check needs. */
+export function viewHash(): string {
   return `${Math.floor(Date.now() / 1000)}.${randomBytes(4).toString("hex")}`;
 }
 
@@ -652,19 +661,6 @@ interface MessageContent {
   blocks: JsonObject[] | undefined;
   attachments: JsonObject[] | undefined;
   metadata: JsonObject | undefined;
-}
-
-interface ModalInput {
-  title: TextObject;
-  submit: TextObject | null;
-  close: TextObject | null;
-  blocks: JsonObject[];
-  private_metadata: string;
-  callback_id: string;
-  external_id: string;
-  clear_on_close: boolean;
-  notify_on_close: boolean;
-  submit_disabled: boolean;
 }
 
 function readMessageContent(args: JsonObject): MessageContent {
@@ -758,7 +754,8 @@ function withGeneratedIds(blocks: readonly JsonObject[]): JsonObject[] {
   });
 }
 
-function interactiveElements(block: JsonObject): JsonObject[] {
+/** The elements of a block a user can fill in or click. */
+export function interactiveElements(block: JsonObject): JsonObject[] {
   const elements: unknown[] =
     block.type === "actions" && Array.isArray(block.elements) ? block.elements : [];
   return [block.accessory, block.element, ...elements].filter(isObject);
@@ -767,6 +764,22 @@ function interactiveElements(block: JsonObject): JsonObject[] {
 // ---------------------------------------------------------------------------
 // The workspace: state and Web API methods
 // ---------------------------------------------------------------------------
+
+/** A message as interaction payloads carry it; Web API responses add a few fields. */
+export function messageObject(message: FakeMessage, teamId: string): JsonObject {
+  return {
+    type: "message",
+    text: message.text,
+    user: message.user,
+    bot_id: message.bot_id,
+    app_id: message.app_id,
+    team: teamId,
+    ts: message.ts,
+    thread_ts: message.thread_ts,
+    blocks: structuredClone(message.blocks),
+    metadata: message.metadata,
+  };
+}
 
 type MethodHandler = (args: JsonObject) => JsonObject;
 
@@ -995,17 +1008,9 @@ class SlackWorkspace {
 
   private messageObject(message: FakeMessage): JsonObject {
     return {
-      type: "message",
-      text: message.text,
-      user: message.user,
-      bot_id: message.bot_id,
-      app_id: message.app_id,
-      team: this.identity.teamId,
-      ts: message.ts,
-      thread_ts: message.thread_ts,
+      ...messageObject(message, this.identity.teamId),
       blocks: message.blocks.length > 0 ? message.blocks : undefined,
       attachments: message.attachments,
-      metadata: message.metadata,
       edited: message.edited,
       bot_profile: {
         id: this.identity.botId,

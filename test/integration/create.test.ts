@@ -326,6 +326,18 @@ describe("/vm create", () => {
     expect(open.at - sent).toBeLessThan(3_000);
   });
 
+  it("tells the requester directly when Slack refuses to update the request message", async () => {
+    const h = await start();
+    const view = await openForm(h);
+    h.slack.failNext("chat.update", "msg_too_long");
+    await submit(h, view);
+    const dm = await h.slack.waitFor("chat.postMessage", (call) => call.args.channel === REQUESTER);
+    expect(dm.args.text).toMatch(
+      /^vmbot could not update the message of your request vm-[a-z0-9]+-[0-9a-f]{8}\. Its status: VM web-01 — Queued\.$/,
+    );
+    expect(JSON.stringify(dm.args.blocks)).toContain(`pipeline #${h.gitlab.pipelines[0]!.id}`);
+  });
+
   it("tells the requester when it cannot post in the channel, and starts nothing", async () => {
     const h = await start();
     h.slack.addChannel({ id: CHANNEL, name: "vm-requests", isMember: false });
@@ -366,13 +378,13 @@ describe("GitLab refusing the pipeline", () => {
       "an input the pipeline does not declare (400)",
       { project: { inputs: { vm_name: {}, vm_ip: {} } } },
       () => undefined,
-      "GitLab refused to create the pipeline (400): unknown input arguments:",
+      "GitLab refused to create the pipeline (400): unknown input arguments: action, vm_gateway, template_vm_id, proxmox_node, vm_id, vlan_id. Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.",
     ],
     [
       "a ref that does not exist (400)",
       { env: { GITLAB_REF: "no-such-branch" } },
       () => undefined,
-      "GitLab refused to create the pipeline (400): Reference not found.",
+      "GitLab refused to create the pipeline (400): Reference not found. Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.",
     ],
     [
       "GitLab not answering in time",
@@ -388,7 +400,7 @@ describe("GitLab refusing the pipeline", () => {
       (h) => {
         h.gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, "reset");
       },
-      "could not be reached (",
+      "could not be reached (network error), so the bot could not create the pipeline. Check that GitLab is up and GITLAB_URL is right.",
     ],
   ];
 
@@ -404,7 +416,7 @@ describe("GitLab refusing the pipeline", () => {
       const request = allRequests(h)[0]!;
       expect(request.status).toBe("failed");
       expect(request.error).toContain(words);
-      expect(messageText(h)).toContain(words.replace(/`/g, "`"));
+      expect(messageText(h)).toContain(JSON.stringify(words).slice(1, -1));
       expect(h.slack.messages.find((m) => m.channel === CHANNEL)?.text).toBe("VM web-01 — Failed");
       expect(h.bot.store.listAudit(request.id).map((a) => a.action)).toEqual([
         "requested",

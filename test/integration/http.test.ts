@@ -41,6 +41,8 @@ describe("POST /slack/events", () => {
     expect(delivery.status).toBe(401);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(harness.slack.callsTo("views.open")).toHaveLength(0);
+    expect(harness.bot.store.listAudit()).toHaveLength(0);
+    expect(harness.gitlab.requests).toHaveLength(0);
   });
 
   it("refuses a replayed form submission signed with another secret", async () => {
@@ -105,6 +107,34 @@ describe("start-up mode", () => {
       ),
     ).rejects.toThrow(
       "Slack refused SLACK_BOT_TOKEN (invalid_auth): reinstall the app and copy its Bot User OAuth Token.",
+    );
+  });
+
+  it("stops with a clear message when its port is taken", async () => {
+    harness = await startHarness();
+    const { startVmbot } = await import("../../src/start.js");
+    const captured = captureLogs();
+    await expect(
+      startVmbot(
+        { ...harness.config, port: harness.bot.port, dbPath: ":memory:" },
+        { logDestination: captured.stream },
+      ),
+    ).rejects.toThrow(
+      `port ${harness.bot.port} is already in use: stop what uses it or set PORT to another port.`,
+    );
+  });
+
+  it("stops with a clear message when the store cannot be opened", async () => {
+    harness = await startHarness();
+    const { startVmbot } = await import("../../src/start.js");
+    const captured = captureLogs();
+    await expect(
+      startVmbot(
+        { ...harness.config, dbPath: "/dev/null/vmbot/store.sqlite" },
+        { logDestination: captured.stream },
+      ),
+    ).rejects.toThrow(
+      "the store at VMBOT_DB (/dev/null/vmbot/store.sqlite) cannot be opened: ENOTDIR: not a directory",
     );
   });
 

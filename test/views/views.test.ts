@@ -108,6 +108,11 @@ describe("requestMessage", () => {
 });
 
 describe("helpMessage", () => {
+  it("shows Slack-encoded command text as typed, with no way out of its code span", () => {
+    const message = helpMessage("&lt;!channel&gt; `rm` &amp; more");
+    expect(message.text).toContain("`&lt;!channel&gt; 'rm' &amp; more` is not a vmbot command.");
+  });
+
   it("quotes an unknown subcommand, escaped", () => {
     const message = helpMessage("<!here> destroy");
     expect(message.text).toContain("`&lt;!here&gt; destroy` is not a vmbot command.");
