@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig, type Config } from "../../src/config.js";
+import { startVmbot } from "../../src/start.js";
 import { createGitlab } from "../../src/gitlab/gitlab.js";
 import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
@@ -68,12 +69,7 @@ describe("GET /healthz", () => {
     harness = await startHarness();
     await harness.slack.close();
     // A fresh bot against a Slack that is gone stays up but reports why it is not healthy.
-    const { startVmbot } = await import("../../src/start.js");
-    const captured = captureLogs();
-    const bot = await startVmbot(
-      { ...harness.config, dbPath: ":memory:" },
-      { logDestination: captured.stream },
-    );
+    const bot = await startAnother(harness, {});
     try {
       const response = await fetch(`http://127.0.0.1:${bot.port}/healthz`);
       expect(response.status).toBe(503);
@@ -91,20 +87,21 @@ describe("GET /healthz", () => {
   });
 });
 
+/** A second bot beside the harness's, with some of its configuration changed. */
+function startAnother(h: Harness, change: Partial<Config>) {
+  return startVmbot(
+    { ...h.config, dbPath: ":memory:", ...change },
+    { logDestination: captureLogs().stream },
+  );
+}
+
 describe("start-up mode", () => {
   it("stops with a clear message when Slack refuses the bot token", async () => {
     harness = await startHarness();
-    const { startVmbot } = await import("../../src/start.js");
-    const captured = captureLogs();
     await expect(
-      startVmbot(
-        {
-          ...harness.config,
-          slack: { ...harness.config.slack, botToken: "xoxb-0000-0000-SomeoneElsesToken" },
-          dbPath: ":memory:",
-        },
-        { logDestination: captured.stream },
-      ),
+      startAnother(harness, {
+        slack: { ...harness.config.slack, botToken: "xoxb-0000-0000-SomeoneElsesToken" },
+      }),
     ).rejects.toThrow(
       "Slack refused SLACK_BOT_TOKEN (invalid_auth): reinstall the app and copy its Bot User OAuth Token.",
     );
@@ -112,28 +109,14 @@ describe("start-up mode", () => {
 
   it("stops with a clear message when its port is taken", async () => {
     harness = await startHarness();
-    const { startVmbot } = await import("../../src/start.js");
-    const captured = captureLogs();
-    await expect(
-      startVmbot(
-        { ...harness.config, port: harness.bot.port, dbPath: ":memory:" },
-        { logDestination: captured.stream },
-      ),
-    ).rejects.toThrow(
+    await expect(startAnother(harness, { port: harness.bot.port })).rejects.toThrow(
       `port ${harness.bot.port} is already in use: stop what uses it or set PORT to another port.`,
     );
   });
 
   it("stops with a clear message when the store cannot be opened", async () => {
     harness = await startHarness();
-    const { startVmbot } = await import("../../src/start.js");
-    const captured = captureLogs();
-    await expect(
-      startVmbot(
-        { ...harness.config, dbPath: "/dev/null/vmbot/store.sqlite" },
-        { logDestination: captured.stream },
-      ),
-    ).rejects.toThrow(
+    await expect(startAnother(harness, { dbPath: "/dev/null/vmbot/store.sqlite" })).rejects.toThrow(
       "the store at VMBOT_DB (/dev/null/vmbot/store.sqlite) cannot be opened: ENOTDIR: not a directory",
     );
   });
