@@ -116,17 +116,19 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       channel: metadata.data.channel,
       submissionKey: `view:${view.id}`,
     });
+    if (created) {
+      deps.store.audit({
+        requestId: request.id,
+        actor: userId,
+        action: "requested",
+        detail: { spec: result.spec },
+      });
+    }
     await ack();
     if (!created) {
       log.info({ requestId: request.id }, "repeated submission of a form already handled");
       return;
     }
-    deps.store.audit({
-      requestId: request.id,
-      actor: userId,
-      action: "requested",
-      detail: { spec: result.spec },
-    });
     await startRequest({ ...deps, client, log: log.child({ requestId: request.id }) }, request);
   };
 }
