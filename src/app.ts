@@ -49,7 +49,16 @@ export function createApp(deps: AppDeps): VmbotApp {
   const { config, log } = deps;
   const logger = boltLogger(log);
   const socket = config.slack.appToken
-    ? new SocketModeReceiver({ appToken: config.slack.appToken, logger })
+    ? new SocketModeReceiver({
+        appToken: config.slack.appToken,
+        logger,
+        // apps.connections.open is a Web API call: it goes to SLACK_API_URL like every other.
+        // Only the base URL: the Socket Mode client keeps its own, longer retries for reconnecting.
+        installerOptions: {
+          clientOptions:
+            config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl },
+        },
+      })
     : undefined;
   const http = socket
     ? undefined

@@ -197,8 +197,18 @@ export interface FakeSlack {
   /** The registered user, or the profile Slack would show for an unregistered well-formed user ID. */
   user(id: string): FakeUser;
   addChannel(channel: NewChannel): void;
+  /**
+   * Serves another Web API method, e.g. `apps.connections.open` for the Socket Mode fake. The
+   * handler authenticates the caller itself (not every method takes the bot token) and returns
+   * the whole response body, `{ ok: false, error }` included. Calls are recorded and `failNext`
+   * applies as for the built-in methods.
+   */
+  addMethod(method: string, handler: ExtraMethod): void;
   close(): Promise<void>;
 }
+
+/** A Web API method added with `addMethod`: the caller's token and arguments in, the body out. */
+export type ExtraMethod = (call: { token: string | undefined; args: JsonObject }) => JsonObject;
 
 export interface NewUser {
   id: string;
@@ -807,6 +817,7 @@ class SlackWorkspace {
   private readonly viewIds = new IdSequence("V");
   private readonly fileIds = new IdSequence("F");
   private readonly identity: SlackIdentity;
+  readonly extraMethods = new Map<string, ExtraMethod>();
 
   readonly methods: ReadonlyMap<string, MethodHandler> = new Map<string, MethodHandler>([
     ["auth.test", () => this.authTest()],
@@ -832,6 +843,8 @@ class SlackWorkspace {
 
   /** Runs a method for a caller holding `token`; returns the response body. */
   call(method: string, args: JsonObject, token: string | undefined): JsonObject {
+    const extra = this.extraMethods.get(method);
+    if (extra !== undefined) return extra({ token, args });
     const handler = this.methods.get(method);
     if (handler === undefined) return { ok: false, error: "unknown_method", req_method: method };
     try {
@@ -1575,6 +1588,9 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     user: (id) => workspace.user(id),
     addChannel: (channel) => {
       workspace.addChannel(channel);
+    },
+    addMethod: (method, handler) => {
+      workspace.extraMethods.set(method, handler);
     },
     close: () => server.close(),
   };
