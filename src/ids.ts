@@ -23,3 +23,8 @@ export type CreateField = keyof typeof CREATE_FIELDS;
 
 /** Message metadata event type for request messages (Slack `metadata.event_type`). */
 export const REQUEST_EVENT_TYPE = "vmbot_request";
+
+/** The plan message's buttons; each carries only the request ID as its value. */
+export const PLAN_ACTIONS_BLOCK = "plan_actions";
+export const PLAN_APPROVE = "plan_approve";
+export const PLAN_REJECT = "plan_reject";

@@ -57,7 +57,9 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
       case 404:
         return new VmbotError(
           "gitlab_not_found",
-          `GitLab has no project ${project} that the bot's token can see (404 Not Found): check GITLAB_PROJECT, and that the token's user is a member of the project.`,
+          /project not found/i.test(detail) || ctx.doing === "create the pipeline"
+            ? `GitLab has no project ${project} that the bot's token can see (404 Not Found): check GITLAB_PROJECT, and that the token's user is a member of the project.`
+            : `GitLab could not find what the bot needed to ${ctx.doing} (404 Not Found): it may have been deleted.`,
           { cause: error },
         );
       case 400:

@@ -21,6 +21,47 @@ export interface Pipeline {
   webUrl: string;
 }
 
+const PipelineListItemSchema = z.object({
+  id: z.number().int(),
+  status: z.string(),
+  updated_at: z.string(),
+  web_url: z.url(),
+});
+
+export interface PipelineSummary {
+  id: number;
+  status: string;
+  updatedAt: string;
+  webUrl: string;
+}
+
+const JobSchema = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  stage: z.string(),
+  status: z.string(),
+  web_url: z.url(),
+  finished_at: z.string().nullish(),
+});
+
+export interface Job {
+  id: number;
+  name: string;
+  stage: string;
+  status: string;
+  webUrl: string;
+  finishedAt: string | null;
+}
+
+const toJob = (job: z.infer<typeof JobSchema>): Job => ({
+  id: job.id,
+  name: job.name,
+  stage: job.stage,
+  status: job.status,
+  webUrl: job.web_url,
+  finishedAt: job.finished_at ?? null,
+});
+
 /** What vmbot does with GitLab, in its own words. */
 export interface GitlabPort {
   /**
@@ -28,6 +69,15 @@ export interface GitlabPort {
    * variables named after them in upper case.
    */
   triggerPipeline(params: PipelineParams): Promise<Pipeline>;
+  /** The project's pipelines on the configured ref changed since `updatedAfter` (ISO 8601). */
+  changedPipelines(updatedAfter: string): Promise<PipelineSummary[]>;
+  pipeline(pipelineId: number): Promise<PipelineSummary>;
+  pipelineJobs(pipelineId: number): Promise<Job[]>;
+  jobLog(jobId: number): Promise<string>;
+  playJob(jobId: number): Promise<Job>;
+  cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
+  /** A file from a job's artifacts, or undefined when the job has none by that path. */
+  jobArtifact(jobId: number, path: string): Promise<string | undefined>;
 }
 
 export interface GitlabOptions {
@@ -60,7 +110,88 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     timeoutMs,
   });
 
+  /** Runs one GitLab call, turning its failure into words and its answer into checked data. */
+  async function call<T>(doing: string, schema: z.ZodType<T>, run: () => Promise<unknown>) {
+    let response: unknown;
+    try {
+      response = await run();
+    } catch (error) {
+      throw gitlabError(error, context(doing));
+    }
+    const parsed = schema.safeParse(response);
+    if (!parsed.success) throw gitlabError(parsed.error, context(doing));
+    return parsed.data;
+  }
+  const toSummary = (p: z.infer<typeof PipelineListItemSchema>): PipelineSummary => ({
+    id: p.id,
+    status: p.status,
+    updatedAt: p.updated_at,
+    webUrl: p.web_url,
+  });
+
   return {
+    async changedPipelines(updatedAfter) {
+      const list = await call("list pipelines", z.array(PipelineListItemSchema), () =>
+        api.Pipelines.all(options.project, {
+          ref: options.ref,
+          updatedAfter,
+          orderBy: "updated_at",
+          sort: "asc",
+          perPage: 100,
+        }),
+      );
+      return list.map(toSummary);
+    },
+
+    async pipeline(pipelineId) {
+      return toSummary(
+        await call(`read pipeline #${pipelineId}`, PipelineListItemSchema, () =>
+          api.Pipelines.show(options.project, pipelineId),
+        ),
+      );
+    },
+
+    async pipelineJobs(pipelineId) {
+      const jobs = await call(`list the jobs of pipeline #${pipelineId}`, z.array(JobSchema), () =>
+        api.Jobs.all(options.project, { pipelineId, perPage: 100 }),
+      );
+      return jobs.map(toJob);
+    },
+
+    async jobLog(jobId) {
+      return call(`read the log of job #${jobId}`, z.string(), () =>
+        api.Jobs.showLog(options.project, jobId),
+      );
+    },
+
+    async playJob(jobId) {
+      return toJob(
+        await call(`start job #${jobId}`, JobSchema, () => api.Jobs.play(options.project, jobId)),
+      );
+    },
+
+    async cancelPipeline(pipelineId) {
+      return toSummary(
+        await call(`cancel pipeline #${pipelineId}`, PipelineListItemSchema, () =>
+          api.Pipelines.cancel(options.project, pipelineId),
+        ),
+      );
+    },
+
+    async jobArtifact(jobId, path) {
+      try {
+        const blob = await api.JobArtifacts.downloadArchive(options.project, {
+          jobId,
+          artifactPath: path,
+        });
+        return await blob.text();
+      } catch (error) {
+        const mapped = gitlabError(error, context(`read ${path} from job #${jobId}`));
+        if (mapped.code === "gitlab_not_found") return undefined;
+        throw mapped;
+      }
+    },
+
     async triggerPipeline(params) {
       const variables =
         options.pipelineParams === "inputs"

@@ -38,13 +38,12 @@ function statusLine(request: RequestRecord): string {
   }
 }
 
-/** The one message that follows a request from form to VM; pure, so it can be re-rendered at will. */
-export function requestMessage(request: RequestRecord): { text: string; blocks: KnownBlock[] } {
+/** The head every request message starts with: name and status, who asked, the inputs. */
+export function requestHead(request: RequestRecord): KnownBlock[] {
   const { spec } = request;
   const status = STATUS[request.status];
   const createdAt = Math.floor(Date.parse(request.createdAt) / 1000);
-  const name = escapeMrkdwn(spec.name);
-  const blocks: KnownBlock[] = [
+  return [
     {
       type: "header",
       text: { type: "plain_text", text: truncate(`VM ${spec.name} — ${status.label}`, 150) },
@@ -72,6 +71,19 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
         field("VLAN", spec.vlanId === 0 ? "untagged" : String(spec.vlanId)),
       ],
     },
+  ];
+}
+
+/** The text Slack shows in notifications for a request message. */
+export function requestTitle(request: RequestRecord): string {
+  return `VM ${escapeMrkdwn(request.spec.name)} — ${STATUS[request.status].label}`;
+}
+
+/** The one message that follows a request from form to VM; pure, so it can be re-rendered at will. */
+export function requestMessage(request: RequestRecord): { text: string; blocks: KnownBlock[] } {
+  const status = STATUS[request.status];
+  const blocks: KnownBlock[] = [
+    ...requestHead(request),
     {
       type: "section",
       text: { type: "mrkdwn", text: truncate(`${status.emoji} ${statusLine(request)}`, 3000) },
@@ -85,8 +97,5 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
       ],
     });
   }
-  return {
-    text: `VM ${name} — ${status.label}`,
-    blocks,
-  };
+  return { text: requestTitle(request), blocks };
 }
