@@ -13,6 +13,7 @@ import {
   type NewRequest,
   type RequestPatch,
   type RequestRecord,
+  type RequestStatus,
   type Store,
 } from "./store.js";
 
@@ -110,6 +111,28 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     error: "error",
   } as const satisfies Record<keyof RequestPatch, string>;
 
+  /** One UPDATE of the patched columns, only when the status is among `from` if given. */
+  function update(id: string, patch: RequestPatch, from?: readonly RequestStatus[]): boolean {
+    const entries = (Object.entries(patch) as [keyof RequestPatch, unknown][]).filter(
+      ([, value]) => value !== undefined,
+    );
+    const assignments = [
+      ...entries.map(([key]) => `${columns[key]} = @${key}`),
+      "updated_at = @now",
+    ];
+    const guard =
+      from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
+    const result = db
+      .prepare(`UPDATE requests SET ${assignments.join(", ")} WHERE id = @id${guard}`)
+      .run({
+        ...Object.fromEntries(entries),
+        ...Object.fromEntries((from ?? []).map((status, i) => [`from${i}`, status])),
+        now: clock().toISOString(),
+        id,
+      });
+    return result.changes === 1;
+  }
+
   return {
     createRequest(request: NewRequest) {
       const now = clock().toISOString();
@@ -135,17 +158,12 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     },
 
     updateRequest(id, patch) {
-      const entries = (Object.entries(patch) as [keyof RequestPatch, unknown][]).filter(
-        ([, value]) => value !== undefined,
-      );
-      const assignments = entries.map(([key]) => `${columns[key]} = @${key}`);
-      const result = db
-        .prepare(
-          `UPDATE requests SET ${[...assignments, "updated_at = @now"].join(", ")} WHERE id = @id`,
-        )
-        .run({ ...Object.fromEntries(entries), now: clock().toISOString(), id });
-      if (result.changes !== 1) throw new Error(`No request ${id} in the store.`);
+      if (!update(id, patch)) throw new Error(`No request ${id} in the store.`);
       return toRecord(selectById.get(id));
+    },
+
+    transition(id, from, to, patch = {}) {
+      return update(id, { ...patch, status: to }, from) ? toRecord(selectById.get(id)) : undefined;
     },
 
     listActive() {

@@ -72,6 +72,16 @@ export interface Store {
   createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;
+  /**
+   * Moves a request to `to` only if its status is one of `from`, in one conditional update, so
+   * that of two concurrent attempts (two Approve clicks) exactly one wins. Undefined for the loser.
+   */
+  transition(
+    id: string,
+    from: readonly RequestStatus[],
+    to: RequestStatus,
+    patch?: Omit<RequestPatch, "status">,
+  ): RequestRecord | undefined;
   /** Requests that are not in a final status, oldest first. */
   listActive(): RequestRecord[];
   audit(entry: AuditEntry): void;

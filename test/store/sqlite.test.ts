@@ -87,6 +87,21 @@ describe("the SQLite store", () => {
     store.close();
   });
 
+  it("lets exactly one of two concurrent transitions from the same status win", () => {
+    const store = openSqliteStore(":memory:");
+    const { request } = store.createRequest(newRequest());
+    store.updateRequest(request.id, { status: "awaiting_approval" });
+    const first = store.transition(request.id, ["awaiting_approval"], "applying");
+    const second = store.transition(request.id, ["awaiting_approval"], "applying");
+    expect(first?.status).toBe("applying");
+    expect(second).toBeUndefined();
+    expect(store.transition(request.id, ["applying"], "failed", { error: "boom" })).toMatchObject({
+      status: "failed",
+      error: "boom",
+    });
+    store.close();
+  });
+
   it("refuses to update a request it does not have", () => {
     const store = openSqliteStore(":memory:");
     expect(() => store.updateRequest("vm-missing", { status: "failed" })).toThrow(
