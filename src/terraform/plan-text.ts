@@ -1,0 +1,566 @@
+/**
+ * Reading the human plan that `terraform plan -no-color` and `terraform show -no-color` print,
+ * also when it is wrapped in other output: a GitLab job log, or an Atlantis pull-request comment
+ * with markdown around one plan per project.
+ *
+ * Each resource comes from its heading, `  # <address> will be created` and the like (Terraform's
+ * `resourceChangeComment`), refined by the marker line below it (`-/+ resource "type" "name" {`)
+ * and by `# forces replacement` inside its body. Headings Terraform prints for drift ("has
+ * changed", "has been deleted") and for deferred changes are not planned actions and are skipped.
+ *
+ * The parser takes one line at a time and keeps only what it reports (resources, counts, error
+ * diagnostics of bounded size), so a long job log is read in little memory.
+ */
+
+export type ResourceAction = "create" | "update" | "delete" | "replace" | "read" | "no-op";
+
+/** `delete-first` is Terraform's `-/+` (the default), `create-first` its `+/-`. */
+export type ReplaceOrder = "delete-first" | "create-first";
+
+export interface PlanResource {
+  address: string;
+  action: ResourceAction;
+  replaceOrder?: ReplaceOrder;
+  /** Why, in Terraform's words: "because x.y is not in configuration", "disk forces replacement". */
+  reason?: string;
+  /** The deposed object's key, for the leftover of an interrupted create-before-destroy. */
+  deposed?: string;
+  /** The resource is imported by this plan (Terraform 1.5+ import blocks). */
+  importing?: boolean;
+}
+
+/** Terraform's own counts, as on its `Plan:` line. */
+export interface PlanCounts {
+  add: number;
+  change: number;
+  destroy: number;
+  import?: number;
+  forget?: number;
+}
+
+/** Counts worked out from the resources; a replace is one add and one destroy, as Terraform counts. */
+export interface DerivedCounts {
+  add: number;
+  change: number;
+  destroy: number;
+  replace: number;
+  import: number;
+}
+
+export interface PlanDiagnostic {
+  summary: string;
+  detail: string;
+}
+
+export interface OutputChange {
+  name: string;
+  action: ResourceAction;
+}
+
+/** What both plan readers (text and JSON) report. */
+export interface PlanSummary {
+  resources: PlanResource[];
+  /** From Terraform's `Plan:` line(s); undefined when there is none. */
+  counts: PlanCounts | undefined;
+  derivedCounts: DerivedCounts;
+  /** Terraform said "No changes." and nothing else in the input plans a change. */
+  noChanges: boolean;
+  errors: PlanDiagnostic[];
+  /** A sentence for a person when the counts and the resources disagree. */
+  mismatch?: string;
+  outputChanges: OutputChange[];
+  /** Things a reader should know about how the result was put together. */
+  notes: string[];
+}
+
+export interface PlanTextResult extends PlanSummary {
+  /** How many `Plan:` lines were counted (several projects give several). */
+  planLines: number;
+}
+
+export interface PlanTextParser {
+  /** Feeds one line of output (a trailing `\r` is ignored). */
+  push(line: string): void;
+  /** What has been read so far; may be called at any time. */
+  result(): PlanTextResult;
+}
+
+/** Counts from the resources: a replace adds one and destroys one. */
+export function deriveCounts(resources: readonly PlanResource[]): DerivedCounts {
+  const counts: DerivedCounts = { add: 0, change: 0, destroy: 0, replace: 0, import: 0 };
+  for (const resource of resources) {
+    if (resource.importing === true) counts.import += 1;
+    switch (resource.action) {
+      case "create":
+        counts.add += 1;
+        break;
+      case "update":
+        counts.change += 1;
+        break;
+      case "delete":
+        counts.destroy += 1;
+        break;
+      case "replace":
+        counts.add += 1;
+        counts.destroy += 1;
+        counts.replace += 1;
+        break;
+      case "read":
+      case "no-op":
+        break;
+    }
+  }
+  return counts;
+}
+
+/** `1 to import, 2 to add, 0 to change, 1 to destroy`, as Terraform words it. */
+export function describeCounts(
+  counts: { add: number; change: number; destroy: number },
+  importing?: number,
+): string {
+  const head = importing !== undefined && importing > 0 ? `${importing} to import, ` : "";
+  return `${head}${counts.add} to add, ${counts.change} to change, ${counts.destroy} to destroy`;
+}
+
+/** A sentence when Terraform's counts and the listed resources disagree; undefined when they agree. */
+export function countsMismatch(
+  counts: PlanCounts | undefined,
+  derived: DerivedCounts,
+  countsSource: string,
+): string | undefined {
+  if (counts === undefined) {
+    if (derived.add + derived.change + derived.destroy === 0) return undefined;
+    return `Resources with changes were listed (${describeCounts(derived)}) but no "Plan:" line was found; the output may have been cut short.`;
+  }
+  const importDiffers = counts.import !== undefined && counts.import !== derived.import;
+  if (
+    counts.add === derived.add &&
+    counts.change === derived.change &&
+    counts.destroy === derived.destroy &&
+    !importDiffers
+  ) {
+    return undefined;
+  }
+  const shown = (c: { add: number; change: number; destroy: number }, importing?: number) =>
+    describeCounts(c, counts.import === undefined ? undefined : importing);
+  return `${countsSource} says ${shown(counts, counts.import)}, but the resources listed add up to ${shown(derived, derived.import)}.`;
+}
+
+const HEADING_PHRASES: Record<string, { action: ResourceAction | "forget"; reason?: string }> = {
+  "will be created": { action: "create" },
+  "will be read during apply": { action: "read" },
+  "will be updated in-place": { action: "update" },
+  "will be destroyed": { action: "delete" },
+  "must be replaced": { action: "replace" },
+  "is tainted, so must be replaced": { action: "replace", reason: "tainted" },
+  "will be replaced, as requested": { action: "replace", reason: "replacement requested" },
+  "will be replaced due to changes in replace_triggered_by": {
+    action: "replace",
+    reason: "due to changes in replace_triggered_by",
+  },
+  // Terraform counts this as an add: the old object stays, unmanaged (`destroy = false`).
+  "must be replaced, but the existing object will not be destroyed": {
+    action: "create",
+    reason: "replacement; the existing object will not be destroyed",
+  },
+  "will be imported": { action: "no-op" },
+  "will no longer be managed by Terraform, but will not be destroyed": { action: "forget" },
+  "will be removed from Terraform state, but will not be destroyed": { action: "forget" },
+};
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+const HEADING = new RegExp(
+  `^\\s*# (.+?) (${Object.keys(HEADING_PHRASES)
+    .sort((a, b) => b.length - a.length)
+    .map(escapeRegExp)
+    .join("|")})$`,
+);
+const MOVED_HEADING = /^\s*# (.+?) has moved to (.+)$/;
+/** Headings that describe something other than a planned action: drift, deferrals, actions. */
+const OTHER_HEADING =
+  /^\s*# \S.* (?:has changed|has been deleted|was deferred|will be invoked(?: .*)?)$/;
+const DEPOSED = /^(.+) \(deposed object ([^)\s]+)\)$/;
+const REASON_COMMENT = /^\s*#\s*\((.+)\)$/;
+const WARNING_COMMENT = /^\s*#\s*Warning: (.+)$/;
+const MARKER = /^\s*(?:(-\/\+|\+\/-|<=|[+~-])\s+)?(resource|data) "([^"]+)" "([^"]+)" \{/;
+const FORCES_REPLACEMENT = /#\s*forces replacement\s*$/;
+const ATTRIBUTE_NAME = /^\s*(?:(?:-\/\+|\+\/-|[+~-])\s+)?("(?:[^"\\]|\\.)*"|[\w.-]+)\s*(?:=|\{)/;
+const PLAN_LINE =
+  /^\s*Plan: (?:(\d+) to import, )?(\d+) to add, (\d+) to change, (\d+) to destroy(?:, (\d+) to forget)?\./;
+const NO_CHANGES = /^\s*No changes\./;
+const OUTPUTS_HEADER = /^\s*Changes to Outputs:\s*$/;
+const OUTPUT_ENTRY = /^ {0,2}([+~-]) +([^\s=]+) *=(?: |$)/;
+const PLAIN_DIAGNOSTIC = /^(Error|Warning): (.*)$/;
+const BOX_CONTENT = /^\s*│ ?(.*)$/;
+
+const MAX_DETAIL_LINES = 200;
+const MAX_DETAIL_CHARS = 10_000;
+
+const OUTPUT_SYMBOLS: Record<string, ResourceAction> = {
+  "+": "create",
+  "-": "delete",
+  "~": "update",
+};
+
+interface ResourceState {
+  resource: PlanResource;
+  headingReason?: string;
+  comments: string[];
+  forcedBy: string[];
+}
+
+interface DiagnosticState {
+  framed: boolean;
+  kind?: "Error" | "Warning";
+  summary: string;
+  detail: string[];
+  chars: number;
+  truncated: boolean;
+  /** Unframed only: a paragraph of detail text has been read. */
+  sawDetailText: boolean;
+}
+
+function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
+  const lines = [...state.detail];
+  while (lines.length > 0 && lines[0]?.trim() === "") lines.shift();
+  while (lines.length > 0 && lines[lines.length - 1]?.trim() === "") lines.pop();
+  if (state.truncated) lines.push("…");
+  return { summary: state.summary, detail: lines.join("\n") };
+}
+
+function resourceReason(state: ResourceState): string | undefined {
+  const parts = [
+    ...(state.headingReason === undefined ? [] : [state.headingReason]),
+    ...state.comments,
+  ];
+  if (state.forcedBy.length > 0) {
+    const named = state.forcedBy.filter((name) => name !== "");
+    parts.push(
+      named.length > 0
+        ? `${[...new Set(named)].join(", ")} forces replacement`
+        : "forces replacement",
+    );
+  }
+  return parts.length > 0 ? parts.join("; ") : undefined;
+}
+
+export function createPlanTextParser(): PlanTextParser {
+  const resources: ResourceState[] = [];
+  const errors: PlanDiagnostic[] = [];
+  const outputChanges: OutputChange[] = [];
+  const forgotten: string[] = [];
+  let current: ResourceState | undefined;
+  /** Between a heading and its marker line, where `# (reason)` comments belong. */
+  let afterHeading = false;
+  let inOutputs = false;
+  let diagnostic: DiagnosticState | undefined;
+  let noChangesSeen = false;
+  let counts: PlanCounts | undefined;
+  let planLines = 0;
+  let repeatedPlanLines = 0;
+  let lastPlanLine: string | undefined;
+  let headingsSincePlanLine = 0;
+
+  const closeDiagnostic = () => {
+    if (diagnostic?.kind === "Error") errors.push(finishDiagnostic(diagnostic));
+    diagnostic = undefined;
+  };
+
+  const addDetail = (text: string) => {
+    if (diagnostic === undefined || diagnostic.truncated) return;
+    if (
+      diagnostic.detail.length >= MAX_DETAIL_LINES ||
+      diagnostic.chars + text.length > MAX_DETAIL_CHARS
+    ) {
+      diagnostic.truncated = true;
+      return;
+    }
+    diagnostic.detail.push(text);
+    diagnostic.chars += text.length + 1;
+  };
+
+  const openDiagnostic = (framed: boolean, kind?: "Error" | "Warning", summary = "") => {
+    closeDiagnostic();
+    current = undefined;
+    afterHeading = false;
+    inOutputs = false;
+    diagnostic = { framed, summary, detail: [], chars: 0, truncated: false, sawDetailText: false };
+    if (kind !== undefined) diagnostic.kind = kind;
+  };
+
+  /** A line inside a framed diagnostic; false when the frame has ended without `╵`. */
+  const framedLine = (state: DiagnosticState, line: string): boolean => {
+    const trimmed = line.trim();
+    if (trimmed === "╵") {
+      closeDiagnostic();
+      return true;
+    }
+    if (trimmed === "╷") {
+      openDiagnostic(true);
+      return true;
+    }
+    const content = BOX_CONTENT.exec(line);
+    if (content === null) {
+      closeDiagnostic();
+      return false;
+    }
+    const text = content[1] ?? "";
+    const heading = state.kind === undefined ? PLAIN_DIAGNOSTIC.exec(text) : null;
+    if (heading !== null) {
+      state.kind = heading[1] === "Error" ? "Error" : "Warning";
+      state.summary = (heading[2] ?? "").trim();
+    } else if (state.kind !== undefined) {
+      addDetail(text.trimEnd());
+    }
+    return true;
+  };
+
+  /** A line inside an unframed diagnostic (older Terraform); false when it has ended. */
+  const unframedLine = (state: DiagnosticState, line: string): boolean => {
+    if (line.trim() === "") {
+      if (state.sawDetailText) {
+        closeDiagnostic();
+        return true;
+      }
+      addDetail("");
+      return true;
+    }
+    if (
+      PLAIN_DIAGNOSTIC.test(line) ||
+      line.trim() === "╷" ||
+      PLAN_LINE.test(line) ||
+      HEADING.test(line) ||
+      NO_CHANGES.test(line) ||
+      OUTPUTS_HEADER.test(line)
+    ) {
+      closeDiagnostic();
+      return false;
+    }
+    if (!/^\s/.test(line)) state.sawDetailText = true;
+    addDetail(line);
+    return true;
+  };
+
+  const planLine = (line: string, match: RegExpExecArray) => {
+    current = undefined;
+    afterHeading = false;
+    inOutputs = false;
+    const text = line.trim();
+    if (planLines > 0 && text === lastPlanLine && headingsSincePlanLine === 0) {
+      repeatedPlanLines += 1;
+      return;
+    }
+    const [, importing, add, change, destroy, forget] = match;
+    const sum: PlanCounts = counts ?? { add: 0, change: 0, destroy: 0 };
+    sum.add += Number(add);
+    sum.change += Number(change);
+    sum.destroy += Number(destroy);
+    if (importing !== undefined) sum.import = (sum.import ?? 0) + Number(importing);
+    if (forget !== undefined) sum.forget = (sum.forget ?? 0) + Number(forget);
+    counts = sum;
+    planLines += 1;
+    lastPlanLine = text;
+    headingsSincePlanLine = 0;
+  };
+
+  const heading = (rawAddress: string, phrase: string) => {
+    const meaning = HEADING_PHRASES[phrase];
+    if (meaning === undefined) return;
+    headingsSincePlanLine += 1;
+    const deposed = DEPOSED.exec(rawAddress);
+    const address = deposed?.[1] ?? rawAddress;
+    if (meaning.action === "forget") {
+      forgotten.push(address);
+      current = undefined;
+      afterHeading = false;
+      return;
+    }
+    const resource: PlanResource = { address, action: meaning.action };
+    if (deposed?.[2] !== undefined) resource.deposed = deposed[2];
+    if (phrase === "will be imported") resource.importing = true;
+    const state: ResourceState = { resource, comments: [], forcedBy: [] };
+    if (meaning.reason !== undefined) state.headingReason = meaning.reason;
+    resources.push(state);
+    current = state;
+    afterHeading = true;
+  };
+
+  const marker = (state: ResourceState, symbol: string | undefined) => {
+    const resource = state.resource;
+    if (symbol === "-/+" || symbol === "+/-") {
+      resource.action = "replace";
+      resource.replaceOrder = symbol === "-/+" ? "delete-first" : "create-first";
+    }
+    // Any other marker agrees with its heading, which is the more explicit of the two; a replace
+    // from the heading is never downgraded.
+  };
+
+  const line = (raw: string) => {
+    const text = raw.replace(/\r$/, "").trimEnd();
+
+    if (diagnostic !== undefined) {
+      const handled = diagnostic.framed
+        ? framedLine(diagnostic, text)
+        : unframedLine(diagnostic, text);
+      if (handled) return;
+    }
+
+    const trimmed = text.trim();
+    if (trimmed === "╷") {
+      openDiagnostic(true);
+      return;
+    }
+    const boxed = BOX_CONTENT.exec(text);
+    const boxedHeading = boxed === null ? null : PLAIN_DIAGNOSTIC.exec(boxed[1] ?? "");
+    if (boxedHeading !== null) {
+      // A frame whose top was cut off.
+      openDiagnostic(
+        true,
+        boxedHeading[1] === "Error" ? "Error" : "Warning",
+        (boxedHeading[2] ?? "").trim(),
+      );
+      return;
+    }
+    const plain = PLAIN_DIAGNOSTIC.exec(text);
+    if (plain !== null) {
+      openDiagnostic(false, plain[1] === "Error" ? "Error" : "Warning", (plain[2] ?? "").trim());
+      return;
+    }
+
+    const plan = PLAN_LINE.exec(text);
+    if (plan !== null) {
+      planLine(text, plan);
+      return;
+    }
+    if (NO_CHANGES.test(text)) {
+      noChangesSeen = true;
+      current = undefined;
+      return;
+    }
+    if (OUTPUTS_HEADER.test(text)) {
+      inOutputs = true;
+      current = undefined;
+      afterHeading = false;
+      return;
+    }
+    if (inOutputs) {
+      const entry = OUTPUT_ENTRY.exec(text);
+      if (entry !== null) {
+        const action = OUTPUT_SYMBOLS[entry[1] ?? ""];
+        if (action !== undefined && entry[2] !== undefined)
+          outputChanges.push({ name: entry[2], action });
+        return;
+      }
+      if (trimmed !== "" && /^\s/.test(text)) return;
+      inOutputs = false;
+      if (trimmed === "") return;
+    }
+
+    const found = HEADING.exec(text);
+    if (found !== null) {
+      heading(found[1] ?? "", found[2] ?? "");
+      return;
+    }
+    const moved = MOVED_HEADING.exec(text);
+    if (moved?.[2] !== undefined) {
+      headingsSincePlanLine += 1;
+      const state: ResourceState = {
+        resource: { address: moved[2], action: "no-op" },
+        comments: [`moved from ${moved[1] ?? ""}`],
+        forcedBy: [],
+      };
+      resources.push(state);
+      current = state;
+      afterHeading = true;
+      return;
+    }
+    if (OTHER_HEADING.test(text)) {
+      current = undefined;
+      afterHeading = false;
+      return;
+    }
+    if (current === undefined) return;
+
+    if (afterHeading) {
+      const comment = REASON_COMMENT.exec(text) ?? WARNING_COMMENT.exec(text);
+      if (comment?.[1] !== undefined) {
+        const reason = comment[1];
+        if (/^imported from |^will be imported first$/.test(reason))
+          current.resource.importing = true;
+        current.comments.push(reason);
+        return;
+      }
+    }
+    const mark = MARKER.exec(text);
+    if (mark !== null) {
+      const [, symbol, , type, name] = mark;
+      if (afterHeading && current.resource.address.includes(`${type ?? ""}.${name ?? ""}`)) {
+        marker(current, symbol);
+      }
+      afterHeading = false;
+      return;
+    }
+    afterHeading = false;
+    if (FORCES_REPLACEMENT.test(text)) {
+      current.forcedBy.push(ATTRIBUTE_NAME.exec(text)?.[1] ?? "");
+      if (current.resource.action !== "replace") current.resource.action = "replace";
+    }
+  };
+
+  return {
+    push(chunk) {
+      for (const piece of chunk.split("\n")) line(piece);
+    },
+    result() {
+      const listed = resources.map((state) => {
+        const resource = { ...state.resource };
+        const reason = resourceReason(state);
+        if (reason !== undefined) resource.reason = reason;
+        return resource;
+      });
+      const allErrors = [...errors];
+      if (diagnostic?.kind === "Error") allErrors.push(finishDiagnostic(diagnostic));
+      const derivedCounts = deriveCounts(listed);
+      const changing = derivedCounts.add + derivedCounts.change + derivedCounts.destroy;
+      const notes: string[] = [];
+      if (planLines > 1) {
+        notes.push(
+          `Found ${planLines} "Plan:" lines (one per project or run); the counts are their sum.`,
+        );
+      }
+      if (repeatedPlanLines > 0) {
+        notes.push(
+          `Skipped ${repeatedPlanLines} "Plan:" line${repeatedPlanLines === 1 ? "" : "s"} that repeated the one before with no resources in between.`,
+        );
+      }
+      for (const address of forgotten) {
+        notes.push(`${address} leaves Terraform's state but is not destroyed; it is not listed.`);
+      }
+      const result: PlanTextResult = {
+        resources: listed,
+        counts: counts === undefined ? undefined : { ...counts },
+        derivedCounts,
+        noChanges: noChangesSeen && planLines === 0 && changing === 0,
+        errors: allErrors,
+        outputChanges: [...outputChanges],
+        notes,
+        planLines,
+      };
+      const mismatch = countsMismatch(
+        result.counts,
+        derivedCounts,
+        planLines > 1 ? `The sum of the "Plan:" lines` : `The "Plan:" line`,
+      );
+      if (mismatch !== undefined) result.mismatch = mismatch;
+      return result;
+    },
+  };
+}
+
+/** Reads a whole plan text. */
+export function parsePlanText(text: string): PlanTextResult {
+  const parser = createPlanTextParser();
+  parser.push(text);
+  return parser.result();
+}

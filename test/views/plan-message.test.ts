@@ -1,0 +1,175 @@
+import { describe, expect, it } from "vitest";
+import type { RequestRecord } from "../../src/store/store.js";
+import {
+  deriveCounts,
+  type PlanResource,
+  type PlanSummary,
+} from "../../src/terraform/plan-text.js";
+import { LISTED_RESOURCES, planMessage } from "../../src/views/plan-message.js";
+import { SAMPLE_SPEC } from "../support/requests.js";
+
+const request: RequestRecord = {
+  id: "vm-abc-1234",
+  status: "awaiting_approval",
+  requester: "U0REQ",
+  spec: SAMPLE_SPEC,
+  notes: [],
+  channel: "C0CHAN",
+  messageTs: "1700000000.000100",
+  pipelineId: 1001,
+  pipelineUrl: "https://gitlab.example.com/infra/vms/-/pipelines/1001",
+  error: null,
+  createdAt: "2026-12-02T10:00:00.000Z",
+  updatedAt: "2026-12-02T10:00:00.000Z",
+};
+
+function plan(resources: PlanResource[], extra: Partial<PlanSummary> = {}): PlanSummary {
+  const derivedCounts = deriveCounts(resources);
+  return {
+    resources,
+    counts: {
+      add: derivedCounts.add,
+      change: derivedCounts.change,
+      destroy: derivedCounts.destroy,
+    },
+    derivedCounts,
+    noChanges: resources.length === 0,
+    errors: [],
+    outputChanges: [],
+    notes: [],
+    ...extra,
+  };
+}
+
+const create: PlanResource = { address: "proxmox_virtual_environment_vm.vm", action: "create" };
+const replace: PlanResource = {
+  address: "proxmox_virtual_environment_vm.vm",
+  action: "replace",
+  replaceOrder: "delete-first",
+};
+
+const review = (p: PlanSummary) => ({
+  plan: p,
+  nodes: [
+    { name: "pve2", online: true, cpuPercent: 40, memoryUsedGb: 20, memoryTotalGb: 64 },
+    { name: "pve3", online: false },
+    { name: "pve", online: true, cpuPercent: 12.4, memoryUsedGb: 3.1, memoryTotalGb: 16 },
+  ],
+  planJobUrl: "https://gitlab.example.com/infra/vms/-/jobs/5002",
+  planFile: "uploaded" as const,
+});
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/** Every mrkdwn text object in a message: the only text Slack parses for mentions and links. */
+function mrkdwnTexts(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(mrkdwnTexts);
+  if (value === null || typeof value !== "object") return [];
+  const object = value as Record<string, unknown>;
+  const own = object.type === "mrkdwn" && typeof object.text === "string" ? [object.text] : [];
+  return [...own, ...Object.values(object).flatMap(mrkdwnTexts)];
+}
+
+describe("planMessage", () => {
+  it("shows the counts, each resource with its action, and Approve and Reject carrying only the request ID", () => {
+    const message = planMessage(request, review(plan([create])));
+    expect(message.text).toBe("VM web-01 — Awaiting approval");
+    const body = json(message.blocks);
+    expect(body).toContain("*Plan:* *1* to add, *0* to change, *0* to destroy");
+    expect(body).toContain("`+` `proxmox_virtual_environment_vm.vm` create");
+    expect(body).not.toContain("rotating_light");
+    const actions = message.blocks.find((b) => b.type === "actions") as {
+      elements: { action_id: string; value: string; style: string; confirm?: unknown }[];
+    };
+    expect(actions.elements.map((e) => [e.action_id, e.value, e.style])).toEqual([
+      ["plan_approve", "vm-abc-1234", "primary"],
+      ["plan_reject", "vm-abc-1234", "danger"],
+    ]);
+    expect(actions.elements[0]!.confirm).toBeUndefined();
+  });
+
+  it("warns loudly about a replace, never calls it an update, and asks to confirm the approval", () => {
+    const message = planMessage(request, review(plan([replace])));
+    const body = json(message.blocks);
+    expect(body).toContain(":rotating_light: *This plan destroys a resource.*");
+    expect(body).toContain(
+      "`-/+` `proxmox_virtual_environment_vm.vm` replace (destroy before create)",
+    );
+    expect(body).toContain("of which *1* replaced");
+    expect(body).not.toContain("update in place");
+    const approve = (
+      message.blocks.find((b) => b.type === "actions") as {
+        elements: { confirm?: { text: { text: string }; style: string } }[];
+      }
+    ).elements[0]!;
+    expect(approve.confirm?.style).toBe("danger");
+    expect(approve.confirm?.text.text).toBe(
+      "Applying this plan destroys: proxmox_virtual_environment_vm.vm. This cannot be undone.",
+    );
+  });
+
+  it("lists the chosen node first, then the other online ones, then the offline ones", () => {
+    const body = json(planMessage(request, review(plan([create]))).blocks);
+    const nodes = /\*Nodes\*\\n(.*?)"/.exec(body)?.[1]?.split("\\n");
+    expect(nodes).toEqual([
+      "*pve* (chosen): CPU 12%, memory 3.1 / 16.0 GB",
+      "*pve2*: CPU 40%, memory 20.0 / 64.0 GB",
+      "*pve3*: offline",
+    ]);
+  });
+
+  it(`lists the first ${LISTED_RESOURCES} resources and says how many more`, () => {
+    const many = Array.from({ length: 45 }, (_, i) => ({
+      address: `null_resource.n[${i}]`,
+      action: "create" as const,
+    }));
+    const body = json(planMessage(request, review(plan(many))).blocks);
+    expect(body).toContain("null_resource.n[19]");
+    expect(body).not.toContain("null_resource.n[20]");
+    expect(body).toContain("and 25 more");
+  });
+
+  it("escapes resource names in every mrkdwn text so a plan cannot ping a channel", () => {
+    const hostile = {
+      address: 'null_resource.x["<!channel> & <@U123>"]',
+      action: "delete" as const,
+    };
+    const message = planMessage(request, review(plan([hostile])));
+    const mrkdwn = json(mrkdwnTexts(message.blocks));
+    expect(mrkdwn).not.toContain("<!channel>");
+    expect(mrkdwn).not.toContain("<@U123>");
+    expect(mrkdwn).toContain("&lt;!channel&gt; &amp; &lt;@U123&gt;");
+  });
+
+  it("says so when the counts line and the resources disagree", () => {
+    const p = plan([create], { mismatch: "Terraform counted 2 to add, the plan lists 1." });
+    expect(json(planMessage(request, review(p)).blocks)).toContain(
+      ":warning: Terraform counted 2 to add, the plan lists 1.",
+    );
+  });
+
+  it("drops the buttons once the request is no longer awaiting approval", () => {
+    const message = planMessage({ ...request, status: "applying" }, review(plan([create])));
+    expect(message.blocks.some((b) => b.type === "actions")).toBe(false);
+  });
+
+  it("stays within Slack's limits for a plan of a thousand resources", () => {
+    const many = Array.from({ length: 1000 }, (_, i) => ({
+      address: `module.very_long_module_name_${"x".repeat(200)}.null_resource.n[${i}]`,
+      action: i % 2 === 0 ? ("replace" as const) : ("delete" as const),
+    }));
+    const message = planMessage(request, review(plan(many)));
+    expect(message.blocks.length).toBeLessThanOrEqual(50);
+    for (const block of message.blocks) {
+      const text = (block as { text?: { text: string } }).text?.text ?? "";
+      expect(text.length).toBeLessThanOrEqual(3000);
+    }
+    const approve = (
+      message.blocks.find((b) => b.type === "actions") as {
+        elements: { confirm: { text: { text: string } } }[];
+      }
+    ).elements[0]!;
+    expect(approve.confirm.text.text.length).toBeLessThanOrEqual(300);
+    expect(approve.confirm.text.text).toMatch(/and \d+ more/);
+  });
+});
