@@ -31,4 +31,8 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX audit_log_request ON audit_log (request_id);
   `,
+  `
+  ALTER TABLE requests ADD COLUMN review TEXT;
+  ALTER TABLE requests ADD COLUMN decision TEXT;
+  `,
 ];

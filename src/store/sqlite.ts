@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import { z } from "zod";
+import { DecisionSchema, PlanReviewRecordSchema } from "../tracker/review.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
 import {
@@ -28,6 +29,14 @@ const RequestRowSchema = z.object({
   pipeline_id: z.number().int().nullable(),
   pipeline_url: z.string().nullable(),
   error: z.string().nullable(),
+  review: z
+    .string()
+    .nullable()
+    .transform((text) => (text === null ? null : PlanReviewRecordSchema.parse(JSON.parse(text)))),
+  decision: z
+    .string()
+    .nullable()
+    .transform((text) => (text === null ? null : DecisionSchema.parse(JSON.parse(text)))),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -54,6 +63,8 @@ function toRecord(row: unknown): RequestRecord {
     pipelineId: r.pipeline_id,
     pipelineUrl: r.pipeline_url,
     error: r.error,
+    review: r.review,
+    decision: r.decision,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -109,6 +120,8 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     pipelineId: "pipeline_id",
     pipelineUrl: "pipeline_url",
     error: "error",
+    review: "review",
+    decision: "decision",
   } as const satisfies Record<keyof RequestPatch, string>;
 
   /** One UPDATE of the patched columns, only when the status is among `from` if given. */
@@ -122,10 +135,14 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     ];
     const guard =
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
+    const values = entries.map(([key, value]) => [
+      key,
+      key === "review" || key === "decision" ? JSON.stringify(value) : value,
+    ]);
     const result = db
       .prepare(`UPDATE requests SET ${assignments.join(", ")} WHERE id = @id${guard}`)
       .run({
-        ...Object.fromEntries(entries),
+        ...Object.fromEntries(values),
         ...Object.fromEntries((from ?? []).map((status, i) => [`from${i}`, status])),
         now: clock().toISOString(),
         id,

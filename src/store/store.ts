@@ -1,3 +1,4 @@
+import type { Decision, PlanReviewRecord } from "../tracker/review.js";
 import type { VmSpec } from "../vm/spec.js";
 
 export const REQUEST_STATUSES = [
@@ -36,6 +37,10 @@ export interface RequestRecord {
   pipelineUrl: string | null;
   /** What went wrong, in words for people; set when status is failed. */
   error: string | null;
+  /** The plan as reviewed, once Terraform has planned. */
+  review: PlanReviewRecord | null;
+  /** Who approved or rejected the plan, and when. */
+  decision: Decision | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -50,7 +55,10 @@ export interface NewRequest {
 }
 
 export type RequestPatch = Partial<
-  Pick<RequestRecord, "status" | "messageTs" | "pipelineId" | "pipelineUrl" | "error">
+  Pick<
+    RequestRecord,
+    "status" | "messageTs" | "pipelineId" | "pipelineUrl" | "error" | "review" | "decision"
+  >
 >;
 
 export interface AuditEntry {

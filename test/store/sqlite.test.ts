@@ -68,6 +68,23 @@ describe("the SQLite store", () => {
     second.close();
   });
 
+  it("upgrades a database written by the first schema and keeps its requests", () => {
+    const path = tempDb();
+    const first = openSqliteStore(path);
+    const { request } = first.createRequest(newRequest());
+    first.close();
+    const db = new Database(path);
+    db.exec("ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision;");
+    db.pragma("user_version = 1");
+    db.close();
+
+    const upgraded = openSqliteStore(path);
+    expect(upgraded.getRequest(request.id)).toMatchObject({ review: null, decision: null });
+    const decision = { kind: "approved" as const, by: "U0APPROVER", at: "2026-12-02T10:05:00Z" };
+    expect(upgraded.updateRequest(request.id, { decision }).decision).toEqual(decision);
+    upgraded.close();
+  });
+
   it("creates one request for a form delivered twice", () => {
     const store = openSqliteStore(":memory:");
     const first = store.createRequest(newRequest("view:V9"));

@@ -1,3 +1,4 @@
+import type { RequestRecord } from "../../src/store/store.js";
 import type { VmSpec } from "../../src/vm/spec.js";
 
 /** A valid request as the form produces it with the platform defaults. */
@@ -15,3 +16,24 @@ export const SAMPLE_SPEC: VmSpec = {
   vmId: 0,
   vlanId: 0,
 };
+
+/** A stored request as the views receive it. */
+export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecord {
+  return {
+    id: "vm-abc-1234",
+    status: "queued",
+    requester: "U0REQ",
+    spec: SAMPLE_SPEC,
+    notes: [],
+    channel: "C0CHAN",
+    messageTs: null,
+    pipelineId: null,
+    pipelineUrl: null,
+    error: null,
+    review: null,
+    decision: null,
+    createdAt: "2026-12-02T10:00:00.000Z",
+    updatedAt: "2026-12-02T10:00:00.000Z",
+    ...change,
+  };
+}

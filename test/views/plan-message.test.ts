@@ -1,27 +1,18 @@
 import { describe, expect, it } from "vitest";
-import type { RequestRecord } from "../../src/store/store.js";
 import {
   deriveCounts,
   type PlanResource,
   type PlanSummary,
 } from "../../src/terraform/plan-text.js";
 import { LISTED_RESOURCES, planMessage } from "../../src/views/plan-message.js";
-import { SAMPLE_SPEC } from "../support/requests.js";
+import { sampleRequest } from "../support/requests.js";
 
-const request: RequestRecord = {
-  id: "vm-abc-1234",
+const request = sampleRequest({
   status: "awaiting_approval",
-  requester: "U0REQ",
-  spec: SAMPLE_SPEC,
-  notes: [],
-  channel: "C0CHAN",
   messageTs: "1700000000.000100",
   pipelineId: 1001,
   pipelineUrl: "https://gitlab.example.com/infra/vms/-/pipelines/1001",
-  error: null,
-  createdAt: "2026-12-02T10:00:00.000Z",
-  updatedAt: "2026-12-02T10:00:00.000Z",
-};
+});
 
 function plan(resources: PlanResource[], extra: Partial<PlanSummary> = {}): PlanSummary {
   const derivedCounts = deriveCounts(resources);

@@ -1,25 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { SAMPLE_SPEC } from "../support/requests.js";
+import { sampleRequest } from "../support/requests.js";
 import { CREATE_FIELDS, CREATE_MODAL } from "../../src/ids.js";
-import type { RequestRecord } from "../../src/store/store.js";
 import { createModal, FORM_DEFAULTS } from "../../src/views/create-modal.js";
 import { helpMessage } from "../../src/views/help.js";
 import { requestMessage } from "../../src/views/request-message.js";
 
-const request: RequestRecord = {
-  id: "vm-abc-1234",
-  status: "queued",
-  requester: "U0REQ",
-  spec: SAMPLE_SPEC,
-  notes: [],
-  channel: "C0CHAN",
-  messageTs: null,
-  pipelineId: null,
-  pipelineUrl: null,
-  error: null,
-  createdAt: "2026-12-02T10:00:00.000Z",
-  updatedAt: "2026-12-02T10:00:00.000Z",
-};
+const request = sampleRequest();
 
 const texts = (blocks: unknown) => JSON.stringify(blocks);
 
