@@ -8,6 +8,7 @@ import {
 import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
 import { registerCreateSubmission } from "./actions/create-submit.js";
+import { registerPlanDecisions } from "./actions/plan-decision.js";
 import { registerVmCommand } from "./commands/vm.js";
 import type { Config } from "./config.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
@@ -98,6 +99,7 @@ export function createApp(deps: AppDeps): VmbotApp {
   const listenerDeps = { ...deps, access };
   registerVmCommand(app, listenerDeps);
   registerCreateSubmission(app, listenerDeps);
+  registerPlanDecisions(app, listenerDeps);
 
   return {
     app,

@@ -7,6 +7,7 @@ import { createGitlab } from "./gitlab/gitlab.js";
 import { boltLogger, createLogger, type Logger } from "./logger.js";
 import { createRedactor } from "./redact.js";
 import { createHttpServer, type Health } from "./server.js";
+import { createTracker, type Tracker } from "./tracker/tracker.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import type { Store } from "./store/store.js";
 
@@ -23,6 +24,8 @@ export interface RunningVmbot {
   health(): Health;
   /** The open store, for inspection (tests, tooling). */
   store: Store;
+  /** The pipeline tracker, e.g. to run a pass now. */
+  tracker: Tracker;
   /** Stops taking work, finishes what is in flight (up to `graceMs`), closes the store. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -74,6 +77,14 @@ export async function startVmbot(
     ...(options.gitlabTimeoutMs === undefined ? {} : { timeoutMs: options.gitlabTimeoutMs }),
   });
   const vmbot = createApp({ config, log, store, gitlab });
+  const tracker = createTracker({
+    config,
+    store,
+    gitlab,
+    client: vmbot.app.client,
+    log: log.child({ component: "tracker" }),
+    redact: redactor,
+  });
 
   const slack = { connected: false, reason: "connecting to Slack" };
   let stopping = false;
@@ -156,6 +167,7 @@ export async function startVmbot(
   }
 
   const port = (server.address() as AddressInfo).port;
+  tracker.start();
   log.info({ port, mode: vmbot.socket ? "socket" : "http", db: config.dbPath }, "vmbot is running");
 
   return {
@@ -163,11 +175,13 @@ export async function startVmbot(
     log,
     health,
     store,
+    tracker,
     async stop(graceMs = 8_000) {
       if (stopping) return;
       stopping = true;
       clearTimeout(retryTimer);
       log.info("stopping: finishing in-flight work");
+      await tracker.stop();
       // No new events: Socket Mode disconnects, and the HTTP server stops accepting below.
       if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
       const closed = new Promise<void>((resolve) => {

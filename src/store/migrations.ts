@@ -35,4 +35,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE requests ADD COLUMN review TEXT;
   ALTER TABLE requests ADD COLUMN decision TEXT;
   `,
+  `
+  ALTER TABLE requests ADD COLUMN address TEXT;
+  `,
 ];

@@ -37,6 +37,7 @@ const RequestRowSchema = z.object({
     .string()
     .nullable()
     .transform((text) => (text === null ? null : DecisionSchema.parse(JSON.parse(text)))),
+  address: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -65,6 +66,7 @@ function toRecord(row: unknown): RequestRecord {
     error: r.error,
     review: r.review,
     decision: r.decision,
+    address: r.address,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -122,6 +124,7 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     error: "error",
     review: "review",
     decision: "decision",
+    address: "address",
   } as const satisfies Record<keyof RequestPatch, string>;
 
   /** One UPDATE of the patched columns, only when the status is among `from` if given. */
@@ -137,7 +140,7 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
     const values = entries.map(([key, value]) => [
       key,
-      key === "review" || key === "decision" ? JSON.stringify(value) : value,
+      (key === "review" || key === "decision") && value !== null ? JSON.stringify(value) : value,
     ]);
     const result = db
       .prepare(`UPDATE requests SET ${assignments.join(", ")} WHERE id = @id${guard}`)

@@ -41,6 +41,8 @@ export interface RequestRecord {
   review: PlanReviewRecord | null;
   /** Who approved or rejected the plan, and when. */
   decision: Decision | null;
+  /** The VM's address once Terraform has applied (from the apply job's vm_ip.txt). */
+  address: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -57,7 +59,14 @@ export interface NewRequest {
 export type RequestPatch = Partial<
   Pick<
     RequestRecord,
-    "status" | "messageTs" | "pipelineId" | "pipelineUrl" | "error" | "review" | "decision"
+    | "status"
+    | "messageTs"
+    | "pipelineId"
+    | "pipelineUrl"
+    | "error"
+    | "review"
+    | "decision"
+    | "address"
   >
 >;
 

@@ -4,7 +4,7 @@ import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 import type { RequestRecord } from "../store/store.js";
 import type { PlanResource, PlanSummary, ResourceAction } from "../terraform/plan-text.js";
 import { orderNodes, type NodeUsage } from "../vm/nodes.js";
-import { requestHead, requestTitle } from "./request-message.js";
+import { requestHead, requestTitle, statusEmoji, statusLine } from "./request-message.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -170,7 +170,31 @@ export function planMessage(
     blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: links.join(" · ") }] });
   }
 
-  if (request.status === "awaiting_approval") {
+  if (request.decision !== null) {
+    const at = Math.floor(Date.parse(request.decision.at) / 1000);
+    const verb =
+      request.decision.kind === "approved"
+        ? ":white_check_mark: Approved"
+        : ":no_entry_sign: Rejected";
+    blocks.push({
+      type: "context",
+      elements: [
+        {
+          type: "mrkdwn",
+          text: `${verb} by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>`,
+        },
+      ],
+    });
+  }
+  if (request.status !== "awaiting_approval") {
+    blocks.push({
+      type: "section",
+      text: {
+        type: "mrkdwn",
+        text: truncate(`${statusEmoji(request)} ${statusLine(request)}`, 3000),
+      },
+    });
+  } else {
     blocks.push({
       type: "actions",
       block_id: PLAN_ACTIONS_BLOCK,

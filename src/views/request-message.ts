@@ -21,7 +21,8 @@ function field(label: string, value: string) {
   return { type: "mrkdwn" as const, text: truncate(`*${label}*\n${value}`, 2000) };
 }
 
-function statusLine(request: RequestRecord): string {
+/** One sentence on where the request stands, with the pipeline's link. */
+export function statusLine(request: RequestRecord): string {
   const pipeline =
     request.pipelineId === null || request.pipelineUrl === null
       ? undefined
@@ -32,7 +33,14 @@ function statusLine(request: RequestRecord): string {
         ? "Starting the GitLab pipeline…"
         : `GitLab ${pipeline} started: waiting for Terraform to plan.`;
     case "failed":
+    case "canceled":
       return `${request.error ?? "The request failed."}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`;
+    case "applying":
+      return `Terraform is applying the plan${pipeline === undefined ? "" : ` (${pipeline})`}.`;
+    case "configuring":
+      return `Ansible is configuring the VM${request.address === null ? "" : ` at ${escapeMrkdwn(request.address)}`}.`;
+    case "ready":
+      return `Ready: *${escapeMrkdwn(request.spec.name)}*${request.address === null ? "" : ` at \`${escapeMrkdwn(request.address)}\``}.`;
     default:
       return pipeline === undefined ? STATUS[request.status].label : `GitLab ${pipeline}`;
   }
@@ -77,6 +85,10 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
 /** The text Slack shows in notifications for a request message. */
 export function requestTitle(request: RequestRecord): string {
   return `VM ${escapeMrkdwn(request.spec.name)} — ${STATUS[request.status].label}`;
+}
+
+export function statusEmoji(request: RequestRecord): string {
+  return STATUS[request.status].emoji;
 }
 
 /** The one message that follows a request from form to VM; pure, so it can be re-rendered at will. */

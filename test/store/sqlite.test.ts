@@ -74,7 +74,9 @@ describe("the SQLite store", () => {
     const { request } = first.createRequest(newRequest());
     first.close();
     const db = new Database(path);
-    db.exec("ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision;");
+    db.exec(
+      "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address;",
+    );
     db.pragma("user_version = 1");
     db.close();
 

@@ -72,6 +72,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     VMBOT_DB: join(dir, "vmbot.sqlite"),
     PORT: "0",
     LOG_LEVEL: "debug",
+    // Tests run the tracker's passes themselves (bot.tracker.tick()).
+    POLL_INTERVAL_MS: "3600000",
     ...options.env,
   });
   const captured = captureLogs();

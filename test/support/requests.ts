@@ -32,6 +32,7 @@ export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecor
     error: null,
     review: null,
     decision: null,
+    address: null,
     createdAt: "2026-12-02T10:00:00.000Z",
     updatedAt: "2026-12-02T10:00:00.000Z",
     ...change,

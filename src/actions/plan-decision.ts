@@ -1,0 +1,205 @@
+import type {
+  AllMiddlewareArgs,
+  App,
+  BlockButtonAction,
+  SlackActionMiddlewareArgs,
+} from "@slack/bolt";
+import { z } from "zod";
+import type { Access } from "../access.js";
+import type { Config } from "../config.js";
+import { userMessage } from "../errors.js";
+import type { GitlabPort } from "../gitlab/gitlab.js";
+import { PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { renderRequest } from "../views/render.js";
+
+export interface PlanDecisionDeps {
+  config: Config;
+  access: Access;
+  store: Store;
+  gitlab: GitlabPort;
+  log: Logger;
+  now?: () => Date;
+}
+
+type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
+type SlackClient = AllMiddlewareArgs["client"];
+
+const RequestIdSchema = z.string().regex(/^vm-[a-z0-9]+-[0-9a-f]{8}$/);
+
+const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
+  queued: "is still waiting for its plan",
+  planning: "is still being planned",
+  applying: "was already approved",
+  configuring: "was already approved and is being configured",
+  ready: "is finished",
+  failed: "has failed",
+  rejected: "was rejected",
+  expired: "has expired: run /vm create again",
+  canceled: "was canceled",
+};
+
+/** Why a request can no longer be decided on, in a sentence. */
+function alreadyDecided(request: RequestRecord): string {
+  const by = request.decision === null ? "" : ` by <@${request.decision.by}>`;
+  const state = STATE_WORDS[request.status] ?? `is ${request.status}`;
+  const who = request.status === "applying" || request.status === "rejected" ? by : "";
+  return `This request (${request.spec.name}) ${state}${who}; there is nothing to decide.`;
+}
+
+async function tell(client: SlackClient, channel: string, user: string, text: string) {
+  await client.chat.postEphemeral({ channel, user, text });
+}
+
+/**
+ * Checks the clicker and the request at the moment of the click; answers the clicker
+ * privately when the click cannot count. Returns the request when it may be decided on.
+ */
+async function checkDecision(
+  deps: PlanDecisionDeps,
+  args: ButtonArgs,
+  verb: "approve" | "reject",
+): Promise<RequestRecord | undefined> {
+  const { body, action, client } = args;
+  const user = body.user.id;
+  const channel = body.channel?.id ?? "";
+  const id = RequestIdSchema.safeParse(action.value);
+  const request = id.success ? deps.store.getRequest(id.data) : undefined;
+  if (!request) {
+    await tell(client, channel, user, "This button belongs to a request vmbot does not know.");
+    return undefined;
+  }
+  if (!(await deps.access.allows("approver", user))) {
+    await tell(
+      client,
+      channel,
+      user,
+      `Only approvers (APPROVERS) may ${verb} plans. Ask one of them to look at ${request.spec.name}.`,
+    );
+    return undefined;
+  }
+  if (request.requester === user && !deps.config.access.allowSelfApproval) {
+    await tell(
+      client,
+      channel,
+      user,
+      `You asked for ${request.spec.name}, so another approver must ${verb} it.`,
+    );
+    return undefined;
+  }
+  if (request.status !== "awaiting_approval") {
+    await tell(client, channel, user, alreadyDecided(request));
+    return undefined;
+  }
+  return request;
+}
+
+async function render(client: SlackClient, request: RequestRecord, log: Logger) {
+  if (request.messageTs === null) return;
+  await client.chat
+    .update({ channel: request.channel, ts: request.messageTs, ...renderRequest(request) })
+    .catch((error: unknown) => {
+      log.error({ err: error }, "could not update the request message");
+    });
+}
+
+/** Approve: claim the request in one conditional update, then play the manual apply job once. */
+export function createApproveAction(deps: PlanDecisionDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async (args: ButtonArgs) => {
+    await args.ack();
+    const found = await checkDecision(deps, args, "approve");
+    if (!found) return;
+    const user = args.body.user.id;
+    const log = deps.log.child({ requestId: found.id, user, command: "approve" });
+    const decision = { kind: "approved" as const, by: user, at: now().toISOString() };
+    const claimed = deps.store.transition(found.id, ["awaiting_approval"], "applying", {
+      decision,
+    });
+    if (!claimed) {
+      const current = deps.store.getRequest(found.id) ?? found;
+      await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
+      return;
+    }
+    try {
+      const jobs = await deps.gitlab.pipelineJobs(found.pipelineId ?? 0);
+      const apply = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
+      if (!apply) {
+        throw new Error(`the pipeline has no job named ${deps.config.gitlab.jobs.apply}`);
+      }
+      // Played already (in GitLab, or by a click before a restart): do not play it again.
+      if (apply.status === "manual") await deps.gitlab.playJob(apply.id);
+      deps.store.audit({
+        requestId: found.id,
+        actor: user,
+        action: "approved",
+        detail: { jobId: apply.id },
+      });
+      log.info({ jobId: apply.id }, "plan approved; apply job started");
+      await render(args.client, claimed, log);
+    } catch (error) {
+      log.error({ err: error }, "could not start the apply job; releasing the approval");
+      const released = deps.store.transition(found.id, ["applying"], "awaiting_approval", {
+        decision: null,
+      });
+      await tell(
+        args.client,
+        args.body.channel?.id ?? "",
+        user,
+        `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
+      );
+      if (released) await render(args.client, released, log);
+    }
+  };
+}
+
+/** Reject: claim the request, cancel its pipeline, and check that GitLab did cancel it. */
+export function createRejectAction(deps: PlanDecisionDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async (args: ButtonArgs) => {
+    await args.ack();
+    const found = await checkDecision(deps, args, "reject");
+    if (!found) return;
+    const user = args.body.user.id;
+    const log = deps.log.child({ requestId: found.id, user, command: "reject" });
+    const decision = { kind: "rejected" as const, by: user, at: now().toISOString() };
+    const claimed = deps.store.transition(found.id, ["awaiting_approval"], "rejected", {
+      decision,
+    });
+    if (!claimed) {
+      const current = deps.store.getRequest(found.id) ?? found;
+      await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
+      return;
+    }
+    deps.store.audit({ requestId: found.id, actor: user, action: "rejected", detail: {} });
+    await render(args.client, claimed, log);
+    try {
+      const pipelineId = found.pipelineId ?? 0;
+      await deps.gitlab.cancelPipeline(pipelineId);
+      // GitLab answers 200 to a cancel whatever the state: read it back to be sure.
+      const after = await deps.gitlab.pipeline(pipelineId);
+      if (after.status !== "canceled") {
+        await tell(
+          args.client,
+          found.channel,
+          user,
+          `The request is rejected, but its pipeline is ${after.status} in GitLab, not canceled: <${after.webUrl}|check it>.`,
+        );
+      }
+    } catch (error) {
+      log.error({ err: error }, "could not cancel the pipeline");
+      await tell(
+        args.client,
+        found.channel,
+        user,
+        `The request is rejected, but vmbot could not cancel its pipeline. ${userMessage(error)}`,
+      );
+    }
+  };
+}
+
+export function registerPlanDecisions(app: App, deps: PlanDecisionDeps): void {
+  app.action<BlockButtonAction>(PLAN_APPROVE, createApproveAction(deps));
+  app.action<BlockButtonAction>(PLAN_REJECT, createRejectAction(deps));
+}

@@ -1,0 +1,328 @@
+import type { webApi } from "@slack/bolt";
+import type { Config } from "../config.js";
+import { userMessage } from "../errors.js";
+import type { GitlabPort, Job } from "../gitlab/gitlab.js";
+import { cleanTrace } from "../gitlab/trace.js";
+import type { Logger } from "../logger.js";
+import type { Redactor } from "../redact.js";
+import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
+import { parseAnsibleOutput } from "../ansible/recap.js";
+import { parsePlanText } from "../terraform/plan-text.js";
+import { recapText } from "../views/recap.js";
+import { renderRequest } from "../views/render.js";
+import type { PlanReviewRecord } from "./review.js";
+
+type SlackClient = webApi.WebClient;
+
+export interface TrackerDeps {
+  config: Config;
+  store: Store;
+  gitlab: GitlabPort;
+  client: SlackClient;
+  log: Logger;
+  redact: Redactor;
+  now?: () => Date;
+}
+
+/** Follows every unfinished request through its pipeline, reading the truth from GitLab. */
+export interface Tracker {
+  /** One pass: one pipelines list for the project, and job reads only for what changed. */
+  tick(): Promise<void>;
+  /** Starts polling every POLL_INTERVAL_MS. */
+  start(): void;
+  /** Asks for a tick as soon as possible (a webhook arrived, a button was clicked). */
+  wake(): void;
+  /** Stops polling and waits for a tick in progress. */
+  stop(): Promise<void>;
+}
+
+const RUNNING = new Set(["created", "waiting_for_resource", "preparing", "pending", "running"]);
+const STOPPED = new Set(["failed", "canceled", "skipped"]);
+/** How far behind its own clock the bot looks when it has no GitLab timestamp yet. */
+const FIRST_LOOKBACK_MS = 60_000;
+const LOG_TAIL_LINES = 15;
+
+export function createTracker(deps: TrackerDeps): Tracker {
+  const { store, gitlab, client, config, log } = deps;
+  const now = deps.now ?? (() => new Date());
+  /** GitLab's updated_at of the newest change seen; undefined until the first pass. */
+  let since: string | undefined;
+  /**
+   * Each pipeline's updated_at when it was last read. GitLab compares `updated_after` against
+   * timestamps finer than the API shows, so the newest pipeline comes back on every list: this
+   * keeps it from costing a jobs read each time.
+   */
+  const seen = new Map<number, string>();
+  /** Pipelines whose last reading failed; read again on the next pass whatever the list says. */
+  const retry = new Set<number>();
+  let running: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let wakeAgain = false;
+
+  async function render(request: RequestRecord): Promise<void> {
+    if (request.messageTs === null) return;
+    try {
+      await client.chat.update({
+        channel: request.channel,
+        ts: request.messageTs,
+        ...renderRequest(request),
+      });
+    } catch (error) {
+      log.error({ err: error, requestId: request.id }, "could not update the request message");
+    }
+  }
+
+  function move(
+    request: RequestRecord,
+    to: RequestStatus,
+    patch: Parameters<Store["transition"]>[3] = {},
+  ): RequestRecord | undefined {
+    const moved = store.transition(request.id, [request.status], to, patch);
+    if (moved) {
+      store.audit({ requestId: request.id, actor: "vmbot", action: to, detail: {} });
+    }
+    return moved;
+  }
+
+  /** The last lines of a job's log, cleaned and redacted, for a failure message. */
+  async function logTail(job: Job): Promise<string> {
+    try {
+      const lines = cleanTrace(await gitlab.jobLog(job.id))
+        .split("\n")
+        .filter((line) => line.trim() !== "");
+      return deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n"));
+    } catch (error) {
+      log.warn({ err: error, jobId: job.id }, "could not read a failed job's log");
+      return "";
+    }
+  }
+
+  async function fail(request: RequestRecord, words: string): Promise<void> {
+    const failed = move(request, "failed", { error: words });
+    if (failed) await render(failed);
+  }
+
+  async function failJob(request: RequestRecord, job: Job, stage: string): Promise<void> {
+    const tail = await logTail(job);
+    const status = job.status === "canceled" ? "was canceled" : "failed";
+    const excerpt = tail === "" ? "" : `\n\`\`\`${tail.replace(/```/g, "'''")}\`\`\``;
+    await fail(
+      request,
+      `The ${stage} job \`${job.name}\` ${status} in GitLab. <${job.webUrl}|Open its log>.${excerpt}`,
+    );
+  }
+
+  async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
+    const text = cleanTrace(await gitlab.jobLog(job.id));
+    const plan = parsePlanText(text);
+    let planFile: PlanReviewRecord["planFile"] = "none";
+    if (request.messageTs !== null) {
+      try {
+        await client.filesUploadV2({
+          channel_id: request.channel,
+          thread_ts: request.messageTs,
+          filename: `${request.spec.name}-plan.txt`,
+          title: `Terraform plan for ${request.spec.name}`,
+          content: deps.redact(text),
+        });
+        planFile = "uploaded";
+      } catch (error) {
+        log.warn({ err: error, requestId: request.id }, "could not upload the plan");
+        planFile = "failed";
+      }
+    }
+    const review: PlanReviewRecord = {
+      plan,
+      planJobId: job.id,
+      planJobUrl: job.webUrl,
+      planFile,
+    };
+    const next = move(request, "awaiting_approval", { review });
+    if (next) await render(next);
+  }
+
+  /** Moves one request as far as its pipeline's jobs allow. */
+  async function advance(request: RequestRecord, jobs: Job[]): Promise<void> {
+    const plan = jobs.find((job) => job.name === config.gitlab.jobs.plan);
+    if (request.status === "queued" || request.status === "planning") {
+      if (!plan) {
+        await fail(
+          request,
+          `The pipeline has no job named \`${config.gitlab.jobs.plan}\`. Check GITLAB_PLAN_JOB, and that the job's rules accept pipelines created through the API (\`$CI_PIPELINE_SOURCE == "api"\`).`,
+        );
+        return;
+      }
+      if (plan.status === "success") {
+        await reviewPlan(request, plan);
+      } else if (STOPPED.has(plan.status)) {
+        await failJob(request, plan, "plan");
+      } else if (RUNNING.has(plan.status) && request.status === "queued") {
+        const next = move(request, "planning");
+        if (next) await render(next);
+      }
+      return;
+    }
+    const apply = jobs.find((job) => job.name === config.gitlab.jobs.apply);
+    const configure = jobs.find((job) => job.name === config.gitlab.jobs.configure);
+    if (request.status === "awaiting_approval") {
+      if (apply && STOPPED.has(apply.status)) {
+        const next = move(request, "canceled", {
+          error: `The apply job was ${apply.status} in GitLab before anyone approved here.`,
+        });
+        if (next) await render(next);
+      } else if (apply && (RUNNING.has(apply.status) || apply.status === "success")) {
+        // Someone played the job in GitLab itself: follow it.
+        const next = move(request, "applying");
+        if (next) await render(next);
+      }
+      return;
+    }
+    if (request.status === "applying" && apply) {
+      if (STOPPED.has(apply.status)) {
+        await failJob(request, apply, "apply");
+      } else if (apply.status === "success") {
+        const address = await vmAddress(apply.id);
+        const next = move(request, configure ? "configuring" : "ready", {
+          ...(address === undefined ? {} : { address }),
+        });
+        if (next) {
+          await render(next);
+          await postResult(
+            next,
+            `:gear: Terraform applied${address === undefined ? "" : `: the VM has address ${address}`}.`,
+          );
+        }
+      }
+      return;
+    }
+    if (request.status === "configuring" && configure) {
+      if (STOPPED.has(configure.status) || configure.status === "success") {
+        await finishConfigure(request, configure);
+      }
+    }
+  }
+
+  /** The VM's address from the apply job's `vm_ip.txt` artifact, when there is one. */
+  async function vmAddress(jobId: number): Promise<string | undefined> {
+    try {
+      const text = await gitlab.jobArtifact(jobId, "vm_ip.txt");
+      const address = text?.trim().split(/\s+/)[0];
+      return address === undefined || address === "" ? undefined : address.slice(0, 64);
+    } catch (error) {
+      log.warn({ err: error, jobId }, "could not read vm_ip.txt");
+      return undefined;
+    }
+  }
+
+  async function postResult(request: RequestRecord, text: string): Promise<void> {
+    if (request.messageTs === null) return;
+    try {
+      await client.chat.postMessage({
+        channel: request.channel,
+        thread_ts: request.messageTs,
+        text,
+      });
+    } catch (error) {
+      log.warn({ err: error, requestId: request.id }, "could not post in the request's thread");
+    }
+  }
+
+  async function finishConfigure(request: RequestRecord, job: Job): Promise<void> {
+    const run = parseAnsibleOutput(cleanTrace(await gitlab.jobLog(job.id)));
+    const summary = recapText(run);
+    if (job.status === "success") {
+      const next = move(request, "ready");
+      if (next) {
+        await render(next);
+        await postResult(next, deps.redact(`:white_check_mark: Configured.\n${summary}`));
+      }
+      return;
+    }
+    await postResult(request, deps.redact(`:x: Configuration failed.\n${summary}`));
+    await failJob(request, job, "configure");
+  }
+
+  async function pass(): Promise<void> {
+    const active = store
+      .listActive()
+      .flatMap((r) => (r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }]));
+    /** Pipelines to read now, with the updated_at to remember once they are handled. */
+    const toRead = new Map<number, string | undefined>();
+    if (since === undefined) {
+      // First pass after start: look at every unfinished request once, then only at changes.
+      for (const { pipelineId } of active) toRead.set(pipelineId, undefined);
+      since = new Date(now().getTime() - FIRST_LOOKBACK_MS).toISOString();
+    } else {
+      if (active.length === 0) return;
+      for (const p of await gitlab.changedPipelines(since)) {
+        if (seen.get(p.id) !== p.updatedAt) toRead.set(p.id, p.updatedAt);
+        if (p.updatedAt > since) since = p.updatedAt;
+      }
+    }
+    for (const id of retry) if (!toRead.has(id)) toRead.set(id, undefined);
+    const activeIds = new Set(active.map((a) => a.pipelineId));
+    for (const id of seen.keys()) if (!activeIds.has(id)) seen.delete(id);
+
+    for (const { request, pipelineId } of active) {
+      if (!toRead.has(pipelineId)) continue;
+      try {
+        await advance(request, await gitlab.pipelineJobs(pipelineId));
+        retry.delete(pipelineId);
+        const updatedAt = toRead.get(pipelineId);
+        if (updatedAt !== undefined) seen.set(pipelineId, updatedAt);
+      } catch (error) {
+        // One request's trouble must not stop the others; it is read again on the next pass.
+        retry.add(pipelineId);
+        log
+          .child({ requestId: request.id, pipelineId })
+          .warn({ err: error, words: userMessage(error) }, "could not follow a pipeline");
+      }
+    }
+  }
+
+  async function tick(): Promise<void> {
+    if (running) {
+      wakeAgain = true;
+      return running;
+    }
+    running = pass()
+      .catch((error: unknown) => {
+        log.warn({ err: error }, "tracker pass failed; retrying on the next one");
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    await running;
+    if (wakeAgain && !stopped) {
+      wakeAgain = false;
+      await tick();
+    }
+  }
+
+  function schedule(delay: number): void {
+    clearTimeout(timer);
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void tick().finally(() => {
+        schedule(config.pollIntervalMs);
+      });
+    }, delay);
+  }
+
+  return {
+    tick,
+    start() {
+      stopped = false;
+      schedule(0);
+    },
+    wake() {
+      schedule(0);
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
