@@ -177,9 +177,11 @@ export function createRejectAction(deps: PlanDecisionDeps) {
     try {
       const pipelineId = found.pipelineId ?? 0;
       await deps.gitlab.cancelPipeline(pipelineId);
-      // GitLab answers 200 to a cancel whatever the state: read it back to be sure.
+      // GitLab answers 200 to a cancel whatever the state: read it back to be sure. A pipeline
+      // still waiting on its manual apply job is fine too: GitLab does not cancel manual jobs,
+      // and nothing applies unless someone plays it.
       const after = await deps.gitlab.pipeline(pipelineId);
-      if (after.status !== "canceled") {
+      if (!["canceled", "manual", "skipped", "failed"].includes(after.status)) {
         await tell(
           args.client,
           found.channel,

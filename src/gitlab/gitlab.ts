@@ -180,11 +180,14 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async jobArtifact(jobId, path) {
       try {
-        const blob = await api.JobArtifacts.downloadArchive(options.project, {
+        const body: unknown = await api.JobArtifacts.downloadArchive(options.project, {
           jobId,
           artifactPath: path,
         });
-        return await blob.text();
+        // The requester hands text/* bodies over as strings and anything else as a Blob.
+        if (typeof body === "string") return body;
+        if (body instanceof Blob) return await body.text();
+        throw new Error(`unexpected artifact body: ${typeof body}`);
       } catch (error) {
         const mapped = gitlabError(error, context(`read ${path} from job #${jobId}`));
         if (mapped.code === "gitlab_not_found") return undefined;
