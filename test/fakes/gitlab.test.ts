@@ -6,14 +6,25 @@ import {
   type PipelineVariableSchema,
 } from "@gitbeaker/rest";
 import { afterEach, describe, expect, it } from "vitest";
-import { describeWithFixtures, readFixtureJson } from "../support/fixtures.js";
+import { describeWithFixtures, readFixture, readFixtureJson } from "../support/fixtures.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 import {
   startFakeGitlab,
   type FakeGitlab,
   type FakeGitlabOptions,
   type FakeProjectOptions,
+  type JobStatus,
 } from "./gitlab.js";
+import {
+  ansibleExitCode,
+  ansibleTrace,
+  isRunnerTrace,
+  planTrace,
+  syntheticAnsibleRun,
+  syntheticPlan,
+  traceWhileRunning,
+} from "./gitlab-traces.js";
+import { startFakeServer, type FakeServer, type RecordedRequest } from "./http.js";
 
 const token = TEST_SECRETS.gitlabToken;
 
@@ -575,6 +586,778 @@ describe("fake GitLab: injected failures", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// The simulated runner, and the endpoints the tracker uses
+
+/** A clock the test moves by hand, so timestamps and durations are exact. */
+function manualClock(start = "2026-01-05T09:00:00.000Z") {
+  let now = new Date(start);
+  return {
+    now: () => now,
+    tick(seconds: number): void {
+      now = new Date(now.getTime() + seconds * 1000);
+    },
+    at: (seconds: number): string => new Date(Date.parse(start) + seconds * 1000).toISOString(),
+  };
+}
+
+const VM = { inputs: { vm_name: "web-01", vm_ip: "192.168.1.50/24" } };
+
+async function startWithPipeline(options: Partial<FakeGitlabOptions> = {}) {
+  const started = await start(options);
+  const created = await createPipeline(started.api, 7, "main", VM);
+  return { ...started, id: created.id };
+}
+
+/** The pipeline's status and its jobs' (latest runs), by name. */
+function snapshot(fakeGitlab: FakeGitlab, id: number): [string, Record<string, JobStatus>] {
+  const pipeline = fakeGitlab.pipeline(id);
+  return [
+    pipeline.status,
+    Object.fromEntries(pipeline.jobs.filter((j) => !j.retried).map((j) => [j.name, j.status])),
+  ];
+}
+
+/** Advances until `job` stops running (or waits as manual). */
+function runUntilSettled(fakeGitlab: FakeGitlab, id: number, job: string): void {
+  for (let i = 0; i < 20; i++) {
+    const status = fakeGitlab.job(id, job).status;
+    if (["success", "failed", "canceled", "skipped", "manual"].includes(status)) return;
+    fakeGitlab.advance(id);
+  }
+  throw new Error(`${job} never finished`);
+}
+
+async function raw(fakeGitlab: FakeGitlab, method: string, pathAndQuery: string, authed = true) {
+  const response = await fetch(`${fakeGitlab.url}/api/v4${pathAndQuery}`, {
+    method,
+    headers: authed ? { "private-token": token } : {},
+  });
+  return { response, text: await response.text() };
+}
+
+describe("fake GitLab: the simulated runner", () => {
+  it("runs validate and plan, waits on the manual apply until it is played, then applies and configures", async () => {
+    const clock = manualClock();
+    const { fake, api, id } = await startWithPipeline({ now: clock.now });
+    const step = () => {
+      clock.tick(5);
+      fake.advance(id);
+      return snapshot(fake, id);
+    };
+    const jobs = (validate: string, plan: string, apply: string, configure: string) => ({
+      "tf:validate": validate,
+      "tf:plan": plan,
+      "tf:apply": apply,
+      "ansible:configure": configure,
+    });
+
+    expect(snapshot(fake, id)).toStrictEqual([
+      "created",
+      jobs("created", "created", "created", "created"),
+    ]);
+    expect(step()).toStrictEqual(["pending", jobs("pending", "created", "created", "created")]);
+    expect(step()).toStrictEqual(["running", jobs("running", "created", "created", "created")]);
+    expect(step()).toStrictEqual(["running", jobs("success", "pending", "created", "created")]);
+    expect(step()).toStrictEqual(["running", jobs("success", "running", "created", "created")]);
+    expect(step()).toStrictEqual(["manual", jobs("success", "success", "manual", "created")]);
+    // Blocked: nothing moves until someone plays the apply job.
+    expect(fake.advance(id)).toStrictEqual([]);
+    expect(fake.advance(id)).toStrictEqual([]);
+
+    const blocked = await api.Pipelines.show(7, id);
+    expect(blocked).toMatchObject({
+      status: "manual",
+      started_at: clock.at(10),
+      finished_at: null,
+      duration: 10, // validate 10→15 and plan 20→25; waiting is not counted
+      queued_duration: 10,
+      updated_at: clock.at(25),
+    });
+    const plan = await api.Jobs.show(7, fake.job(id, "tf:plan").id);
+    expect(plan).toMatchObject({
+      status: "success",
+      started_at: clock.at(20),
+      finished_at: clock.at(25),
+      duration: 5,
+      queued_duration: 5,
+    });
+
+    clock.tick(5);
+    const apply = fake.job(id, "tf:apply");
+    const played = await api.Jobs.play(7, apply.id);
+    expect(played).toMatchObject({ id: apply.id, name: "tf:apply", status: "pending" });
+    expect(snapshot(fake, id)).toStrictEqual([
+      "running",
+      jobs("success", "success", "pending", "created"),
+    ]);
+    expect(step()).toStrictEqual(["running", jobs("success", "success", "running", "created")]);
+    expect(step()).toStrictEqual(["running", jobs("success", "success", "success", "pending")]);
+    expect(step()).toStrictEqual(["running", jobs("success", "success", "success", "running")]);
+    expect(step()).toStrictEqual(["success", jobs("success", "success", "success", "success")]);
+    expect(fake.advance(id)).toStrictEqual([]);
+
+    const done = await api.Pipelines.show(7, id);
+    expect(done).toMatchObject({
+      status: "success",
+      started_at: clock.at(10), // playing the manual job does not restart the pipeline
+      finished_at: clock.at(50),
+      duration: 20,
+      updated_at: clock.at(50),
+    });
+  });
+
+  it("reports each step's job transitions", async () => {
+    const { fake, id } = await startWithPipeline();
+    const validate = fake.job(id, "tf:validate").id;
+    const plan = fake.job(id, "tf:plan").id;
+    expect(fake.advance(id)).toStrictEqual([
+      { jobId: validate, jobName: "tf:validate", from: "created", to: "pending" },
+    ]);
+    fake.advance(id);
+    expect(fake.advance(id)).toStrictEqual([
+      { jobId: validate, jobName: "tf:validate", from: "running", to: "success" },
+      { jobId: plan, jobName: "tf:plan", from: "created", to: "pending" },
+    ]);
+  });
+
+  it("keeps the pipeline's updated_at when only its jobs change, as GitLab's pipeline row does", async () => {
+    const clock = manualClock();
+    const { fake, id } = await startWithPipeline({ now: clock.now });
+    clock.tick(5);
+    fake.advance(id); // pipeline pending
+    clock.tick(5);
+    fake.advance(id); // pipeline running
+    const running = fake.pipeline(id).updatedAt;
+    clock.tick(5);
+    fake.advance(id); // validate succeeds, plan pending: still running
+    clock.tick(5);
+    fake.advance(id); // plan running
+    expect(fake.pipeline(id).updatedAt).toBe(running);
+    clock.tick(5);
+    fake.advance(id); // blocked on the manual apply
+    expect(fake.pipeline(id).updatedAt).toBe(clock.at(25));
+  });
+
+  it("writes each job's log when it finishes, and a partial one while it runs", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:validate");
+    fake.advance(id); // plan running
+    const planId = fake.job(id, "tf:plan").id;
+    const partial = await api.Jobs.showLog(7, planId);
+    expect(partial).toContain('Executing "step_script" stage of the job script');
+    expect(partial).toContain("$ terraform init");
+    expect(partial).not.toContain("Plan:");
+    expect(partial).not.toContain("Job succeeded");
+
+    fake.advance(id);
+    const log = await api.Jobs.showLog(7, planId);
+    expect(isRunnerTrace(log)).toBe(true);
+    expect(log).toContain("# proxmox_virtual_environment_vm.vm will be created");
+    expect(log).toContain('+ name                    = "web-01"');
+    expect(log).toContain('+ address = "192.168.1.50/24"');
+    expect(log).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
+    expect(log.endsWith("Job succeeded\x1b[0;m\n")).toBe(true);
+
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    runUntilSettled(fake, id, "ansible:configure");
+    const configure = fake.job(id, "ansible:configure");
+    expect(configure.status).toBe("success");
+    expect(configure.log).toContain("$ ansible-playbook -i inventory.ini site.yml");
+    expect(configure.log).toMatch(/PLAY RECAP \*+\n.*web-01.* : .*ok=5 .*changed=2 .*failed=0 /);
+  });
+
+  it("stores the apply job's vm_ip.txt artifact from the pipeline's vm_ip when it succeeds", async () => {
+    const { fake, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:plan");
+    expect(fake.job(id, "tf:plan").artifacts.size).toBe(0);
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    expect(Object.fromEntries(fake.job(id, "tf:apply").artifacts)).toStrictEqual({
+      "vm_ip.txt": "192.168.1.50",
+    });
+  });
+
+  it("fails a job when asked: its log ends with the runner's error and the later stages are skipped", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    fake.failJob(id, "tf:plan", "runner_system_failure");
+    runUntilSettled(fake, id, "tf:plan");
+    expect(snapshot(fake, id)).toStrictEqual([
+      "failed",
+      {
+        "tf:validate": "success",
+        "tf:plan": "failed",
+        "tf:apply": "skipped",
+        "ansible:configure": "skipped",
+      },
+    ]);
+    const plan = await api.Jobs.show(7, fake.job(id, "tf:plan").id);
+    expect(plan).toMatchObject({ status: "failed", failure_reason: "runner_system_failure" });
+    const log = fake.job(id, "tf:plan").log;
+    expect(log).toContain("│ Error: ");
+    expect(log.endsWith("ERROR: Job failed: exit code 1\n\x1b[0;m\n")).toBe(true);
+    expect(log).not.toContain("Job succeeded");
+    expect(fake.pipeline(id).finishedAt).not.toBeNull();
+    expect(() => {
+      fake.failJob(id, "tf:plan");
+    }).toThrow(/already finished as failed/);
+  });
+
+  it("fails the configure job with the default failing Ansible run", async () => {
+    const { fake, id } = await startWithPipeline();
+    fake.failJob(id, "ansible:configure");
+    runUntilSettled(fake, id, "tf:plan");
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    runUntilSettled(fake, id, "ansible:configure");
+    const configure = fake.job(id, "ansible:configure");
+    expect(configure).toMatchObject({ status: "failed", failureReason: "script_failure" });
+    expect(configure.log).toContain("fatal: [web-01]: FAILED!");
+    expect(configure.log).toContain("ERROR: Job failed: exit code 2");
+    expect(fake.pipeline(id).status).toBe("failed");
+  });
+
+  it("wraps the outputs given for a project or a pipeline, and uses a whole runner log as it is", async () => {
+    const whole = planTrace("Plan: 0 to add, 0 to change, 0 to destroy.\n");
+    const { fake, api, id } = await startWithPipeline({
+      projects: [
+        {
+          ...project,
+          traces: {
+            "tf:validate": "Success! The configuration is valid, and says so.\n",
+            "tf:plan": "from the project\n",
+          },
+        },
+      ],
+    });
+    fake.setTraces(id, { "tf:plan": whole });
+    runUntilSettled(fake, id, "tf:plan");
+    expect(fake.job(id, "tf:validate").log).toContain("and says so.");
+    expect(fake.job(id, "tf:validate").log).toContain("$ terraform validate -no-color");
+    expect(await api.Jobs.showLog(7, fake.job(id, "tf:plan").id)).toBe(whole);
+
+    const second = await createPipeline(api, 7, "main", VM);
+    runUntilSettled(fake, second.id, "tf:plan");
+    expect(fake.job(second.id, "tf:plan").log).toContain("from the project\n");
+  });
+
+  it("fails a job whose given output shows its program failing, as the runner would", async () => {
+    const failing = syntheticAnsibleRun({
+      tasks: [{ name: "Start it", result: "fatal", msg: "no such service" }],
+    });
+    const { fake, id } = await startWithPipeline({
+      projects: [{ ...project, traces: { "ansible:configure": failing } }],
+    });
+    runUntilSettled(fake, id, "tf:plan");
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    runUntilSettled(fake, id, "ansible:configure");
+    expect(fake.job(id, "ansible:configure")).toMatchObject({
+      status: "failed",
+      failureReason: "script_failure",
+    });
+  });
+
+  it("moves every pipeline on its own with autoAdvance, until stopped", async () => {
+    const { fake, id } = await startWithPipeline();
+    fake.autoAdvance({ intervalMs: 5 });
+    const started = Date.now();
+    while (fake.pipeline(id).status !== "manual") {
+      if (Date.now() - started > 2_000) throw new Error("the pipeline never blocked");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    fake.stopAutoAdvance();
+    fake.playJob(id, "tf:apply");
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(fake.job(id, "tf:apply").status).toBe("pending");
+  });
+
+  it("counts the requests a client makes after a mark", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    const mark = fake.mark();
+    await api.Pipelines.all(7, { updatedAfter: "2026-01-01T00:00:00Z" });
+    await api.Jobs.all(7, { pipelineId: id });
+    expect(fake.requestsSince(mark).map((r) => `${r.method} ${r.path}`)).toStrictEqual([
+      "GET /api/v4/projects/7/pipelines",
+      `GET /api/v4/projects/7/pipelines/${id}/jobs`,
+    ]);
+    expect(fake.requestsSince(fake.mark())).toStrictEqual([]);
+  });
+});
+
+describe("fake GitLab: listing pipelines", () => {
+  it("lists the pipelines updated after a time, with gitbeaker's updatedAfter, oldest change first", async () => {
+    const clock = manualClock();
+    const { fake, api } = await start({ now: clock.now });
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await createPipeline(api, 7, "main", VM)).id);
+      clock.tick(60);
+    }
+    const since = clock.now().toISOString();
+    clock.tick(5);
+    fake.advance(ids[0]!); // created → pending: the pipeline changes
+    clock.tick(5);
+    fake.advance(ids[2]!);
+
+    const changed = await api.Pipelines.all(7, {
+      updatedAfter: since,
+      ref: "main",
+      orderBy: "updated_at",
+      sort: "asc",
+    });
+    expect(changed.map((p) => [p.id, p.status, p.updated_at])).toStrictEqual([
+      [ids[0], "pending", clock.at(185)],
+      [ids[2], "pending", clock.at(190)],
+    ]);
+    expect(fake.requests.at(-1)!.query.toString()).toBe(
+      `updated_after=${encodeURIComponent(since)}&ref=main&order_by=updated_at&sort=asc`,
+    );
+    expect(changed[0]).toStrictEqual({
+      id: ids[0],
+      iid: 1,
+      project_id: 7,
+      sha: fake.pipeline(ids[0]!).sha,
+      ref: "main",
+      status: "pending",
+      source: "api",
+      created_at: clock.at(0),
+      updated_at: clock.at(185),
+      web_url: `${fake.url}/infra/vms/-/pipelines/${ids[0]}`,
+      name: null,
+    });
+    // The bound is inclusive, as GitLab's `updated_at >= ?`.
+    const inclusive = await api.Pipelines.all(7, { updatedAfter: clock.at(190) });
+    expect(inclusive.map((p) => p.id)).toStrictEqual([ids[2]]);
+    const before = await api.Pipelines.all(7, { updatedBefore: clock.at(120) });
+    expect(before.map((p) => p.id)).toStrictEqual([ids[1]]);
+  });
+
+  it("filters by status, ref and source, orders by id newest first by default, and pages like GitLab", async () => {
+    const { fake, api } = await start({
+      projects: [{ ...project, branches: ["feature"] }],
+    });
+    const a = (await createPipeline(api, 7, "main", VM)).id;
+    const b = (await createPipeline(api, 7, "feature", VM)).id;
+    const c = (await createPipeline(api, 7, "main", VM)).id;
+    fake.advance(c);
+
+    expect((await api.Pipelines.all(7)).map((p) => p.id)).toStrictEqual([c, b, a]);
+    expect((await api.Pipelines.all(7, { sort: "asc" })).map((p) => p.id)).toStrictEqual([a, b, c]);
+    expect((await api.Pipelines.all(7, { ref: "main" })).map((p) => p.id)).toStrictEqual([c, a]);
+    expect((await api.Pipelines.all(7, { status: "pending" })).map((p) => p.id)).toStrictEqual([c]);
+    expect((await api.Pipelines.all(7, { source: "web" })).map((p) => p.id)).toStrictEqual([]);
+    expect((await api.Pipelines.all(7, { source: "api" })).map((p) => p.id)).toHaveLength(3);
+
+    const { response, text } = await raw(fake, "GET", "/projects/7/pipelines?per_page=2");
+    expect(response.headers.get("x-total")).toBe("3");
+    expect(response.headers.get("x-next-page")).toBe("2");
+    expect((JSON.parse(text) as { id: number }[]).map((p) => p.id)).toStrictEqual([c, b]);
+    const mark = fake.mark();
+    expect((await api.Pipelines.all(7, { perPage: 2 })).map((p) => p.id)).toStrictEqual([c, b, a]);
+    expect(fake.requestsSince(mark)).toHaveLength(2); // gitbeaker follows the `link` header
+  });
+
+  it("answers bad parameters as Grape does, every problem in one message", async () => {
+    const { fake } = await start();
+    const bad = await raw(
+      fake,
+      "GET",
+      "/projects/7/pipelines?order_by=created_at&sort=up&updated_after=yesterday",
+    );
+    expect(bad.response.status).toBe(400);
+    expect(JSON.parse(bad.text)).toStrictEqual({
+      error:
+        "updated_after is invalid, order_by does not have a valid value, sort does not have a valid value",
+    });
+    const status = await raw(fake, "GET", "/projects/7/pipelines?status=done");
+    expect(JSON.parse(status.text)).toStrictEqual({ error: "status does not have a valid value" });
+  });
+
+  it("answers a list without a token as a private project: 404 Project Not Found", async () => {
+    const { fake } = await start();
+    const { response, text } = await raw(fake, "GET", "/projects/7/pipelines", false);
+    expect(response.status).toBe(404);
+    expect(JSON.parse(text)).toStrictEqual({ message: "404 Project Not Found" });
+  });
+});
+
+describe("fake GitLab: playing a manual job", () => {
+  async function blockedPipeline(options: Partial<FakeGitlabOptions> = {}) {
+    const started = await startWithPipeline(options);
+    runUntilSettled(started.fake, started.id, "tf:plan");
+    return started;
+  }
+
+  it("plays the blocked apply job once; a second play is refused as GitLab refuses it", async () => {
+    const { fake, api, id } = await blockedPipeline();
+    const apply = fake.job(id, "tf:apply").id;
+    const first = await raw(fake, "POST", `/projects/7/jobs/${apply}/play`);
+    expect(first.response.status).toBe(200);
+    expect(JSON.parse(first.text)).toMatchObject({ id: apply, status: "pending" });
+
+    expect(await failureOf(api.Jobs.play(7, apply))).toStrictEqual({
+      status: 400,
+      description: "400 Bad request - Unplayable Job",
+    });
+    expect(fake.pipeline(id).jobs.filter((j) => j.name === "tf:apply")).toHaveLength(1);
+  });
+
+  it("refuses to play a job that is not manual, or not yet reached", async () => {
+    const { fake, api, id } = await blockedPipeline();
+    for (const name of ["tf:validate", "ansible:configure"]) {
+      expect(await failureOf(api.Jobs.play(7, fake.job(id, name).id))).toStrictEqual({
+        status: 400,
+        description: "400 Bad request - Unplayable Job",
+      });
+    }
+    expect(fake.job(id, "ansible:configure").status).toBe("created");
+  });
+
+  it("retries a manual job that already ran when it is played again: a new job runs", async () => {
+    const { fake, api, id } = await blockedPipeline();
+    const first = fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    runUntilSettled(fake, id, "ansible:configure");
+    expect(fake.pipeline(id).status).toBe("success");
+
+    const again = await api.Jobs.play(7, first.id);
+    expect(again.id).not.toBe(first.id);
+    expect(again).toMatchObject({ name: "tf:apply", status: "pending" });
+    expect(fake.pipeline(id).status).toBe("running");
+    const listed = await api.Jobs.all(7, { pipelineId: id });
+    expect(listed.filter((j) => j.name === "tf:apply").map((j) => j.id)).toStrictEqual([again.id]);
+    const withRetried = await raw(
+      fake,
+      "GET",
+      `/projects/7/pipelines/${id}/jobs?include_retried=true`,
+    );
+    expect(
+      (JSON.parse(withRetried.text) as { id: number; name: string }[])
+        .filter((j) => j.name === "tf:apply")
+        .map((j) => j.id),
+    ).toStrictEqual([again.id, first.id]);
+  });
+
+  it("answers a reporter with 403 and leaves the job waiting", async () => {
+    const { fake, api, id } = await blockedPipeline();
+    fake.setRole(7, "reporter");
+    expect(await failureOf(api.Jobs.play(7, fake.job(id, "tf:apply").id))).toStrictEqual({
+      status: 403,
+      description: "403 Forbidden",
+    });
+    expect(fake.job(id, "tf:apply").status).toBe("manual");
+  });
+
+  it("answers a developer with 403 on a branch only maintainers may merge to", async () => {
+    const protectedMain = { ...project, protectedBranches: { main: "maintainer" as const } };
+    const { fake, api, id } = await blockedPipeline({
+      projects: [{ ...protectedMain, role: "maintainer" }],
+    });
+    fake.setRole(7, "developer");
+    expect(await failureOf(api.Jobs.play(7, fake.job(id, "tf:apply").id))).toStrictEqual({
+      status: 403,
+      description: "403 Forbidden",
+    });
+    expect((await failureOf(api.Pipelines.cancel(7, id))).status).toBe(403);
+    // Nor may a developer start a pipeline there.
+    expect(await failureOf(createPipeline(api, 7, "main", VM))).toStrictEqual({
+      status: 400,
+      description:
+        '{"base":["You do not have sufficient permission to run a pipeline on \'main\'. Please select a different branch or contact your administrator for assistance."]}',
+    });
+    fake.setRole(7, "maintainer");
+    const played = await api.Jobs.play(7, fake.job(id, "tf:apply").id);
+    expect(played.status).toBe("pending");
+  });
+
+  it("answers a play without a token with 401, as the Jobs API does", async () => {
+    const { fake, id } = await blockedPipeline();
+    const { response } = await raw(
+      fake,
+      "POST",
+      `/projects/7/jobs/${fake.job(id, "tf:apply").id}/play`,
+      false,
+    );
+    expect(response.status).toBe(401);
+  });
+});
+
+describe("fake GitLab: canceling a pipeline", () => {
+  it("cancels the running, pending and created jobs and answers 200 with the pipeline", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    fake.advance(id);
+    fake.advance(id); // validate running
+    const { response, text } = await raw(fake, "POST", `/projects/7/pipelines/${id}/cancel`);
+    expect(response.status).toBe(200);
+    expect(JSON.parse(text)).toMatchObject({ id, status: "canceled" });
+    expect(snapshot(fake, id)).toStrictEqual([
+      "canceled",
+      {
+        "tf:validate": "canceled",
+        "tf:plan": "canceled",
+        "tf:apply": "canceled",
+        "ansible:configure": "canceled",
+      },
+    ]);
+    const plan = await api.Jobs.show(7, fake.job(id, "tf:plan").id);
+    expect(plan).toMatchObject({ status: "canceled", started_at: null });
+    expect(plan.finished_at).not.toBeNull();
+    expect(fake.advance(id)).toStrictEqual([]);
+  });
+
+  it("leaves a blocked manual job playable: the jobs after it are canceled and the pipeline still shows manual", async () => {
+    // Ci::CancelPipelineService cancels CANCELABLE_STATUSES only; `manual` is not one of them.
+    const { fake, api, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:plan");
+    const canceled = await api.Pipelines.cancel(7, id);
+    expect(canceled.status).toBe("manual");
+    expect(snapshot(fake, id)).toStrictEqual([
+      "manual",
+      {
+        "tf:validate": "success",
+        "tf:plan": "success",
+        "tf:apply": "manual",
+        "ansible:configure": "canceled",
+      },
+    ]);
+    const played = await api.Jobs.play(7, fake.job(id, "tf:apply").id);
+    expect(played.status).toBe("pending");
+  });
+
+  it("answers 200 with the unchanged pipeline when nothing is left to cancel", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    fake.failJob(id, "tf:validate");
+    runUntilSettled(fake, id, "tf:validate");
+    const before = fake.pipeline(id).updatedAt;
+    await expect(api.Pipelines.cancel(7, id)).resolves.toMatchObject({ id, status: "failed" });
+    expect(fake.pipeline(id).updatedAt).toBe(before);
+  });
+
+  it("answers a reporter with 403 and an unknown pipeline with 404", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    fake.setRole(7, "reporter");
+    expect(await failureOf(api.Pipelines.cancel(7, id))).toStrictEqual({
+      status: 403,
+      description: "403 Forbidden",
+    });
+    expect(fake.pipeline(id).status).toBe("created");
+    expect((await failureOf(api.Pipelines.cancel(7, 999))).status).toBe(404);
+  });
+});
+
+describe("fake GitLab: job logs and artifacts", () => {
+  it("serves a log as text/plain with GitLab's Content-Disposition", async () => {
+    const { fake, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:validate");
+    const job = fake.job(id, "tf:validate");
+    const { response, text } = await raw(fake, "GET", `/projects/7/jobs/${job.id}/trace`);
+    expect(response.headers.get("content-type")).toBe("text/plain");
+    expect(response.headers.get("content-disposition")).toBe(`infile; filename="${job.id}.log"`);
+    expect(text).toBe(job.log);
+  });
+
+  it("serves one artifact file with gitbeaker's downloadArchive and the type its extension gives", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:plan");
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    const apply = fake.job(id, "tf:apply");
+    fake.setJobArtifact(id, "tf:apply", "out/vm.json", '{"vm_id":105}');
+    fake.setJobArtifact(id, "tf:apply", "tfplan", "binary-ish");
+
+    const path = `/projects/7/jobs/${apply.id}/artifacts/vm_ip.txt`;
+    const { response, text } = await raw(fake, "GET", path);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect(response.headers.get("content-disposition")).toBe('attachment; filename="vm_ip.txt"');
+    expect(text).toBe("192.168.1.50");
+
+    // gitbeaker hands a text/* answer back as a string, JSON parsed, anything else as a Blob,
+    // whatever its type for downloadArchive says.
+    const txt: unknown = await api.JobArtifacts.downloadArchive(7, {
+      jobId: apply.id,
+      artifactPath: "vm_ip.txt",
+    });
+    expect(txt).toBe("192.168.1.50");
+    const nested: unknown = await api.JobArtifacts.downloadArchive(7, {
+      jobId: apply.id,
+      artifactPath: "out/vm.json",
+    });
+    expect(nested).toStrictEqual({ vm_id: 105 });
+    const binary = await api.JobArtifacts.downloadArchive(7, {
+      jobId: apply.id,
+      artifactPath: "tfplan",
+    });
+    expect(binary).toBeInstanceOf(Blob);
+    expect(await binary.text()).toBe("binary-ish");
+    expect(fake.requests.at(-1)!.path).toBe(`/api/v4/projects/7/jobs/${apply.id}/artifacts/tfplan`);
+  });
+
+  it("answers a missing artifact file with Workhorse's plain 404, and a job without artifacts with Rails' JSON 404", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:plan");
+    const plan = fake.job(id, "tf:plan");
+    expect(
+      await failureOf(
+        api.JobArtifacts.downloadArchive(7, { jobId: plan.id, artifactPath: "vm_ip.txt" }),
+      ),
+    ).toStrictEqual({ status: 404, description: "404 Not Found" });
+
+    fake.setJobArtifact(id, "tf:plan", "plan.txt", "…");
+    const missing = await raw(fake, "GET", `/projects/7/jobs/${plan.id}/artifacts/vm_ip.txt`);
+    expect(missing.response.status).toBe(404);
+    expect(missing.response.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect(missing.text).toBe("404 page not found\n");
+  });
+
+  it("shows the archive in the job's JSON once the job has artifacts", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:plan");
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    const apply = await api.Jobs.show(7, fake.job(id, "tf:apply").id);
+    // vm_ip.txt stored uncompressed: 22 + (30 + 9 + 12) + (46 + 9) bytes.
+    expect(apply.artifacts_file).toStrictEqual({ filename: "artifacts.zip", size: 128 });
+    expect(apply.artifacts.map((a) => a.file_type)).toStrictEqual(["archive", "metadata", "trace"]);
+    expect(apply.artifacts_expire_at).not.toBeNull();
+    const validate = await api.Jobs.show(7, fake.job(id, "tf:validate").id);
+    expect(validate).not.toHaveProperty("artifacts_file");
+    expect(validate.artifacts.map((a) => a.file_type)).toStrictEqual(["trace"]);
+  });
+});
+
+describe("fake GitLab: webhooks", () => {
+  let receiver: FakeServer | undefined;
+  afterEach(async () => {
+    await receiver?.close();
+    receiver = undefined;
+  });
+
+  async function startReceiver(
+    status = 200,
+  ): Promise<{ url: string; received: RecordedRequest[] }> {
+    const received: RecordedRequest[] = [];
+    receiver = await startFakeServer((req, res) => {
+      received.push(req);
+      res.writeHead(status, { "content-type": "text/plain" });
+      res.end(status === 200 ? "ok" : "nope");
+    });
+    return { url: `${receiver.url}/gitlab/webhook`, received };
+  }
+
+  const bodyOfHook = (req: RecordedRequest) => JSON.parse(req.body) as Record<string, unknown>;
+
+  it("POSTs a Job Hook and a Pipeline Hook with X-Gitlab-Token on every status change, in order", async () => {
+    const { url, received } = await startReceiver();
+    const { fake, api } = await start();
+    fake.deliverHooks({ url, secretToken: "hook-secret" });
+    const { id } = await createPipeline(api, 7, "main", VM);
+    runUntilSettled(fake, id, "tf:plan");
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    runUntilSettled(fake, id, "ansible:configure");
+    await fake.settled();
+
+    expect(received).toHaveLength(fake.hookDeliveries.length);
+    for (const req of received) {
+      expect(req.method).toBe("POST");
+      expect(req.path).toBe("/gitlab/webhook");
+      expect(req.headers["x-gitlab-token"]).toBe("hook-secret");
+      expect(req.headers["content-type"]).toBe("application/json");
+      expect(req.headers["user-agent"]).toMatch(/^GitLab\/\d+\.\d+\.\d+$/);
+      expect(req.headers["x-gitlab-instance"]).toBe(fake.url);
+      expect(req.headers["x-gitlab-event-uuid"]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(req.headers["idempotency-key"]).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const pipelineHooks = received.filter((r) => r.headers["x-gitlab-event"] === "Pipeline Hook");
+    expect(
+      pipelineHooks.map((r) => (bodyOfHook(r).object_attributes as { status: string }).status),
+    ).toStrictEqual(["pending", "running", "manual", "running", "success"]);
+    const jobHooks = received.filter((r) => r.headers["x-gitlab-event"] === "Job Hook");
+    const byJob = (name: string) =>
+      jobHooks
+        .map(bodyOfHook)
+        .filter((b) => b.build_name === name)
+        .map((b) => b.build_status);
+    expect(byJob("tf:validate")).toStrictEqual(["created", "pending", "running", "success"]);
+    expect(byJob("tf:apply")).toStrictEqual(["created", "manual", "pending", "running", "success"]);
+    expect(new Set(received.map((r) => r.headers["x-gitlab-webhook-uuid"])).size).toBe(1);
+
+    const success = bodyOfHook(pipelineHooks.at(-1)!);
+    expect(success).toMatchObject({
+      object_kind: "pipeline",
+      object_attributes: {
+        id,
+        status: "success",
+        detailed_status: "passed",
+        stages: ["validate", "plan", "apply", "configure"],
+        source: "api",
+        ref: "main",
+      },
+      project: { id: 7, path_with_namespace: "infra/vms" },
+    });
+    const finishedAt = (success.object_attributes as { finished_at: string }).finished_at;
+    expect(finishedAt).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    expect(
+      (success.builds as { name: string; status: string; manual: boolean }[]).map((b) => [
+        b.name,
+        b.status,
+        b.manual,
+      ]),
+    ).toStrictEqual([
+      ["tf:validate", "success", false],
+      ["tf:plan", "success", false],
+      ["tf:apply", "success", true],
+      ["ansible:configure", "success", false],
+    ]);
+    const planHook = jobHooks
+      .map(bodyOfHook)
+      .find((b) => b.build_name === "tf:plan" && b.build_status === "success")!;
+    expect(planHook).toMatchObject({
+      object_kind: "build",
+      pipeline_id: id,
+      project_id: 7,
+      build_stage: "plan",
+      build_allow_failure: false,
+      build_failure_reason: "unknown_failure",
+      commit: { id, status: "running" },
+    });
+    expect(planHook.build_finished_at_iso).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  });
+
+  it("records every delivery with the receiver's answer, or why it could not be made", async () => {
+    const { url } = await startReceiver(500);
+    const { fake, api } = await start();
+    fake.deliverHooks({ url, secretToken: "s", events: ["pipeline"] });
+    const { id } = await createPipeline(api, 7, "main", VM);
+    fake.advance(id);
+    await fake.settled();
+    expect(fake.hookDeliveries).toHaveLength(1);
+    expect(fake.hookDeliveries[0]).toMatchObject({
+      event: "Pipeline Hook",
+      url,
+      response: { status: 500, body: "nope" },
+      body: { object_kind: "pipeline", object_attributes: { id, status: "pending" } },
+    });
+
+    await receiver!.close();
+    receiver = undefined;
+    fake.advance(id);
+    await fake.settled();
+    expect(fake.hookDeliveries).toHaveLength(2);
+    expect(fake.hookDeliveries[1]!.response).toBeUndefined();
+    expect(fake.hookDeliveries[1]!.error).toEqual(expect.any(String));
+
+    fake.stopHooks();
+    runUntilSettled(fake, id, "tf:plan"); // the pipeline blocks: a status change
+    expect(fake.pipeline(id).status).toBe("manual");
+    await fake.settled();
+    expect(fake.hookDeliveries).toHaveLength(2);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
 // GitLab's own JSON schemas (spec/fixtures/api/schemas), checked structurally: required keys,
 // primitive types, enums, `additionalProperties: false`, following `$ref`s from the schema's folder.
 
@@ -751,5 +1534,206 @@ describeWithFixtures("fake GitLab JSON against GitLab's own API schemas", () => 
     expect(
       violations(failed, loadSchema("public_api/v4/job.json"), "public_api/v4/job.json"),
     ).toStrictEqual(["$: unexpected failure_reason"]);
+  });
+});
+
+describeWithFixtures("fake GitLab's new JSON against GitLab's own API schemas", () => {
+  it("matches job.json for a played job and for a job with artifacts", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:plan");
+    const played = await api.Jobs.play(7, fake.job(id, "tf:apply").id);
+    expectSchema(played, "public_api/v4/job.json");
+    runUntilSettled(fake, id, "tf:apply");
+    const withArtifacts = await api.Jobs.show(7, played.id);
+    expect(withArtifacts.artifacts_file).toBeDefined();
+    expectSchema(withArtifacts, "public_api/v4/job.json");
+  });
+
+  it("matches pipeline/basic.json for listed pipelines and pipeline/detail.json for a canceled one", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    fake.advance(id);
+    for (const listed of await api.Pipelines.all(7)) {
+      expectSchema(listed, "public_api/v4/pipeline/basic.json");
+    }
+    const canceled = await api.Pipelines.cancel(7, id);
+    expectSchema(canceled, "public_api/v4/pipeline/detail.json");
+    expectSchema(canceled.detailed_status, "status/ci_detailed_status.json");
+  });
+});
+
+describeWithFixtures("GitLab job logs built around real tool output", () => {
+  const MARKER = /section_(start|end):(\d+):([a-z_]+)\r\x1b\[0K/g; // eslint-disable-line no-control-regex
+
+  /** The section names of a log, as start/end events in order. */
+  function sectionEvents(log: string): string[] {
+    return [...log.matchAll(MARKER)].map((m) => `${m[1]}:${m[3]}`);
+  }
+
+  it("writes GitLab's section markers and the runner's preamble as the real runner log does", () => {
+    const real = readFixture("gitlab-trace/trace_with_sections");
+    const plan = readFixture("terraform-plan-text/terraform-plan-comment-basic-1-modify-plan.txt");
+    const log = planTrace(plan, { startedAt: new Date("2026-01-05T09:00:00Z") });
+
+    // The same marker syntax as the real log, every section closed in order.
+    expect(sectionEvents(real).length).toBeGreaterThan(0);
+    expect(isRunnerTrace(real)).toBe(true);
+    expect(isRunnerTrace(log)).toBe(true);
+    expect(sectionEvents(log)).toStrictEqual(
+      [
+        "prepare_executor",
+        "prepare_script",
+        "get_sources",
+        "step_script",
+        "upload_artifacts_on_success",
+        "cleanup_file_variables",
+      ].flatMap((name) => [`start:${name}`, `end:${name}`]),
+    );
+    const times = [...log.matchAll(MARKER)].map((m) => Number(m[2]));
+    expect(times[0]).toBe(Date.parse("2026-01-05T09:00:00Z") / 1000);
+    expect(times).toStrictEqual([...times].sort((a, b) => a - b));
+
+    expect(log.startsWith("\x1b[0KRunning with gitlab-runner ")).toBe(true);
+    expect(log).toContain('\x1b[36;1mExecuting "step_script" stage of the job script\x1b[0;m\n');
+    expect(log).toContain(
+      "\x1b[32;1m$ terraform plan -no-color -input=false -out=tfplan\x1b[0;m\n",
+    );
+    expect(log).toContain(plan); // the tool's output, byte for byte
+    expect(log.endsWith("\x1b[32;1mJob succeeded\x1b[0;m\n")).toBe(true);
+    expect(real).toContain("Job succeeded");
+  });
+
+  it("ends an Ansible run with failed hosts as a failed job with ansible-playbook's exit code", () => {
+    const failed = readFixture("ansible/fail-color.txt");
+    const ok = readFixture("ansible/ok-first-nocolor.txt");
+    expect(ansibleExitCode(ok)).toBe(0);
+    expect(ansibleExitCode(failed)).toBe(2);
+    expect(
+      ansibleExitCode(
+        readFixture("ansible-callback/callback_default.out.include_role_fails.stdout"),
+      ),
+    ).toBe(2);
+    expect(ansibleExitCode("ERROR! the playbook: site.yml could not be found\n")).toBe(1);
+
+    const log = ansibleTrace(failed);
+    expect(log).toContain(failed);
+    expect(log.endsWith("\x1b[31;1mERROR: Job failed: exit code 2\n\x1b[0;m\n")).toBe(true);
+    expect(ansibleTrace(ok)).toContain("Job succeeded");
+  });
+
+  it("prints a synthetic Ansible run in the layout of a real one", () => {
+    const real = readFixture("ansible/ok-first-nocolor.txt").split("\n");
+    const ours = syntheticAnsibleRun({ host: "test-vm-01", color: false }).split("\n");
+    const banner = (lines: string[]) => lines.filter((l) => / \*+$/.test(l)).map((l) => l.length);
+    expect(new Set(banner(ours))).toStrictEqual(new Set(banner(real)));
+    const recap = (lines: string[]) => lines.find((l) => l.includes(" : ok="))!;
+    expect(recap(ours).indexOf(": ok=")).toBe(recap(real).indexOf(": ok="));
+    expect(recap(ours).length).toBe(recap(real).length);
+
+    const colored = syntheticAnsibleRun({ tasks: [{ name: "x", result: "fatal", msg: "boom" }] });
+    const realColored = readFixture("ansible/fail-color.txt");
+    const hostColumn = (text: string) =>
+      /\n(\x1b\[[0-9;]+m[^\x1b]+\x1b\[0m +): /.exec(text)?.[1]?.length; // eslint-disable-line no-control-regex
+    expect(hostColumn(colored.replace("web-01", "test-vm-01"))).toBe(hostColumn(realColored));
+  });
+
+  it("shows the plan and Ansible output given as fixtures in the simulated jobs' logs", async () => {
+    const plan = readFixture("terraform-plan-text/terraform-plan-comment-basic-2-delete-plan.txt");
+    const ansible = readFixture("ansible/fail-color.txt");
+    const { fake, api, id } = await startWithPipeline({
+      projects: [{ ...project, traces: { "tf:plan": plan, "ansible:configure": ansible } }],
+    });
+    runUntilSettled(fake, id, "tf:plan");
+    const planLog = await api.Jobs.showLog(7, fake.job(id, "tf:plan").id);
+    expect(planLog).toContain(plan);
+    expect(traceWhileRunning(planLog)).not.toContain(plan);
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    runUntilSettled(fake, id, "ansible:configure");
+    const configure = await api.Jobs.show(7, fake.job(id, "ansible:configure").id);
+    expect(configure).toMatchObject({ status: "failed", failure_reason: "script_failure" });
+    expect(await api.Jobs.showLog(7, configure.id)).toContain(ansible);
+  });
+
+  it("prints the synthetic plan for the VM it is given, in Terraform's layout", () => {
+    const plan = syntheticPlan({ name: "db-01", ip: "10.0.0.7/24", node: "pve2" });
+    expect(plan).toContain("  # proxmox_virtual_environment_vm.vm will be created\n");
+    expect(plan).toContain('+ name                    = "db-01"');
+    expect(plan).toContain('+ node_name               = "pve2"');
+    expect(plan).toContain('+ vm_ip = "10.0.0.7"');
+    expect(plan).toContain("\nPlan: 1 to add, 0 to change, 0 to destroy.\n");
+    // The real `terraform show -no-color` fixture opens the same way.
+    const real = readFixture("terraform-plan-text/terraform-plan-comment-basic-2-delete-plan.txt");
+    const opening =
+      "Terraform used the selected providers to generate the following execution\nplan.";
+    expect(real).toContain(opening);
+    expect(plan).toContain(opening);
+  });
+});
+
+describeWithFixtures("fake GitLab webhooks against GitLab's recorded payloads", () => {
+  /** Paths of every key in `expected` missing from `actual` (objects only; arrays by first item). */
+  function missingKeys(expected: unknown, actual: unknown, where = "$"): string[] {
+    if (Array.isArray(expected)) {
+      return Array.isArray(actual) && expected.length > 0 && actual.length > 0
+        ? missingKeys(expected[0], actual[0], `${where}[0]`)
+        : [];
+    }
+    if (typeof expected !== "object" || expected === null) return [];
+    if (typeof actual !== "object" || actual === null) return [];
+    const a = actual as Record<string, unknown>;
+    return Object.entries(expected as Record<string, unknown>).flatMap(([key, value]) =>
+      key in a ? missingKeys(value, a[key], `${where}.${key}`) : [`${where}.${key}`],
+    );
+  }
+
+  it("sends every key GitLab's own Pipeline Hook and Job Hook payloads have", async () => {
+    const received: RecordedRequest[] = [];
+    const receiver = await startFakeServer((req, res) => {
+      received.push(req);
+      res.writeHead(200).end();
+    });
+    try {
+      const { fake, api } = await start();
+      fake.deliverHooks({ url: receiver.url, secretToken: "t" });
+      const { id } = await createPipeline(api, 7, "main", VM);
+      runUntilSettled(fake, id, "tf:plan");
+      fake.playJob(id, "tf:apply");
+      runUntilSettled(fake, id, "tf:apply");
+      runUntilSettled(fake, id, "ansible:configure");
+      await fake.settled();
+
+      const last = (event: string) =>
+        JSON.parse(
+          received.filter((r) => r.headers["x-gitlab-event"] === event).at(-1)!.body,
+        ) as unknown;
+      const pipelineHook = last("Pipeline Hook");
+      const jobHook = last("Job Hook");
+      expect(
+        missingKeys(readFixtureJson("gitlab-webhooks/pipeline.json"), pipelineHook),
+      ).toStrictEqual([]);
+      expect(missingKeys(readFixtureJson("gitlab-webhooks/job.json"), jobHook)).toStrictEqual([]);
+
+      // The same value types and time format as the recorded payloads.
+      const fixtureJob = readFixtureJson("gitlab-webhooks/job.json") as Record<string, unknown>;
+      const ours = jobHook as Record<string, unknown>;
+      for (const key of [
+        "build_id",
+        "build_status",
+        "build_created_at",
+        "build_duration",
+        "pipeline_id",
+      ]) {
+        expect([key, typeof ours[key]]).toStrictEqual([key, typeof fixtureJob[key]]);
+      }
+      const timeFormat = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/;
+      expect(fixtureJob.build_created_at).toMatch(timeFormat);
+      expect(ours.build_created_at).toMatch(timeFormat);
+      expect(
+        (pipelineHook as { object_attributes: { created_at: string } }).object_attributes
+          .created_at,
+      ).toMatch(timeFormat);
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -1,0 +1,173 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { stateValuesFor } from "../fakes/slack-signer.js";
+import {
+  APPROVER,
+  CHANNEL,
+  REQUESTER,
+  startHarness,
+  type Harness,
+  type HarnessOptions,
+} from "../support/harness.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+/** Runs the simulated runner until `job` waits or has finished. */
+function runUntilSettled(h: Harness, pipelineId: number, job: string): void {
+  for (let i = 0; i < 30; i += 1) {
+    const status = h.gitlab.job(pipelineId, job).status;
+    if (["success", "failed", "canceled", "manual"].includes(status)) return;
+    h.gitlab.advance(pipelineId);
+  }
+  throw new Error(`${job} did not settle`);
+}
+
+/** A request whose plan is posted and awaits approval. */
+async function planned(options?: HarnessOptions) {
+  const h = (harness = await startHarness(options));
+  await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
+  await h.slack.waitFor("views.open");
+  const view = h.slack.views.at(-1)!;
+  await h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
+    userId: REQUESTER,
+  });
+  await h.slack.waitFor("chat.update");
+  const pipelineId = h.gitlab.pipelines[0]!.id;
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "tf:plan");
+  await h.bot.tracker.tick();
+  const request = h.bot.store.listActive()[0]!;
+  expect(request.status).toBe("awaiting_approval");
+  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
+  return { h, pipelineId, requestId: request.id, message };
+}
+
+const click = (
+  h: Harness,
+  message: ReturnType<Harness["slack"]["message"]>,
+  userId: string,
+  actionId: string,
+) => h.signer.blockAction({ message: message!, userId, actionId });
+
+const ephemeralTo = (h: Harness, user: string) =>
+  h.slack.waitFor("chat.postEphemeral", (call) => call.args.user === user);
+
+describe("approving and rejecting a plan", () => {
+  it("plays the apply job once, then follows apply and configure to a ready VM", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    const delivery = await click(h, message(), APPROVER, "plan_approve");
+    expect(delivery.status).toBe(200);
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes(`Approved by <@${APPROVER}>`),
+    );
+    expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("applying");
+    expect(JSON.stringify(message().blocks)).not.toContain("plan_approve");
+
+    h.gitlab.setJobArtifact(pipelineId, "tf:apply", "vm_ip.txt", "192.168.1.50\n");
+    runUntilSettled(h, pipelineId, "tf:apply");
+    await h.bot.tracker.tick();
+
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "configuring",
+      address: "192.168.1.50",
+    });
+    runUntilSettled(h, pipelineId, "ansible:configure");
+    await h.bot.tracker.tick();
+
+    const done = h.bot.store.getRequest(requestId)!;
+    expect(done.status).toBe("ready");
+    expect(message().text).toBe("VM web-01 — Ready");
+    expect(JSON.stringify(message().blocks)).toContain("Ready: *web-01* at `192.168.1.50`");
+    const thread = h.slack.messages.filter((m) => m.thread_ts === done.messageTs);
+    expect(thread.map((m) => m.text.split("\n")[0])).toEqual([
+      ":gear: Terraform applied: the VM has address 192.168.1.50.",
+      ":white_check_mark: Configured.",
+    ]);
+    expect(thread[1]!.text).toMatch(/ok=\d+ changed=\d+ unreachable=0 failed=0/);
+    expect(h.bot.store.listAudit(requestId).map((a) => a.action)).toEqual([
+      "requested",
+      "pipeline_created",
+      "planning",
+      "awaiting_approval",
+      "approved",
+      "configuring",
+      "ready",
+    ]);
+  });
+
+  it("plays the job exactly once when two approvers click at the same time", async () => {
+    const { h, message } = await planned({ env: { APPROVERS: `${APPROVER},U0SECOND` } });
+    await Promise.all([
+      click(h, message(), APPROVER, "plan_approve"),
+      click(h, message(), "U0SECOND", "plan_approve"),
+    ]);
+    const loser = await h.slack.waitFor("chat.postEphemeral");
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("Approved by"),
+    );
+    expect(loser.args.text).toMatch(
+      /^This request \(web-01\) was already approved by <@U0(APPROVER|SECOND)>; there is nothing to decide\.$/,
+    );
+    expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
+  });
+
+  it("refuses a click from someone who is not an approver, and changes nothing", async () => {
+    const { h, requestId, message } = await planned();
+    await click(h, message(), "U0STRANGER", "plan_approve");
+    const refusal = await ephemeralTo(h, "U0STRANGER");
+    expect(refusal.args.text).toBe(
+      "Only approvers (APPROVERS) may approve plans. Ask one of them to look at web-01.",
+    );
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+  });
+
+  it("refuses a requester approving their own request", async () => {
+    const { h, requestId, message } = await planned({
+      env: { APPROVERS: `${APPROVER},${REQUESTER}` },
+    });
+    await click(h, message(), REQUESTER, "plan_approve");
+    expect((await ephemeralTo(h, REQUESTER)).args.text).toBe(
+      "You asked for web-01, so another approver must approve it.",
+    );
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+  });
+
+  it("rejects: cancels the pipeline, checks it, and replaces the buttons with who rejected", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    await click(h, message(), APPROVER, "plan_reject");
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes(`Rejected by <@${APPROVER}>`),
+    );
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("rejected");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(
+      h.gitlab.requestsTo("POST", new RegExp(`/pipelines/${pipelineId}/cancel$`)),
+    ).toHaveLength(1);
+    // GitLab does not cancel a job waiting for a manual start: it stays unplayed, nothing applies.
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+    expect(h.slack.callsTo("chat.postEphemeral")).toHaveLength(0);
+    expect(JSON.stringify(message().blocks)).not.toContain("plan_reject");
+  });
+
+  it("answers a click on a finished request with what became of it", async () => {
+    const { h, message } = await planned({ env: { APPROVERS: `${APPROVER},U0SECOND` } });
+    const before = structuredClone(message());
+    await click(h, before, APPROVER, "plan_reject");
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("Rejected by"),
+    );
+    await click(h, before, "U0SECOND", "plan_approve");
+    expect((await ephemeralTo(h, "U0SECOND")).args.text).toBe(
+      `This request (web-01) was rejected by <@${APPROVER}>; there is nothing to decide.`,
+    );
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+  });
+});

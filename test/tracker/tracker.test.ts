@@ -1,0 +1,126 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Tracker } from "../../src/tracker/tracker.js";
+import { stateValuesFor } from "../fakes/slack-signer.js";
+import {
+  CHANNEL,
+  PROJECT_PATH,
+  REQUESTER,
+  startHarness,
+  type Harness,
+} from "../support/harness.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+function trackerFor(h: Harness): Tracker {
+  return h.bot.tracker;
+}
+
+/** Asks for a VM through Slack and returns its pipeline's ID. */
+async function request(h: Harness, name = "web-01"): Promise<number> {
+  await h.signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL });
+  const open = await h.slack.waitFor("views.open", (c) =>
+    JSON.stringify(c.args.view).includes(name),
+  );
+  const view =
+    h.slack.views.find((v) => v.id === (open.args.view as { id?: string }).id) ??
+    h.slack.views.at(-1)!;
+  const before = h.gitlab.pipelines.length;
+  await h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+    userId: REQUESTER,
+  });
+  const started = Date.now();
+  while (
+    h.gitlab.pipelines.length === before ||
+    !h.bot.store.listActive().every((r) => r.pipelineId !== null)
+  ) {
+    if (Date.now() - started > 5_000) throw new Error("no pipeline was created");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return h.gitlab.pipelines.at(-1)!.id;
+}
+
+/** Runs the simulated runner until `job` has finished. */
+function runUntilDone(h: Harness, pipelineId: number, job: string): void {
+  for (let i = 0; i < 20; i += 1) {
+    const status = h.gitlab.job(pipelineId, job).status;
+    if (["success", "failed", "canceled", "manual"].includes(status)) return;
+    h.gitlab.advance(pipelineId);
+  }
+  throw new Error(`${job} did not finish`);
+}
+
+const requestOf = (h: Harness, pipelineId: number) =>
+  h.bot.store.listAudit().flatMap((a) => {
+    const r = a.requestId === null ? undefined : h.bot.store.getRequest(a.requestId);
+    return r?.pipelineId === pipelineId ? [r] : [];
+  })[0]!;
+
+describe("the tracker", () => {
+  it("moves a request to planning, then posts the plan with Approve and Reject and the full plan in the thread", async () => {
+    const h = (harness = await startHarness());
+    const tracker = trackerFor(h);
+    const pipelineId = await request(h);
+
+    await tracker.tick();
+    expect(requestOf(h, pipelineId).status).toBe("planning");
+
+    runUntilDone(h, pipelineId, "tf:plan");
+    await tracker.tick();
+
+    const done = requestOf(h, pipelineId);
+    expect(done.status).toBe("awaiting_approval");
+    expect(done.review?.plan.resources.length).toBeGreaterThan(0);
+    const message = h.slack.message(CHANNEL, done.messageTs!)!;
+    const body = JSON.stringify(message.blocks);
+    expect(message.text).toBe("VM web-01 — Awaiting approval");
+    expect(body).toContain("*Plan:*");
+    expect(body).toContain('"action_id":"plan_approve"');
+    expect(body).toContain(`"value":"${done.id}"`);
+    expect(h.slack.uploads).toHaveLength(1);
+    expect(h.slack.uploads[0]).toMatchObject({ filename: "web-01-plan.txt" });
+    expect(body).toContain("full plan in the thread");
+  });
+
+  it("ends the request with the plan job's last log lines when the plan fails", async () => {
+    const h = (harness = await startHarness());
+    const tracker = trackerFor(h);
+    const pipelineId = await request(h);
+    await tracker.tick();
+    h.gitlab.failJob(pipelineId, "tf:plan", "script_failure");
+    runUntilDone(h, pipelineId, "tf:plan");
+    await tracker.tick();
+
+    const failed = requestOf(h, pipelineId);
+    expect(failed.status).toBe("failed");
+    const job = h.gitlab.job(pipelineId, "tf:plan");
+    expect(failed.error).toContain(
+      `The plan job \`tf:plan\` failed in GitLab. <${h.gitlab.url}/${PROJECT_PATH}/-/jobs/${job.id}|Open its log>.`,
+    );
+    expect(JSON.stringify(h.slack.message(CHANNEL, failed.messageTs!)!.blocks)).toContain(
+      "Open its log",
+    );
+  });
+
+  it("costs one GitLab request per tick whether 1 or 50 requests wait, when none changes", async () => {
+    const h = (harness = await startHarness());
+    const tracker = trackerFor(h);
+    const perTick: number[] = [];
+    for (const count of [1, 50]) {
+      while (h.bot.store.listActive().length < count) {
+        await request(h, `web-${h.bot.store.listActive().length + 1}`);
+      }
+      await tracker.tick(); // the first pass looks at everything once
+      await tracker.tick();
+      const before = h.gitlab.requests.length;
+      await tracker.tick();
+      perTick.push(h.gitlab.requests.length - before);
+    }
+    expect(perTick).toEqual([1, 1]);
+  });
+});
