@@ -1,5 +1,5 @@
 import { createServer, type AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CREATE_FIELDS } from "../../src/ids.js";
 import { stateValuesFor } from "../fakes/slack-signer.js";
 import type { FakeView } from "../fakes/slack.js";
@@ -8,21 +8,12 @@ import {
   eventually,
   PLATFORM_INPUTS,
   REQUESTER,
-  startHarness,
+  harnessPerTest,
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-async function start(options?: HarnessOptions): Promise<Harness> {
-  harness = await startHarness(options);
-  return harness;
-}
+const start = harnessPerTest();
 
 /** Types `/vm create <name>` and returns the form Slack opened. */
 async function openForm(h: Harness, name = "web-01"): Promise<FakeView> {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { startVmbot } from "../../src/start.js";
@@ -7,18 +7,14 @@ import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { captureLogs } from "../support/logs.js";
-import { CHANNEL, REQUESTER, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, harnessPerTest, REQUESTER, type Harness } from "../support/harness.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const start = harnessPerTest();
 
 describe("POST /slack/events", () => {
   it("refuses a request with a bad signature with 401 and changes nothing", async () => {
-    harness = await startHarness();
+    const harness = await start();
     const delivery = await harness.signer.slashCommand({
       text: "create web-01",
       userId: REQUESTER,
@@ -32,7 +28,7 @@ describe("POST /slack/events", () => {
   });
 
   it("refuses a correctly signed request older than five minutes with 401", async () => {
-    harness = await startHarness();
+    const harness = await start();
     const delivery = await harness.signer.slashCommand({
       text: "create web-01",
       userId: REQUESTER,
@@ -47,7 +43,7 @@ describe("POST /slack/events", () => {
   });
 
   it("refuses a replayed form submission signed with another secret", async () => {
-    harness = await startHarness();
+    const harness = await start();
     const delivery = await harness.signer.send("payload=%7B%7D", {
       contentType: "application/x-www-form-urlencoded",
       signature: "v0=deadbeef",
@@ -59,14 +55,14 @@ describe("POST /slack/events", () => {
 
 describe("GET /healthz", () => {
   it("is 200 when the store is open and Slack accepted the token", async () => {
-    harness = await startHarness();
+    const harness = await start();
     const response = await fetch(`${harness.baseUrl}/healthz`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "ok" });
   });
 
   it("is 503 with the reason while Slack cannot be reached", async () => {
-    harness = await startHarness();
+    const harness = await start();
     await harness.slack.close();
     // A fresh bot against a Slack that is gone stays up but reports why it is not healthy.
     const bot = await startAnother(harness, {});
@@ -82,7 +78,7 @@ describe("GET /healthz", () => {
   });
 
   it("answers 404 for anything else", async () => {
-    harness = await startHarness();
+    const harness = await start();
     expect((await fetch(`${harness.baseUrl}/admin`)).status).toBe(404);
   });
 });
@@ -97,7 +93,7 @@ function startAnother(h: Harness, change: Partial<Config>) {
 
 describe("start-up mode", () => {
   it("stops with a clear message when Slack refuses the bot token", async () => {
-    harness = await startHarness();
+    const harness = await start();
     await expect(
       startAnother(harness, {
         slack: { ...harness.config.slack, botToken: "xoxb-0000-0000-SomeoneElsesToken" },
@@ -108,14 +104,14 @@ describe("start-up mode", () => {
   });
 
   it("stops with a clear message when its port is taken", async () => {
-    harness = await startHarness();
+    const harness = await start();
     await expect(startAnother(harness, { port: harness.bot.port })).rejects.toThrow(
       `port ${harness.bot.port} is already in use: stop what uses it or set PORT to another port.`,
     );
   });
 
   it("stops with a clear message when the store cannot be opened", async () => {
-    harness = await startHarness();
+    const harness = await start();
     await expect(startAnother(harness, { dbPath: "/dev/null/vmbot/store.sqlite" })).rejects.toThrow(
       "the store at VMBOT_DB (/dev/null/vmbot/store.sqlite) cannot be opened: ENOTDIR: not a directory",
     );

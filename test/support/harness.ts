@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { afterEach } from "vitest";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type Config } from "../../src/config.js";
@@ -116,4 +117,27 @@ export async function eventually<T>(
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * One harness per test, closed after it: `const start = harnessPerTest();` at the top of a test
+ * file, then `const h = await start(options)` in each test.
+ */
+export function harnessPerTest(): (options?: HarnessOptions) => Promise<Harness> {
+  let current: Harness | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return async (options) => (current = await startHarness(options));
+}
+
+/** Runs the simulated runner until `job` waits for a person or has finished. */
+export function runUntilSettled(h: Harness, pipelineId: number, job: string): void {
+  for (let i = 0; i < 30; i += 1) {
+    const status = h.gitlab.job(pipelineId, job).status;
+    if (["success", "failed", "canceled", "manual"].includes(status)) return;
+    h.gitlab.advance(pipelineId);
+  }
+  throw new Error(`${job} did not settle`);
 }

@@ -1,33 +1,20 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { stateValuesFor } from "../fakes/slack-signer.js";
 import {
   APPROVER,
   CHANNEL,
   REQUESTER,
-  startHarness,
+  harnessPerTest,
+  runUntilSettled,
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-/** Runs the simulated runner until `job` waits or has finished. */
-function runUntilSettled(h: Harness, pipelineId: number, job: string): void {
-  for (let i = 0; i < 30; i += 1) {
-    const status = h.gitlab.job(pipelineId, job).status;
-    if (["success", "failed", "canceled", "manual"].includes(status)) return;
-    h.gitlab.advance(pipelineId);
-  }
-  throw new Error(`${job} did not settle`);
-}
+const start = harnessPerTest();
 
 /** A request whose plan is posted and awaits approval. */
 async function planned(options?: HarnessOptions) {
-  const h = (harness = await startHarness(options));
+  const h = await start(options);
   await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
   await h.slack.waitFor("views.open");
   const view = h.slack.views.at(-1)!;

@@ -1,19 +1,16 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Tracker } from "../../src/tracker/tracker.js";
 import { stateValuesFor } from "../fakes/slack-signer.js";
 import {
   CHANNEL,
   PROJECT_PATH,
   REQUESTER,
-  startHarness,
+  harnessPerTest,
+  runUntilSettled,
   type Harness,
 } from "../support/harness.js";
 
-let harness: Harness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
+const start = harnessPerTest();
 
 function trackerFor(h: Harness): Tracker {
   return h.bot.tracker;
@@ -45,16 +42,6 @@ async function request(h: Harness, name = "web-01"): Promise<number> {
   return h.gitlab.pipelines.at(-1)!.id;
 }
 
-/** Runs the simulated runner until `job` has finished. */
-function runUntilDone(h: Harness, pipelineId: number, job: string): void {
-  for (let i = 0; i < 20; i += 1) {
-    const status = h.gitlab.job(pipelineId, job).status;
-    if (["success", "failed", "canceled", "manual"].includes(status)) return;
-    h.gitlab.advance(pipelineId);
-  }
-  throw new Error(`${job} did not finish`);
-}
-
 const requestOf = (h: Harness, pipelineId: number) =>
   h.bot.store.listAudit().flatMap((a) => {
     const r = a.requestId === null ? undefined : h.bot.store.getRequest(a.requestId);
@@ -63,14 +50,14 @@ const requestOf = (h: Harness, pipelineId: number) =>
 
 describe("the tracker", () => {
   it("moves a request to planning, then posts the plan with Approve and Reject and the full plan in the thread", async () => {
-    const h = (harness = await startHarness());
+    const h = await start();
     const tracker = trackerFor(h);
     const pipelineId = await request(h);
 
     await tracker.tick();
     expect(requestOf(h, pipelineId).status).toBe("planning");
 
-    runUntilDone(h, pipelineId, "tf:plan");
+    runUntilSettled(h, pipelineId, "tf:plan");
     await tracker.tick();
 
     const done = requestOf(h, pipelineId);
@@ -88,12 +75,12 @@ describe("the tracker", () => {
   });
 
   it("ends the request with the plan job's last log lines when the plan fails", async () => {
-    const h = (harness = await startHarness());
+    const h = await start();
     const tracker = trackerFor(h);
     const pipelineId = await request(h);
     await tracker.tick();
     h.gitlab.failJob(pipelineId, "tf:plan", "script_failure");
-    runUntilDone(h, pipelineId, "tf:plan");
+    runUntilSettled(h, pipelineId, "tf:plan");
     await tracker.tick();
 
     const failed = requestOf(h, pipelineId);
@@ -108,7 +95,7 @@ describe("the tracker", () => {
   });
 
   it("costs one GitLab request per tick whether 1 or 50 requests wait, when none changes", async () => {
-    const h = (harness = await startHarness());
+    const h = await start();
     const tracker = trackerFor(h);
     const perTick: number[] = [];
     for (const count of [1, 50]) {
