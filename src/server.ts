@@ -9,6 +9,8 @@ export interface Health {
 export interface HttpRoutes {
   /** `POST /slack/events`, HTTP mode only. */
   slackEvents: RequestListener | undefined;
+  /** `POST /gitlab/webhook`, when GITLAB_WEBHOOK_SECRET is set. */
+  gitlabWebhook: RequestListener | undefined;
   health: () => Health;
 }
 
@@ -37,6 +39,10 @@ export function createHttpServer(routes: HttpRoutes): Server {
     }
     if (path === "/slack/events" && routes.slackEvents) {
       routes.slackEvents(req, res);
+      return;
+    }
+    if (path === "/gitlab/webhook" && routes.gitlabWebhook) {
+      routes.gitlabWebhook(req, res);
       return;
     }
     sendJson(res, 404, { error: "not found" });

@@ -4,6 +4,7 @@ import { webApi } from "@slack/bolt";
 import { createApp, slackClientOptions } from "./app.js";
 import { configSecrets, type Config } from "./config.js";
 import { createGitlab } from "./gitlab/gitlab.js";
+import { createWebhookHandler } from "./gitlab/webhook.js";
 import { boltLogger, createLogger, type Logger } from "./logger.js";
 import { createRedactor } from "./redact.js";
 import { createHttpServer, type Health } from "./server.js";
@@ -123,7 +124,17 @@ export async function startVmbot(
     }
   };
 
-  const server = createHttpServer({ slackEvents: vmbot.slackEvents, health });
+  const gitlabWebhook =
+    config.gitlab.webhookSecret === undefined
+      ? undefined
+      : createWebhookHandler({
+          secret: config.gitlab.webhookSecret,
+          wake: () => {
+            tracker.wake();
+          },
+          log: log.child({ component: "webhook" }),
+        });
+  const server = createHttpServer({ slackEvents: vmbot.slackEvents, gitlabWebhook, health });
   try {
     await verify();
     if (vmbot.socket) {

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { sameSecret } from "../../src/gitlab/webhook.js";
+import { stateValuesFor } from "../fakes/slack-signer.js";
+import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import {
+  CHANNEL,
+  eventually,
+  harnessPerTest,
+  REQUESTER,
+  runUntilSettled,
+  type Harness,
+} from "../support/harness.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+const start = harnessPerTest();
+const withWebhook = { env: { GITLAB_WEBHOOK_SECRET: TEST_SECRETS.webhookSecret } };
+
+async function submit(h: Harness): Promise<number> {
+  await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
+  await h.slack.waitFor("views.open");
+  const view = h.slack.views.at(-1)!;
+  await h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
+    userId: REQUESTER,
+  });
+  await h.slack.waitFor("chat.update");
+  return h.gitlab.pipelines[0]!.id;
+}
+
+function post(h: Harness, token: string | undefined, body: string) {
+  return fetch(`${h.baseUrl}/gitlab/webhook`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-gitlab-event": "Pipeline Hook",
+      ...(token === undefined ? {} : { "x-gitlab-token": token }),
+    },
+    body,
+  });
+}
+
+describe("POST /gitlab/webhook", () => {
+  it("wakes the tracker, which posts the plan without waiting for the next poll", async () => {
+    const h = await start(withWebhook);
+    const pipelineId = await submit(h);
+    h.gitlab.deliverHooks({
+      url: `${h.baseUrl}/gitlab/webhook`,
+      secretToken: TEST_SECRETS.webhookSecret,
+    });
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.gitlab.settled();
+    const request = await eventually(
+      () => h.bot.store.listActive().find((r) => r.status === "awaiting_approval"),
+      "the plan to be posted after the webhook",
+    );
+    expect(request.review?.plan.resources.length).toBeGreaterThan(0);
+    expect(h.gitlab.hookDeliveries.every((d) => d.response?.status === 200)).toBe(true);
+  });
+
+  it("refuses a wrong or missing token with 401 and wakes nothing", async () => {
+    const h = await start(withWebhook);
+    const body = JSON.stringify({ object_kind: "pipeline", object_attributes: { id: 1 } });
+    const before = h.gitlab.requests.length;
+    expect((await post(h, "not-the-secret", body)).status).toBe(401);
+    expect((await post(h, undefined, body)).status).toBe(401);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(h.gitlab.requests.length).toBe(before);
+  });
+
+  it("answers 400 to a body that is not a GitLab hook", async () => {
+    const h = await start(withWebhook);
+    expect((await post(h, TEST_SECRETS.webhookSecret, "not json")).status).toBe(400);
+    expect((await post(h, TEST_SECRETS.webhookSecret, "[1,2]")).status).toBe(400);
+  });
+
+  it("does not exist when no GITLAB_WEBHOOK_SECRET is set", async () => {
+    const h = await start();
+    expect((await post(h, "anything", "{}")).status).toBe(404);
+  });
+});
+
+describeWithFixtures("POST /gitlab/webhook with GitLab's own payloads", () => {
+  it("accepts GitLab's real Pipeline Hook and Job Hook bodies", async () => {
+    const h = await start(withWebhook);
+    for (const file of ["pipeline.json", "job.json", "build.json"]) {
+      const body = readFixture(`gitlab-webhooks/${file}`);
+      const response = await post(h, TEST_SECRETS.webhookSecret, body);
+      expect(response.status, file).toBe(200);
+    }
+  });
+});
+
+describe("sameSecret", () => {
+  it("compares secrets of any length", () => {
+    expect(sameSecret("abc", "abc")).toBe(true);
+    expect(sameSecret("abc", "abcd")).toBe(false);
+    expect(sameSecret("", "abc")).toBe(false);
+  });
+});
