@@ -38,6 +38,13 @@ Target: vmbot's p99 within 1.5× the baseline's.
 ${table}
 
 Reproduce: \`npm run bench\` (\`BENCH_SAMPLES\` sets the number of requests, default 600).
+
+## Not measured yet
+
+Notification latency (plan job done → message updated, by polling and by webhook), GitLab calls
+per tracker pass with many requests in flight (the test suite asserts one list call per pass for
+1 and 50 idle requests), plan-parsing throughput and memory on large logs, and the footprint
+(time to healthy, resident memory).
 `;
   mkdirSync("docs", { recursive: true });
   writeFileSync("docs/BENCHMARKS.md", doc);
