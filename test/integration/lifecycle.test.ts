@@ -28,6 +28,23 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+function botEnv(db: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
+    SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
+    SLACK_API_URL: slack.apiUrl,
+    GITLAB_URL: gitlab.url,
+    GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
+    GITLAB_PROJECT: PROJECT_PATH,
+    APPROVERS: "U0APPROVER",
+    ADMINS: "U0ADMIN",
+    VMBOT_DB: db,
+    PORT: "0",
+    LOG_LEVEL: "debug",
+    ...extra,
+  };
+}
+
 /** Reads the port from the bot's "vmbot is running" log line. */
 async function portOf(bot: BotProcess): Promise<number> {
   const started = Date.now();
@@ -44,22 +61,7 @@ async function portOf(bot: BotProcess): Promise<number> {
 describe("the bot as a process", () => {
   it("finishes in-flight work on SIGTERM, closes the store and exits 0 within 10 seconds", async () => {
     const db = join(dir, "vmbot.sqlite");
-    const bot = runBot(
-      {
-        SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
-        SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
-        SLACK_API_URL: slack.apiUrl,
-        GITLAB_URL: gitlab.url,
-        GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
-        GITLAB_PROJECT: PROJECT_PATH,
-        APPROVERS: "U0APPROVER",
-        ADMINS: "U0ADMIN",
-        VMBOT_DB: db,
-        PORT: "0",
-        LOG_LEVEL: "debug",
-      },
-      dir,
-    );
+    const bot = runBot(botEnv(db), dir);
     const port = await portOf(bot);
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
@@ -97,4 +99,74 @@ describe("the bot as a process", () => {
     store.close();
     expect(bot.stdout()).toContain('"msg":"stopped"');
   });
+
+  it("loses nothing and posts the plan once when killed while the plan runs and started again", async () => {
+    const db = join(dir, "killed.sqlite");
+    const env = botEnv(db, { POLL_INTERVAL_MS: "500" });
+    const first = runBot(env, dir);
+    const signer = createSlackSigner({
+      eventsUrl: `http://127.0.0.1:${await portOf(first)}/slack/events`,
+      signingSecret: TEST_SECRETS.signingSecret,
+      slack,
+    });
+    await signer.slashCommand({ text: "create db-01", userId: REQUESTER, channelId: CHANNEL });
+    await slack.waitFor("views.open", (call) => JSON.stringify(call.args.view).includes("db-01"));
+    const view = slack.views.at(-1)!;
+    const pipelinesBefore = gitlab.pipelines.length;
+    await signer.viewSubmission({
+      view,
+      values: stateValuesFor(view, { vm_name: "db-01", vm_ip: "192.168.1.60/24" }),
+      userId: REQUESTER,
+    });
+    const pipeline = await waitUntil(() => gitlab.pipelines[pipelinesBefore], "the pipeline");
+    // The plan starts; the bot notices it is planning, then dies without any cleanup.
+    gitlab.advance(pipeline.id);
+    gitlab.advance(pipeline.id);
+    await slack.waitFor("chat.update", (call) => call.args.text === "VM db-01 — Planning");
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    // The plan finishes while no bot is running.
+    for (let i = 0; i < 10 && gitlab.job(pipeline.id, "tf:plan").status !== "success"; i += 1) {
+      gitlab.advance(pipeline.id);
+    }
+    const uploadsBefore = slack.uploads.length;
+    const second = runBot(env, dir);
+    await portOf(second);
+    await slack.waitFor(
+      "chat.update",
+      (call) => call.args.text === "VM db-01 — Awaiting approval",
+      10_000,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // a few more passes
+    second.child.kill("SIGTERM");
+    await second.exited;
+
+    expect(gitlab.pipelines.length).toBe(pipelinesBefore + 1);
+    expect(slack.uploads.length - uploadsBefore).toBe(1);
+    const planUpdates = slack
+      .callsTo("chat.update")
+      .filter((call) => call.args.text === "VM db-01 — Awaiting approval");
+    expect(planUpdates).toHaveLength(1);
+    const store = openSqliteStore(db);
+    const [request] = store.listActive();
+    expect(request).toMatchObject({ status: "awaiting_approval", pipelineId: pipeline.id });
+    expect(store.listAudit(request!.id).map((a) => a.action)).toEqual([
+      "requested",
+      "pipeline_created",
+      "planning",
+      "awaiting_approval",
+    ]);
+    store.close();
+  });
 });
+
+async function waitUntil<T>(check: () => T | undefined, what: string): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() - started > 5_000) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

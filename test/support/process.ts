@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
 import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { recordOutput } from "./logs.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const TSX = resolve(ROOT, "node_modules/.bin/tsx");
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href;
 
 export interface BotProcess {
   child: ChildProcess;
@@ -18,7 +20,9 @@ export interface BotProcess {
  * (plus PATH). Its output is recorded for the suite's secret scan.
  */
 export function runBot(env: Record<string, string>, cwd = ROOT): BotProcess {
-  const child = spawn(TSX, [resolve(ROOT, "src/main.ts")], {
+  // Node itself with tsx's loader, not the tsx command: signals then reach the bot directly
+  // (the command relays them and kills a child that is slow to acknowledge).
+  const child = spawn(process.execPath, ["--import", TSX_LOADER, resolve(ROOT, "src/main.ts")], {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
