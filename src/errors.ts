@@ -7,6 +7,7 @@ export type ErrorCode =
   | "gitlab_unauthorized"
   | "gitlab_forbidden"
   | "gitlab_not_found"
+  | "gitlab_project_not_found"
   | "gitlab_bad_request"
   | "gitlab_rate_limited"
   | "gitlab_unavailable"

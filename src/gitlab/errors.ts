@@ -54,14 +54,21 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
           `GitLab did not let the bot ${ctx.doing} in ${project} (403 Forbidden): its token needs the api scope and at least the Developer role on the project.`,
           { cause: error },
         );
-      case 404:
-        return new VmbotError(
-          "gitlab_not_found",
-          /project not found/i.test(detail) || ctx.doing === "create the pipeline"
-            ? `GitLab has no project ${project} that the bot's token can see (404 Not Found): check GITLAB_PROJECT, and that the token's user is a member of the project.`
-            : `GitLab could not find what the bot needed to ${ctx.doing} (404 Not Found): it may have been deleted.`,
-          { cause: error },
-        );
+      case 404: {
+        const projectMissing =
+          /project not found/i.test(detail) || ctx.doing === "create the pipeline";
+        return projectMissing
+          ? new VmbotError(
+              "gitlab_project_not_found",
+              `GitLab has no project ${project} that the bot's token can see (404 Not Found): check GITLAB_PROJECT, and that the token's user is a member of the project.`,
+              { cause: error },
+            )
+          : new VmbotError(
+              "gitlab_not_found",
+              `GitLab could not find what the bot needed to ${ctx.doing} (404 Not Found): it may have been deleted.`,
+              { cause: error },
+            );
+      }
       case 400:
       case 422:
         return new VmbotError(

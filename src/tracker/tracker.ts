@@ -1,6 +1,6 @@
 import type { webApi } from "@slack/bolt";
 import type { Config } from "../config.js";
-import { userMessage } from "../errors.js";
+import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { cleanTrace } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
@@ -243,6 +243,20 @@ export function createTracker(deps: TrackerDeps): Tracker {
     await failJob(request, job, "configure");
   }
 
+  /** The pipeline's jobs; undefined (and the request ended) when the pipeline is gone. */
+  async function pipelineJobsOrGone(request: RequestRecord, pipelineId: number) {
+    try {
+      return await gitlab.pipelineJobs(pipelineId);
+    } catch (error) {
+      if (!(error instanceof VmbotError) || error.code !== "gitlab_not_found") throw error;
+      await fail(
+        request,
+        `Pipeline #${pipelineId} no longer exists in GitLab (it was deleted), so nothing more will happen for this request. Run /vm create again if the VM is still needed.`,
+      );
+      return undefined;
+    }
+  }
+
   async function pass(): Promise<void> {
     const active = store
       .listActive()
@@ -267,7 +281,9 @@ export function createTracker(deps: TrackerDeps): Tracker {
     for (const { request, pipelineId } of active) {
       if (!toRead.has(pipelineId)) continue;
       try {
-        await advance(request, await gitlab.pipelineJobs(pipelineId));
+        const jobs = await pipelineJobsOrGone(request, pipelineId);
+        if (jobs === undefined) continue;
+        await advance(request, jobs);
         retry.delete(pipelineId);
         const updatedAt = toRead.get(pipelineId);
         if (updatedAt !== undefined) seen.set(pipelineId, updatedAt);

@@ -94,6 +94,33 @@ describe("the tracker", () => {
     );
   });
 
+  it("ends the request with a clear sentence when its pipeline was deleted in GitLab", async () => {
+    const h = await start();
+    const pipelineId = await request(h);
+    h.gitlab.failNext(
+      { method: "GET", path: new RegExp(`/pipelines/${pipelineId}/jobs`) },
+      { status: 404, body: { message: "404 Not found" } },
+    );
+    await trackerFor(h).tick();
+    expect(requestOf(h, pipelineId)).toMatchObject({
+      status: "failed",
+      error: `Pipeline #${pipelineId} no longer exists in GitLab (it was deleted), so nothing more will happen for this request. Run /vm create again if the VM is still needed.`,
+    });
+  });
+
+  it("keeps a request and reads it again when GitLab fails for a moment", async () => {
+    const h = await start();
+    const pipelineId = await request(h);
+    h.gitlab.failNext(
+      { method: "GET", path: new RegExp(`/pipelines/${pipelineId}/jobs`) },
+      { status: 500 },
+    );
+    await trackerFor(h).tick();
+    expect(requestOf(h, pipelineId).status).toBe("queued");
+    await trackerFor(h).tick();
+    expect(requestOf(h, pipelineId).status).toBe("planning");
+  });
+
   it("costs one GitLab request per tick whether 1 or 50 requests wait, when none changes", async () => {
     const h = await start();
     const tracker = trackerFor(h);
