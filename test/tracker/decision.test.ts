@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { ansibleTrace } from "../fakes/gitlab-traces.js";
 import { stateValuesFor } from "../fakes/slack-signer.js";
+import { describeWithFixtures, readFixture } from "../support/fixtures.js";
 import {
   APPROVER,
   CHANNEL,
@@ -156,5 +158,34 @@ describe("approving and rejecting a plan", () => {
       `This request (web-01) was rejected by <@${APPROVER}>; there is nothing to decide.`,
     );
     expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+  });
+});
+
+describeWithFixtures("a configuration that fails", () => {
+  it("ends the request naming the failed task and its message from the real Ansible log", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.setTraces(pipelineId, {
+      "ansible:configure": ansibleTrace(readFixture("ansible/fail-color.txt")),
+    });
+    await click(h, message(), APPROVER, "plan_approve");
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("Approved by"),
+    );
+    runUntilSettled(h, pipelineId, "tf:apply");
+    await h.bot.tracker.tick();
+    h.gitlab.failJob(pipelineId, "ansible:configure", "script_failure");
+    runUntilSettled(h, pipelineId, "ansible:configure");
+    await h.bot.tracker.tick();
+
+    const failed = h.bot.store.getRequest(requestId)!;
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toContain("The configure job `ansible:configure` failed in GitLab.");
+    const thread = h.slack.messages.filter((m) => m.thread_ts === failed.messageTs);
+    const recap = thread.find((m) => m.text.startsWith(":x: Configuration failed."));
+    expect(recap?.text).toContain(
+      "`test-vm-01` ok=1 changed=1 unreachable=0 failed=1 skipped=0 rescued=0 ignored=0",
+    );
+    expect(recap?.text).toContain("• *test-vm-01* failed in _Start qemu-guest-agent_");
+    expect(message().text).toBe("VM web-01 — Failed");
   });
 });
