@@ -172,6 +172,7 @@ const EnvSchema = z.object({
     z.string().trim().default("ansible:configure"),
   ),
   GITLAB_WEBHOOK_SECRET: optionalString(),
+  GITLAB_PLAN_JSON_ARTIFACT: optionalString(),
   TF_STATE_NAME: z.preprocess(
     blankToUndefined,
     z
@@ -328,6 +329,8 @@ export interface Config {
     sizingParams: "variables" | "inputs";
     jobs: { plan: string; apply: string; configure: string };
     webhookSecret: string | undefined;
+    /** Path of `terraform show -json` output in the plan job's artifacts, when the job keeps one. */
+    planJsonArtifact: string | undefined;
   };
   tfStateName: string;
   pollIntervalMs: number;
@@ -400,6 +403,7 @@ function toConfig(env: Env): Config {
         configure: env.GITLAB_CONFIGURE_JOB,
       },
       webhookSecret: env.GITLAB_WEBHOOK_SECRET,
+      planJsonArtifact: env.GITLAB_PLAN_JSON_ARTIFACT,
     },
     tfStateName: env.TF_STATE_NAME,
     pollIntervalMs: env.POLL_INTERVAL_MS,

@@ -184,10 +184,10 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
           jobId,
           artifactPath: path,
         });
-        // The requester hands text/* bodies over as strings and anything else as a Blob.
+        // The requester hands text/* over as a string, JSON already parsed, the rest as a Blob.
         if (typeof body === "string") return body;
         if (body instanceof Blob) return await body.text();
-        throw new Error(`unexpected artifact body: ${typeof body}`);
+        return JSON.stringify(body);
       } catch (error) {
         const mapped = gitlabError(error, context(`read ${path} from job #${jobId}`));
         if (mapped.code === "gitlab_not_found") return undefined;

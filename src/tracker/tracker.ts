@@ -7,10 +7,11 @@ import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
 import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
+import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
 import { recapText } from "../views/recap.js";
 import { renderRequest } from "../views/render.js";
-import type { PlanReviewRecord } from "./review.js";
+import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -113,9 +114,40 @@ export function createTracker(deps: TrackerDeps): Tracker {
     );
   }
 
+  /**
+   * The plan from the job's `terraform show -json` artifact when one is configured and present
+   * (with the nodes' load from its `node_resources` output), else from the job's log.
+   */
+  async function readPlan(
+    job: Job,
+    text: string,
+  ): Promise<Pick<PlanReviewRecord, "plan" | "nodes">> {
+    const path = config.gitlab.planJsonArtifact;
+    const json = path === undefined ? undefined : await gitlab.jobArtifact(job.id, path);
+    if (json === undefined) {
+      const plan = parsePlanText(text);
+      if (path !== undefined) {
+        plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
+      }
+      return { plan };
+    }
+    const result = parsePlanJson(json);
+    const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
+      name,
+      online: true,
+      cpuPercent: usage.cpuUsagePercent,
+      memoryUsedGb: usage.memoryUsedGb,
+      memoryTotalGb: usage.memoryTotalGb,
+    }));
+    if (result.nodeResourcesProblem !== undefined) result.notes.push(result.nodeResourcesProblem);
+    // Only the summary is kept: outputs may hold values nobody should see again in Slack.
+    const plan = PlanSummarySchema.parse(result);
+    return { plan, ...(nodes.length > 0 ? { nodes } : {}) };
+  }
+
   async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
     const text = cleanTrace(await gitlab.jobLog(job.id));
-    const plan = parsePlanText(text);
+    const { plan, nodes } = await readPlan(job, text);
     let planFile: PlanReviewRecord["planFile"] = "none";
     if (request.messageTs !== null) {
       try {
@@ -134,6 +166,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
     const review: PlanReviewRecord = {
       plan,
+      ...(nodes === undefined ? {} : { nodes }),
       planJobId: job.id,
       planJobUrl: job.webUrl,
       planFile,

@@ -12,6 +12,34 @@ import {
 
 const start = harnessPerTest();
 
+/** `terraform show -json` of a plan that replaces the VM, with the platform's node_resources. */
+const replacePlanJson = {
+  format_version: "1.2",
+  terraform_version: "1.9.5",
+  resource_changes: [
+    {
+      address: "proxmox_virtual_environment_vm.vm",
+      mode: "managed",
+      type: "proxmox_virtual_environment_vm",
+      name: "vm",
+      action_reason: "replace_because_cannot_update",
+      change: { actions: ["delete", "create"], replace_paths: [["clone", 0, "vm_id"]] },
+    },
+  ],
+  output_changes: { node_resources: { actions: ["no-op"] } },
+  planned_values: {
+    outputs: {
+      node_resources: {
+        sensitive: false,
+        value: {
+          pve: { cpu_usage_percent: 12.6, memory_used_gb: 3.2, memory_total_gb: 16 },
+          pve2: { cpu_usage_percent: 71, memory_used_gb: 60, memory_total_gb: 64 },
+        },
+      },
+    },
+  },
+};
+
 function trackerFor(h: Harness): Tracker {
   return h.bot.tracker;
 }
@@ -92,6 +120,31 @@ describe("the tracker", () => {
     expect(JSON.stringify(h.slack.message(CHANNEL, failed.messageTs!)!.blocks)).toContain(
       "Open its log",
     );
+  });
+
+  it("reads the plan and the nodes' load from the plan job's JSON artifact when configured", async () => {
+    const h = await start({ env: { GITLAB_PLAN_JSON_ARTIFACT: "plan.json" } });
+    const pipelineId = await request(h);
+    await trackerFor(h).tick();
+    h.gitlab.setJobArtifact(pipelineId, "tf:plan", "plan.json", JSON.stringify(replacePlanJson));
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await trackerFor(h).tick();
+
+    const review = requestOf(h, pipelineId).review!;
+    expect(review.plan.resources).toEqual([
+      expect.objectContaining({
+        address: "proxmox_virtual_environment_vm.vm",
+        action: "replace",
+        replaceOrder: "delete-first",
+      }),
+    ]);
+    expect(review.nodes?.map((n) => n.name).sort()).toEqual(["pve", "pve2"]);
+    const message = h.slack.message(CHANNEL, requestOf(h, pipelineId).messageTs!)!;
+    const body = JSON.stringify(message.blocks);
+    expect(body).toContain(":rotating_light: *This plan destroys a resource.*");
+    expect(body).toContain("*pve* (chosen): CPU 13%, memory 3.2 / 16.0 GB");
+    expect(body).toContain("*pve2*: CPU 71%, memory 60.0 / 64.0 GB");
+    expect(body).toContain('"text":"Destroy resources?"');
   });
 
   it("ends the request with a clear sentence when its pipeline was deleted in GitLab", async () => {
