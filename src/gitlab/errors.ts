@@ -40,7 +40,9 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
   const project = `\`${escapeMrkdwn(ctx.project)}\``;
   if (error instanceof GitbeakerRequestError) {
     const status = error.cause?.response.status ?? 0;
-    const detail = escapeMrkdwn(gitlabMessageText(error.cause?.description ?? error.message));
+    const detail = escapeMrkdwn(
+      gitlabMessageText(error.cause?.description ?? error.message).replace(/\.+$/, ""),
+    );
     switch (status) {
       case 401:
         return new VmbotError(
@@ -73,7 +75,9 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
       case 422:
         return new VmbotError(
           "gitlab_bad_request",
-          `GitLab refused to ${ctx.doing} (${status}): ${detail}. Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.`,
+          /rules configuration prevented any jobs/i.test(detail)
+            ? `GitLab refused to ${ctx.doing} (${status}): ${detail}. The pipeline's rules must accept pipelines created through the API (\`$CI_PIPELINE_SOURCE == "api"\`), not only \`"web"\`: see vmbot's README.`
+            : `GitLab refused to ${ctx.doing} (${status}): ${detail}. Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.`,
           { cause: error },
         );
       case 429:

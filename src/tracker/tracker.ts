@@ -42,6 +42,8 @@ const STOPPED = new Set(["failed", "canceled", "skipped"]);
 /** How far behind its own clock the bot looks when it has no GitLab timestamp yet. */
 const FIRST_LOOKBACK_MS = 60_000;
 const LOG_TAIL_LINES = 15;
+/** queued → planning → awaiting approval, or applying → configuring → ready, in one reading. */
+const MAX_STEPS_PER_PASS = 4;
 
 export function createTracker(deps: TrackerDeps): Tracker {
   const { store, gitlab, client, config, log } = deps;
@@ -316,7 +318,15 @@ export function createTracker(deps: TrackerDeps): Tracker {
       try {
         const jobs = await pipelineJobsOrGone(request, pipelineId);
         if (jobs === undefined) continue;
-        await advance(request, jobs);
+        // Several stages may have finished since the last reading (GitLab does not touch a
+        // pipeline's updated_at while it keeps running): take every step the jobs allow.
+        let current: RequestRecord | undefined = request;
+        for (let step = 0; current && step < MAX_STEPS_PER_PASS; step += 1) {
+          const before: RequestStatus = current.status;
+          await advance(current, jobs);
+          current = store.getRequest(request.id);
+          if (current?.status === before) break;
+        }
         retry.delete(pipelineId);
         const updatedAt = toRead.get(pipelineId);
         if (updatedAt !== undefined) seen.set(pipelineId, updatedAt);

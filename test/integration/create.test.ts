@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { CREATE_FIELDS } from "../../src/ids.js";
+import { DEFAULT_PIPELINE } from "../fakes/gitlab.js";
 import { stateValuesFor } from "../fakes/slack-signer.js";
 import type { FakeView } from "../fakes/slack.js";
 import {
@@ -370,6 +371,20 @@ describe("GitLab refusing the pipeline", () => {
       { project: { inputs: { vm_name: {}, vm_ip: {} } } },
       () => undefined,
       "GitLab refused to create the pipeline (400): unknown input arguments: action, vm_gateway, template_vm_id, proxmox_node, vm_id, vlan_id. Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.",
+    ],
+    [
+      "a pipeline whose rules only accept pipelines started in the web UI (400)",
+      {
+        project: {
+          pipeline: {
+            ...DEFAULT_PIPELINE,
+            // `if: $CI_PIPELINE_SOURCE == "web"` on every job: an API pipeline gets none.
+            jobs: DEFAULT_PIPELINE.jobs.map((job) => ({ ...job, rules: () => false })),
+          },
+        },
+      },
+      () => undefined,
+      'GitLab refused to create the pipeline (400): Pipeline will not run for the selected trigger. The rules configuration prevented any jobs from being added to the pipeline. The pipeline\'s rules must accept pipelines created through the API (`$CI_PIPELINE_SOURCE == "api"`), not only `"web"`: see vmbot\'s README.',
     ],
     [
       "a ref that does not exist (400)",

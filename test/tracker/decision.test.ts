@@ -90,6 +90,23 @@ describe("approving and rejecting a plan", () => {
     ]);
   });
 
+  it("reaches ready in one pass when apply and configure both finished since the last look", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    await click(h, message(), APPROVER, "plan_approve");
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("Approved by"),
+    );
+    runUntilSettled(h, pipelineId, "tf:apply");
+    runUntilSettled(h, pipelineId, "ansible:configure");
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+    const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts);
+    expect(thread.map((m) => m.text.split("\n")[0]!.split(":")[1])).toEqual([
+      "gear",
+      "white_check_mark",
+    ]);
+  });
+
   it("plays the job exactly once when two approvers click at the same time", async () => {
     const { h, message } = await planned({ env: { APPROVERS: `${APPROVER},U0SECOND` } });
     await Promise.all([
