@@ -11,7 +11,7 @@ import {
   type FakeProjectOptions,
   type InputSpec,
 } from "../fakes/gitlab.js";
-import { createSlackSigner, type SlackSigner } from "../fakes/slack-signer.js";
+import { createSlackSigner, stateValuesFor, type SlackSigner } from "../fakes/slack-signer.js";
 import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
 import { captureLogs } from "./logs.js";
 import { TEST_SECRETS } from "./secrets.js";
@@ -140,4 +140,25 @@ export function runUntilSettled(h: Harness, pipelineId: number, job: string): vo
     h.gitlab.advance(pipelineId);
   }
   throw new Error(`${job} did not settle`);
+}
+
+/**
+ * Asks for a VM through Slack as a person would (`/vm create`, then the form) and returns the
+ * ID of the pipeline it started, once the request has recorded it.
+ */
+export async function askForVm(h: Harness, name = "web-01"): Promise<number> {
+  await h.signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL });
+  await h.slack.waitFor("views.open", (c) => JSON.stringify(c.args.view).includes(name));
+  const view = h.slack.views.at(-1)!;
+  const before = h.gitlab.pipelines.length;
+  await h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+    userId: REQUESTER,
+  });
+  return eventually(() => {
+    const created = h.gitlab.pipelines.length > before;
+    const recorded = h.bot.store.listActive().every((r) => r.pipelineId !== null);
+    return created && recorded ? h.gitlab.pipelines.at(-1)!.id : undefined;
+  }, "the pipeline of the new request");
 }

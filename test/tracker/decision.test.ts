@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ansibleTrace } from "../fakes/gitlab-traces.js";
-import { stateValuesFor } from "../fakes/slack-signer.js";
 import { describeWithFixtures, readFixture } from "../support/fixtures.js";
 import {
   APPROVER,
   CHANNEL,
   REQUESTER,
+  askForVm,
   harnessPerTest,
   runUntilSettled,
   type Harness,
@@ -17,16 +17,7 @@ const start = harnessPerTest();
 /** A request whose plan is posted and awaits approval. */
 async function planned(options?: HarnessOptions) {
   const h = await start(options);
-  await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
-  await h.slack.waitFor("views.open");
-  const view = h.slack.views.at(-1)!;
-  await h.signer.viewSubmission({
-    view,
-    values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
-    userId: REQUESTER,
-  });
-  await h.slack.waitFor("chat.update");
-  const pipelineId = h.gitlab.pipelines[0]!.id;
+  const pipelineId = await askForVm(h);
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();

@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { Tracker } from "../../src/tracker/tracker.js";
-import { stateValuesFor } from "../fakes/slack-signer.js";
 import {
   CHANNEL,
   PROJECT_PATH,
-  REQUESTER,
+  askForVm,
   harnessPerTest,
   runUntilSettled,
   type Harness,
@@ -44,32 +43,6 @@ function trackerFor(h: Harness): Tracker {
   return h.bot.tracker;
 }
 
-/** Asks for a VM through Slack and returns its pipeline's ID. */
-async function request(h: Harness, name = "web-01"): Promise<number> {
-  await h.signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL });
-  const open = await h.slack.waitFor("views.open", (c) =>
-    JSON.stringify(c.args.view).includes(name),
-  );
-  const view =
-    h.slack.views.find((v) => v.id === (open.args.view as { id?: string }).id) ??
-    h.slack.views.at(-1)!;
-  const before = h.gitlab.pipelines.length;
-  await h.signer.viewSubmission({
-    view,
-    values: stateValuesFor(view, { vm_name: name, vm_ip: "192.168.1.50/24" }),
-    userId: REQUESTER,
-  });
-  const started = Date.now();
-  while (
-    h.gitlab.pipelines.length === before ||
-    !h.bot.store.listActive().every((r) => r.pipelineId !== null)
-  ) {
-    if (Date.now() - started > 5_000) throw new Error("no pipeline was created");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return h.gitlab.pipelines.at(-1)!.id;
-}
-
 const requestOf = (h: Harness, pipelineId: number) =>
   h.bot.store.listAudit().flatMap((a) => {
     const r = a.requestId === null ? undefined : h.bot.store.getRequest(a.requestId);
@@ -80,7 +53,7 @@ describe("the tracker", () => {
   it("moves a request to planning, then posts the plan with Approve and Reject and the full plan in the thread", async () => {
     const h = await start();
     const tracker = trackerFor(h);
-    const pipelineId = await request(h);
+    const pipelineId = await askForVm(h);
 
     await tracker.tick();
     expect(requestOf(h, pipelineId).status).toBe("planning");
@@ -105,7 +78,7 @@ describe("the tracker", () => {
   it("ends the request with the plan job's last log lines when the plan fails", async () => {
     const h = await start();
     const tracker = trackerFor(h);
-    const pipelineId = await request(h);
+    const pipelineId = await askForVm(h);
     await tracker.tick();
     h.gitlab.failJob(pipelineId, "tf:plan", "script_failure");
     runUntilSettled(h, pipelineId, "tf:plan");
@@ -124,7 +97,7 @@ describe("the tracker", () => {
 
   it("reads the plan and the nodes' load from the plan job's JSON artifact when configured", async () => {
     const h = await start({ env: { GITLAB_PLAN_JSON_ARTIFACT: "plan.json" } });
-    const pipelineId = await request(h);
+    const pipelineId = await askForVm(h);
     await trackerFor(h).tick();
     h.gitlab.setJobArtifact(pipelineId, "tf:plan", "plan.json", JSON.stringify(replacePlanJson));
     runUntilSettled(h, pipelineId, "tf:plan");
@@ -149,7 +122,7 @@ describe("the tracker", () => {
 
   it("ends the request with a clear sentence when its pipeline was deleted in GitLab", async () => {
     const h = await start();
-    const pipelineId = await request(h);
+    const pipelineId = await askForVm(h);
     h.gitlab.failNext(
       { method: "GET", path: new RegExp(`/pipelines/${pipelineId}/jobs`) },
       { status: 404, body: { message: "404 Not found" } },
@@ -163,7 +136,7 @@ describe("the tracker", () => {
 
   it("keeps a request and reads it again when GitLab fails for a moment", async () => {
     const h = await start();
-    const pipelineId = await request(h);
+    const pipelineId = await askForVm(h);
     h.gitlab.failNext(
       { method: "GET", path: new RegExp(`/pipelines/${pipelineId}/jobs`) },
       { status: 500 },
@@ -180,7 +153,7 @@ describe("the tracker", () => {
     const perTick: number[] = [];
     for (const count of [1, 50]) {
       while (h.bot.store.listActive().length < count) {
-        await request(h, `web-${h.bot.store.listActive().length + 1}`);
+        await askForVm(h, `web-${h.bot.store.listActive().length + 1}`);
       }
       await tracker.tick(); // the first pass looks at everything once
       await tracker.tick();

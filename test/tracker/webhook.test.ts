@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { sameSecret } from "../../src/gitlab/webhook.js";
-import { stateValuesFor } from "../fakes/slack-signer.js";
 import { describeWithFixtures, readFixture } from "../support/fixtures.js";
 import {
-  CHANNEL,
   eventually,
+  askForVm,
   harnessPerTest,
-  REQUESTER,
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
@@ -14,19 +12,6 @@ import { TEST_SECRETS } from "../support/secrets.js";
 
 const start = harnessPerTest();
 const withWebhook = { env: { GITLAB_WEBHOOK_SECRET: TEST_SECRETS.webhookSecret } };
-
-async function submit(h: Harness): Promise<number> {
-  await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
-  await h.slack.waitFor("views.open");
-  const view = h.slack.views.at(-1)!;
-  await h.signer.viewSubmission({
-    view,
-    values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
-    userId: REQUESTER,
-  });
-  await h.slack.waitFor("chat.update");
-  return h.gitlab.pipelines[0]!.id;
-}
 
 function post(h: Harness, token: string | undefined, body: string) {
   return fetch(`${h.baseUrl}/gitlab/webhook`, {
@@ -43,7 +28,7 @@ function post(h: Harness, token: string | undefined, body: string) {
 describe("POST /gitlab/webhook", () => {
   it("wakes the tracker, which posts the plan without waiting for the next poll", async () => {
     const h = await start(withWebhook);
-    const pipelineId = await submit(h);
+    const pipelineId = await askForVm(h);
     h.gitlab.deliverHooks({
       url: `${h.baseUrl}/gitlab/webhook`,
       secretToken: TEST_SECRETS.webhookSecret,
