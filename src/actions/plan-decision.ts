@@ -26,6 +26,9 @@ export interface PlanDecisionDeps {
 type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
 type SlackClient = AllMiddlewareArgs["client"];
 
+/** Apply-job states from which an approval cannot lead to this plan being applied. */
+const SUPERSEDED = new Set(["canceled", "failed", "skipped"]);
+
 const RequestIdSchema = z.string().regex(/^vm-[a-z0-9]+-[0-9a-f]{8}$/);
 
 const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
@@ -127,6 +130,23 @@ export function createApproveAction(deps: PlanDecisionDeps) {
       const apply = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
       if (!apply) {
         throw new Error(`the pipeline has no job named ${deps.config.gitlab.jobs.apply}`);
+      }
+      if (SUPERSEDED.has(apply.status)) {
+        // Canceled, failed or skipped in GitLab meanwhile: this plan will never be applied.
+        const words = `This plan can no longer be applied: its apply job is ${apply.status} in GitLab. Run /vm create again for a fresh plan.`;
+        const ended = deps.store.transition(found.id, ["applying"], "canceled", {
+          error: words,
+          decision: null,
+        });
+        deps.store.audit({
+          requestId: found.id,
+          actor: user,
+          action: "approval_refused",
+          detail: { applyStatus: apply.status },
+        });
+        await tell(args.client, args.body.channel?.id ?? "", user, words);
+        if (ended) await render(args.client, ended, log);
+        return;
       }
       // Played already (in GitLab, or by a click before a restart): do not play it again.
       if (apply.status === "manual") await deps.gitlab.playJob(apply.id);

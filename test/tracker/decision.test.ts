@@ -114,6 +114,22 @@ describe("approving and rejecting a plan", () => {
     expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
   });
 
+  it("refuses an approval when the apply job was canceled in GitLab meanwhile", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.setJobStatus(pipelineId, "tf:apply", "canceled");
+    await click(h, message(), APPROVER, "plan_approve");
+    const words =
+      "This plan can no longer be applied: its apply job is canceled in GitLab. Run /vm create again for a fresh plan.";
+    expect((await ephemeralTo(h, APPROVER)).args.text).toBe(words);
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "canceled",
+      error: words,
+      decision: null,
+    });
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+    await h.slack.waitFor("chat.update", (call) => call.args.text === "VM web-01 — Canceled");
+  });
+
   it("refuses a click from someone who is not an approver, and changes nothing", async () => {
     const { h, requestId, message } = await planned();
     await click(h, message(), "U0STRANGER", "plan_approve");
