@@ -151,7 +151,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const text = cleanTrace(await gitlab.jobLog(job.id));
     const { plan, nodes } = await readPlan(job, text);
     let planFile: PlanReviewRecord["planFile"] = "none";
-    if (request.messageTs !== null) {
+    // A restart between the upload and the status change must not upload the plan twice.
+    const uploaded = store
+      .listAudit(request.id)
+      .some((entry) => entry.action === "plan_uploaded" && entry.detail.jobId === job.id);
+    if (uploaded) {
+      planFile = "uploaded";
+    } else if (request.messageTs !== null) {
       try {
         await client.filesUploadV2({
           channel_id: request.channel,
@@ -161,6 +167,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
           content: deps.redact(text),
         });
         planFile = "uploaded";
+        store.audit({
+          requestId: request.id,
+          actor: "vmbot",
+          action: "plan_uploaded",
+          detail: { jobId: job.id },
+        });
       } catch (error) {
         log.warn({ err: error, requestId: request.id }, "could not upload the plan");
         planFile = "failed";

@@ -155,6 +155,7 @@ describe("the bot as a process", () => {
       "requested",
       "pipeline_created",
       "planning",
+      "plan_uploaded",
       "awaiting_approval",
     ]);
     store.close();

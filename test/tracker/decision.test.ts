@@ -74,6 +74,7 @@ describe("approving and rejecting a plan", () => {
       "requested",
       "pipeline_created",
       "planning",
+      "plan_uploaded",
       "awaiting_approval",
       "approved",
       "configuring",

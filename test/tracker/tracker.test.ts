@@ -75,6 +75,27 @@ describe("the tracker", () => {
     expect(body).toContain("full plan in the thread");
   });
 
+  it("does not upload the plan again after a restart that came between the upload and the status change", async () => {
+    const h = await start();
+    const pipelineId = await askForVm(h);
+    await trackerFor(h).tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    const planJob = h.gitlab.job(pipelineId, "tf:plan");
+    // What a bot that uploaded the plan and died before moving on leaves in the store.
+    h.bot.store.audit({
+      requestId: requestOf(h, pipelineId).id,
+      actor: "vmbot",
+      action: "plan_uploaded",
+      detail: { jobId: planJob.id },
+    });
+    await trackerFor(h).tick();
+    expect(requestOf(h, pipelineId)).toMatchObject({
+      status: "awaiting_approval",
+      review: expect.objectContaining({ planFile: "uploaded" }) as unknown,
+    });
+    expect(h.slack.uploads).toHaveLength(0);
+  });
+
   it("ends the request with the plan job's last log lines when the plan fails", async () => {
     const h = await start();
     const tracker = trackerFor(h);
