@@ -30,6 +30,13 @@ async function main(): Promise<void> {
         `| ${r.sizeMb} MB | ${r.baselineMbPerS.toFixed(0)} MB/s | ${r.parserMbPerS.toFixed(0)} MB/s | ${(r.parserMbPerS / r.baselineMbPerS).toFixed(2)}× | ${r.parserPeakMb.toFixed(0)} MB | ${r.resources} |`,
     ),
   ];
+  const worst = Math.min(...parsing.map((r) => r.parserMbPerS / r.baselineMbPerS));
+  const largest = parsing.at(-1);
+  parsingRows.push(
+    "",
+    `Throughput target (≥ 0.5×): ${worst >= 0.5 ? "met" : `missed, ${worst.toFixed(2)}× at worst`}. ` +
+      `Memory target (< 150 MB for ${largest?.sizeMb ?? 0} MB): ${largest !== undefined && largest.parserPeakMb < 150 ? "met" : "missed"}.`,
+  );
   const parsingTable = parsingRows.join("\n");
   process.stdout.write(`${parsingTable}\n`);
   const doc = `# Benchmarks
