@@ -6,7 +6,13 @@ import { openSqliteStore } from "../../src/store/sqlite.js";
 import { startFakeGitlab, type FakeGitlab } from "../fakes/gitlab.js";
 import { createSlackSigner, stateValuesFor } from "../fakes/slack-signer.js";
 import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
-import { CHANNEL, PLATFORM_INPUTS, PROJECT_PATH, REQUESTER } from "../support/harness.js";
+import {
+  CHANNEL,
+  fakeBotEnv,
+  PLATFORM_INPUTS,
+  PROJECT_PATH,
+  REQUESTER,
+} from "../support/harness.js";
 import { runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
@@ -29,20 +35,7 @@ afterAll(async () => {
 });
 
 function botEnv(db: string, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
-    SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
-    SLACK_API_URL: slack.apiUrl,
-    GITLAB_URL: gitlab.url,
-    GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
-    GITLAB_PROJECT: PROJECT_PATH,
-    APPROVERS: "U0APPROVER",
-    ADMINS: "U0ADMIN",
-    VMBOT_DB: db,
-    PORT: "0",
-    LOG_LEVEL: "debug",
-    ...extra,
-  };
+  return fakeBotEnv({ slack, gitlab }, db, extra);
 }
 
 /** Reads the port from the bot's "vmbot is running" log line. */

@@ -10,7 +10,7 @@ import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../fakes/g
 import { stateValuesFor } from "../fakes/slack-signer.js";
 import { startFakeSlackSocket, type FakeSlackSocket } from "../fakes/slack-socket.js";
 import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
-import { ADMIN, APPROVER, CHANNEL, PROJECT_PATH, REQUESTER } from "../support/harness.js";
+import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
 import { captureLogs } from "../support/logs.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
@@ -38,20 +38,12 @@ async function startFakes(): Promise<SocketHarness> {
     projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS }],
   });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-socket-"));
-  const config = loadConfig({
-    SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
-    SLACK_APP_TOKEN: TEST_SECRETS.appToken,
-    SLACK_API_URL: slack.apiUrl,
-    GITLAB_URL: gitlab.url,
-    GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
-    GITLAB_PROJECT: PROJECT_PATH,
-    VM_NODES: "pve,pve2",
-    APPROVERS: APPROVER,
-    ADMINS: ADMIN,
-    VMBOT_DB: join(dir, "vmbot.sqlite"),
-    PORT: "0",
-    LOG_LEVEL: "debug",
-  });
+  const config = loadConfig(
+    fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
+      SLACK_SIGNING_SECRET: undefined,
+      SLACK_APP_TOKEN: TEST_SECRETS.appToken,
+    }),
+  );
   harness = {
     slack,
     socket,

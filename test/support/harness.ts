@@ -31,6 +31,36 @@ export const PLATFORM_INPUTS: Record<string, InputSpec> = {
   dns_server: { default: "192.168.1.1" },
 };
 
+/**
+ * The environment of a bot wired to the fakes, in HTTP mode with a test store at `db`; `change`
+ * overrides or adds variables (an `undefined` value removes one).
+ */
+export function fakeBotEnv(
+  fakes: { slack: { apiUrl: string }; gitlab: { url: string } },
+  db: string,
+  change: Record<string, string | undefined> = {},
+): Record<string, string> {
+  const env: Record<string, string | undefined> = {
+    SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
+    SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
+    SLACK_API_URL: fakes.slack.apiUrl,
+    GITLAB_URL: fakes.gitlab.url,
+    GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
+    GITLAB_PROJECT: PROJECT_PATH,
+    VM_NODES: "pve,pve2",
+    VM_TEMPLATES: "ubuntu=9000,debian=9001",
+    APPROVERS: APPROVER,
+    ADMINS: ADMIN,
+    VMBOT_DB: db,
+    PORT: "0",
+    LOG_LEVEL: "debug",
+    ...change,
+  };
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+}
+
 export interface Harness {
   slack: FakeSlack;
   gitlab: FakeGitlab;
@@ -59,24 +89,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS, ...options.project }],
   });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-it-"));
-  const config = loadConfig({
-    SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
-    SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
-    SLACK_API_URL: slack.apiUrl,
-    GITLAB_URL: gitlab.url,
-    GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
-    GITLAB_PROJECT: PROJECT_PATH,
-    VM_NODES: "pve,pve2",
-    VM_TEMPLATES: "ubuntu=9000,debian=9001",
-    APPROVERS: APPROVER,
-    ADMINS: ADMIN,
-    VMBOT_DB: join(dir, "vmbot.sqlite"),
-    PORT: "0",
-    LOG_LEVEL: "debug",
-    // Tests run the tracker's passes themselves (bot.tracker.tick()).
-    POLL_INTERVAL_MS: "3600000",
-    ...options.env,
-  });
+  const config = loadConfig(
+    fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
+      // Tests run the tracker's passes themselves (bot.tracker.tick()).
+      POLL_INTERVAL_MS: "3600000",
+      ...options.env,
+    }),
+  );
   const captured = captureLogs();
   const bot = await startVmbot(config, {
     logDestination: captured.stream,
