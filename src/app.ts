@@ -9,10 +9,12 @@ import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
 import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerPlanDecisions } from "./actions/plan-decision.js";
+import { registerUnlockActions } from "./commands/unlock.js";
 import { registerVmCommand } from "./commands/vm.js";
 import type { Config } from "./config.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
+import type { NodeDirectory } from "./proxmox/directory.js";
 import type { Store } from "./store/store.js";
 
 export interface AppDeps {
@@ -20,6 +22,8 @@ export interface AppDeps {
   log: Logger;
   store: Store;
   gitlab: GitlabPort;
+  /** Live nodes from Proxmox; undefined when PROXMOX_URL is not set. */
+  nodes?: NodeDirectory | undefined;
   /** Who may do what; built over the app's Slack client when not given. */
   access?: Access;
 }
@@ -100,6 +104,7 @@ export function createApp(deps: AppDeps): VmbotApp {
   registerVmCommand(app, listenerDeps);
   registerCreateSubmission(app, listenerDeps);
   registerPlanDecisions(app, listenerDeps);
+  registerUnlockActions(app, listenerDeps);
 
   return {
     app,

@@ -189,6 +189,10 @@ const EnvSchema = z.object({
   VAULT_ROLE_ID: optionalString(),
   VAULT_SECRET_ID: optionalString(),
   VAULT_K8S_ROLE: optionalString(),
+  VAULT_K8S_TOKEN_FILE: z.preprocess(
+    blankToUndefined,
+    z.string().trim().default("/var/run/secrets/kubernetes.io/serviceaccount/token"),
+  ),
   VAULT_KV_MOUNT: z.preprocess(blankToUndefined, z.string().trim().default("secret")),
   VAULT_PROXMOX_PATH: z.preprocess(blankToUndefined, z.string().trim().default("proxmox")),
   VAULT_GITLAB_PATH: optionalString(),
@@ -273,17 +277,25 @@ function crossFieldProblems(raw: RawEnv): string[] {
       "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
     );
   }
-  if (!has("GITLAB_TOKEN")) {
+  if (!has("GITLAB_TOKEN") && !(has("VAULT_ADDR") && has("VAULT_GITLAB_PATH"))) {
     problems.push(
-      "GITLAB_TOKEN is required: a token with the api scope (this version does not read it from Vault yet)",
+      "GITLAB_TOKEN is required: a token with the api scope (or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault)",
     );
   }
   if (has("VAULT_ADDR")) {
-    const login =
-      has("VAULT_TOKEN") || has("VAULT_ROLE_ID") || has("VAULT_SECRET_ID") || has("VAULT_K8S_ROLE");
-    if (!login) {
+    const logins = [
+      has("VAULT_TOKEN") ? "VAULT_TOKEN" : undefined,
+      has("VAULT_ROLE_ID") || has("VAULT_SECRET_ID") ? "VAULT_ROLE_ID/VAULT_SECRET_ID" : undefined,
+      has("VAULT_K8S_ROLE") ? "VAULT_K8S_ROLE" : undefined,
+    ].filter((login) => login !== undefined);
+    if (logins.length === 0) {
       problems.push(
         "VAULT_ADDR is set but no Vault login is: set VAULT_TOKEN, VAULT_ROLE_ID and VAULT_SECRET_ID, or VAULT_K8S_ROLE",
+      );
+    }
+    if (logins.length > 1) {
+      problems.push(
+        `only one Vault login may be set, but ${logins.join(" and ")} are: keep the one vmbot should use`,
       );
     }
     if (has("VAULT_ROLE_ID") !== has("VAULT_SECRET_ID")) {
@@ -293,6 +305,11 @@ function crossFieldProblems(raw: RawEnv): string[] {
     }
   } else if (has("VAULT_GITLAB_PATH")) {
     problems.push("VAULT_GITLAB_PATH needs VAULT_ADDR: the GitLab token cannot be read from Vault");
+  }
+  if (has("PROXMOX_URL") && !has("PROXMOX_TOKEN") && !has("VAULT_ADDR")) {
+    problems.push(
+      "PROXMOX_URL needs an API token: set PROXMOX_TOKEN, or VAULT_ADDR to read it from Vault (VAULT_PROXMOX_PATH, key api_token)",
+    );
   }
   if (
     has("PROXMOX_CA_FILE") &&
@@ -304,6 +321,11 @@ function crossFieldProblems(raw: RawEnv): string[] {
 }
 
 type Env = z.infer<typeof EnvSchema>;
+
+export type VaultAuth =
+  | { method: "token"; token: string }
+  | { method: "approle"; roleId: string; secretId: string }
+  | { method: "kubernetes"; role: string; jwtFile: string };
 
 export interface VmTemplate {
   name: string;
@@ -337,10 +359,8 @@ export interface Config {
   vault:
     | {
         addr: string;
-        token: string | undefined;
-        roleId: string | undefined;
-        secretId: string | undefined;
-        k8sRole: string | undefined;
+        /** How vmbot logs in to Vault: exactly one of these. */
+        auth: VaultAuth;
         kvMount: string;
         proxmoxPath: string;
         gitlabPath: string | undefined;
@@ -380,6 +400,17 @@ export class ConfigError extends Error {
   }
 }
 
+/** The one login the environment names; crossFieldProblems has made sure there is exactly one. */
+function vaultAuth(env: Env): VaultAuth {
+  if (env.VAULT_ROLE_ID !== undefined && env.VAULT_SECRET_ID !== undefined) {
+    return { method: "approle", roleId: env.VAULT_ROLE_ID, secretId: env.VAULT_SECRET_ID };
+  }
+  if (env.VAULT_K8S_ROLE !== undefined) {
+    return { method: "kubernetes", role: env.VAULT_K8S_ROLE, jwtFile: env.VAULT_K8S_TOKEN_FILE };
+  }
+  return { method: "token", token: env.VAULT_TOKEN ?? "" };
+}
+
 function toConfig(env: Env): Config {
   return {
     slack: {
@@ -412,10 +443,7 @@ function toConfig(env: Env): Config {
         ? undefined
         : {
             addr: env.VAULT_ADDR,
-            token: env.VAULT_TOKEN,
-            roleId: env.VAULT_ROLE_ID,
-            secretId: env.VAULT_SECRET_ID,
-            k8sRole: env.VAULT_K8S_ROLE,
+            auth: vaultAuth(env),
             kvMount: env.VAULT_KV_MOUNT,
             proxmoxPath: env.VAULT_PROXMOX_PATH,
             gitlabPath: env.VAULT_GITLAB_PATH,
@@ -469,8 +497,8 @@ export function configSecrets(config: Config): string[] {
     config.slack.appToken,
     config.gitlab.token,
     config.gitlab.webhookSecret,
-    config.vault?.token,
-    config.vault?.secretId,
+    config.vault?.auth.method === "token" ? config.vault.auth.token : undefined,
+    config.vault?.auth.method === "approle" ? config.vault.auth.secretId : undefined,
     config.proxmox.token,
   ].filter((value): value is string => value !== undefined && value.length > 0);
 }

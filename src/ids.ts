@@ -28,3 +28,8 @@ export const REQUEST_EVENT_TYPE = "vmbot_request";
 export const PLAN_ACTIONS_BLOCK = "plan_actions";
 export const PLAN_APPROVE = "plan_approve";
 export const PLAN_REJECT = "plan_reject";
+
+/** `/vm unlock`'s prompt: Force-unlock (behind a confirmation) and Cancel. */
+export const UNLOCK_ACTIONS_BLOCK = "unlock_actions";
+export const UNLOCK_CONFIRM = "unlock_confirm";
+export const UNLOCK_CANCEL = "unlock_cancel";

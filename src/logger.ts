@@ -28,8 +28,15 @@ const REDACT_PATHS = [
   "config.slack.signingSecret",
   "config.gitlab.token",
   "config.gitlab.webhookSecret",
-  "config.vault.token",
-  "config.vault.secretId",
+  "config.vault.auth.token",
+  "config.vault.auth.secretId",
+  "secretId",
+  "*.secretId",
+  "secret_id",
+  "client_token",
+  "*.client_token",
+  "api_token",
+  "*.api_token",
   "config.proxmox.token",
 ];
 

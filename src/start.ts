@@ -3,19 +3,26 @@ import type { DestinationStream } from "pino";
 import { webApi } from "@slack/bolt";
 import { createApp, slackClientOptions } from "./app.js";
 import { configSecrets, type Config } from "./config.js";
+import { userMessage, VmbotError } from "./errors.js";
 import { createGitlab } from "./gitlab/gitlab.js";
 import { createWebhookHandler } from "./gitlab/webhook.js";
 import { boltLogger, createLogger, type Logger } from "./logger.js";
-import { createRedactor } from "./redact.js";
+import { createNodeDirectory, type NodeDirectory } from "./proxmox/directory.js";
+import { createProxmox } from "./proxmox/proxmox.js";
+import { createRedactor, type Redactor } from "./redact.js";
+import { fixedSecret, type SecretSource } from "./secrets.js";
 import { createHttpServer, type Health } from "./server.js";
 import { createTracker, type Tracker } from "./tracker/tracker.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import type { Store } from "./store/store.js";
+import { createVault, type Vault } from "./vault/vault.js";
 
 export interface StartOptions {
   /** Where log lines go; stdout by default. */
   logDestination?: DestinationStream;
   gitlabTimeoutMs?: number;
+  vaultTimeoutMs?: number;
+  proxmoxTimeoutMs?: number;
 }
 
 export interface RunningVmbot {
@@ -44,6 +51,98 @@ export class StartupError extends Error {
   override name = "StartupError";
 }
 
+/** PVE API tokens: `user@realm!tokenid=secret`. */
+const PVE_TOKEN = /^[^@\s]+@[^!\s]+![^=\s]+=\S+$/;
+
+/** The Proxmox API token from Vault, checked for its shape before it is sent anywhere. */
+function proxmoxTokenFromVault(vault: Vault, mount: string, path: string): SecretSource {
+  const source = vault.source(path, "api_token");
+  return {
+    async get() {
+      const token = await source.get();
+      if (!PVE_TOKEN.test(token)) {
+        throw new VmbotError(
+          "vault_missing",
+          `The \`api_token\` in the Vault secret \`${mount}/${path}\` does not look like a Proxmox API token (user@realm!tokenid=secret).`,
+        );
+      }
+      return token;
+    },
+    refresh: () => source.refresh(),
+  };
+}
+
+interface Platform {
+  vault: Vault | undefined;
+  gitlabToken: SecretSource;
+  nodes: NodeDirectory | undefined;
+}
+
+/**
+ * Vault first (a bot that cannot read its GitLab token cannot work), then the Proxmox client.
+ * A Proxmox token that cannot be read now is not fatal: the form falls back to VM_NODES and
+ * `/vm capacity` says why.
+ */
+async function connectPlatform(
+  config: Config,
+  options: StartOptions,
+  log: Logger,
+  redactor: Redactor,
+): Promise<Platform> {
+  let vault: Vault | undefined;
+  let gitlabToken = fixedSecret(config.gitlab.token ?? "");
+  if (config.vault) {
+    const settings = config.vault;
+    vault = createVault({
+      addr: settings.addr,
+      auth: settings.auth,
+      kvMount: settings.kvMount,
+      log: log.child({ component: "vault" }),
+      redactor,
+      ...(options.vaultTimeoutMs === undefined ? {} : { timeoutMs: options.vaultTimeoutMs }),
+    });
+    try {
+      await vault.start();
+      if (settings.gitlabPath !== undefined) {
+        gitlabToken = vault.source(settings.gitlabPath, "token");
+        await gitlabToken.get();
+      }
+    } catch (error) {
+      vault.stop();
+      throw new StartupError(`Vault: ${userMessage(error)}`, { cause: error });
+    }
+  }
+  if (config.proxmox.url === undefined) return { vault, gitlabToken, nodes: undefined };
+  let proxmoxToken: SecretSource;
+  if (config.proxmox.token !== undefined) {
+    proxmoxToken = fixedSecret(config.proxmox.token);
+  } else if (vault && config.vault) {
+    proxmoxToken = proxmoxTokenFromVault(vault, config.vault.kvMount, config.vault.proxmoxPath);
+    await proxmoxToken.get().catch((error: unknown) => {
+      log.warn(
+        { err: error },
+        "could not read the Proxmox API token from Vault; /vm capacity and the form's node list will say why until it can",
+      );
+    });
+  } else {
+    throw new StartupError("PROXMOX_URL needs PROXMOX_TOKEN or Vault");
+  }
+  try {
+    const proxmox = createProxmox({
+      url: config.proxmox.url,
+      token: proxmoxToken,
+      caFile: config.proxmox.caFile,
+      insecure: config.proxmox.insecure,
+      log: log.child({ component: "proxmox" }),
+      ...(options.proxmoxTimeoutMs === undefined ? {} : { timeoutMs: options.proxmoxTimeoutMs }),
+    });
+    return { vault, gitlabToken, nodes: createNodeDirectory(proxmox) };
+  } catch (error) {
+    vault?.stop();
+    throw new StartupError(userMessage(error), { cause: error });
+  }
+}
+
 /** Wires every part from a validated configuration and starts serving. */
 export async function startVmbot(
   config: Config,
@@ -55,29 +154,26 @@ export async function startVmbot(
     redactor,
     ...(options.logDestination ? { destination: options.logDestination } : {}),
   });
+  const platform = await connectPlatform(config, options, log, redactor);
   let store: Store;
   try {
     store = openSqliteStore(config.dbPath);
   } catch (error) {
+    platform.vault?.stop();
     throw new StartupError(
       `the store at VMBOT_DB (${config.dbPath}) cannot be opened: ${(error as Error).message}`,
       { cause: error },
     );
   }
-  if (config.vault || config.proxmox.url) {
-    log.warn(
-      "VAULT_* and PROXMOX_* are read but not used by this version: secrets come from the environment and nodes from VM_NODES",
-    );
-  }
   const gitlab = createGitlab({
     url: config.gitlab.url,
-    token: config.gitlab.token ?? "",
+    token: platform.gitlabToken,
     project: config.gitlab.project,
     ref: config.gitlab.ref,
     pipelineParams: config.gitlab.pipelineParams,
     ...(options.gitlabTimeoutMs === undefined ? {} : { timeoutMs: options.gitlabTimeoutMs }),
   });
-  const vmbot = createApp({ config, log, store, gitlab });
+  const vmbot = createApp({ config, log, store, gitlab, nodes: platform.nodes });
   const tracker = createTracker({
     config,
     store,
@@ -173,6 +269,7 @@ export async function startVmbot(
   } catch (error) {
     clearTimeout(retryTimer);
     if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
+    platform.vault?.stop();
     store.close();
     throw error;
   }
@@ -210,6 +307,7 @@ export async function startVmbot(
       if (outcome === "timeout") log.warn("in-flight work did not finish in time; stopping anyway");
       server.closeAllConnections();
       await closed;
+      platform.vault?.stop();
       store.close();
       log.info("stopped");
       log.flush();

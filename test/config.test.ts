@@ -103,7 +103,7 @@ describe("loadConfig", () => {
         "ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
         "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent",
         "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
-        "GITLAB_TOKEN is required: a token with the api scope (this version does not read it from Vault yet)",
+        "GITLAB_TOKEN is required: a token with the api scope (or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault)",
       ]),
     );
   });
@@ -150,18 +150,69 @@ describe("loadConfig", () => {
     );
   });
 
-  it("still needs GITLAB_TOKEN when Vault is configured, since the token is not read from Vault yet", () => {
+  it("reads the GitLab token from Vault instead of GITLAB_TOKEN when VAULT_GITLAB_PATH is set", () => {
+    const config = loadConfig({
+      ...minimal,
+      GITLAB_TOKEN: undefined,
+      VAULT_ADDR: "https://vault.lan:8200/",
+      VAULT_TOKEN: "hvs.TestVaultToken0000000001",
+      VAULT_GITLAB_PATH: "gitlab",
+    });
+    expect(config.gitlab.token).toBeUndefined();
+    expect(config.vault).toEqual({
+      addr: "https://vault.lan:8200",
+      auth: { method: "token", token: "hvs.TestVaultToken0000000001" },
+      kvMount: "secret",
+      proxmoxPath: "proxmox",
+      gitlabPath: "gitlab",
+    });
+    // Without Vault, VAULT_GITLAB_PATH cannot stand in for the token.
+    expect(
+      problemsOf({ ...minimal, GITLAB_TOKEN: undefined, VAULT_GITLAB_PATH: "gitlab" }),
+    ).toEqual([
+      "GITLAB_TOKEN is required: a token with the api scope (or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault)",
+      "VAULT_GITLAB_PATH needs VAULT_ADDR: the GitLab token cannot be read from Vault",
+    ]);
+  });
+
+  it("takes exactly one Vault login: AppRole, Kubernetes or a token", () => {
+    const vault = { ...minimal, VAULT_ADDR: "http://127.0.0.1:8200" };
+    expect(
+      loadConfig({ ...vault, VAULT_ROLE_ID: "role-id", VAULT_SECRET_ID: "secret-id-value" }).vault
+        ?.auth,
+    ).toEqual({ method: "approle", roleId: "role-id", secretId: "secret-id-value" });
+    expect(loadConfig({ ...vault, VAULT_K8S_ROLE: "vmbot" }).vault?.auth).toEqual({
+      method: "kubernetes",
+      role: "vmbot",
+      jwtFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+    });
+    expect(
+      loadConfig({ ...vault, VAULT_K8S_ROLE: "vmbot", VAULT_K8S_TOKEN_FILE: "/run/sa/token" }).vault
+        ?.auth,
+    ).toMatchObject({ jwtFile: "/run/sa/token" });
     expect(
       problemsOf({
-        ...minimal,
-        GITLAB_TOKEN: undefined,
-        VAULT_ADDR: "https://vault.lan:8200/",
+        ...vault,
         VAULT_TOKEN: "hvs.TestVaultToken0000000001",
-        VAULT_GITLAB_PATH: "gitlab",
+        VAULT_K8S_ROLE: "vmbot",
       }),
     ).toEqual([
-      "GITLAB_TOKEN is required: a token with the api scope (this version does not read it from Vault yet)",
+      "only one Vault login may be set, but VAULT_TOKEN and VAULT_K8S_ROLE are: keep the one vmbot should use",
     ]);
+  });
+
+  it("needs a Proxmox token, from the environment or Vault, when PROXMOX_URL is set", () => {
+    expect(problemsOf({ ...minimal, PROXMOX_URL: "https://pve.lan:8006" })).toEqual([
+      "PROXMOX_URL needs an API token: set PROXMOX_TOKEN, or VAULT_ADDR to read it from Vault (VAULT_PROXMOX_PATH, key api_token)",
+    ]);
+    const config = loadConfig({
+      ...minimal,
+      PROXMOX_URL: "https://pve.lan:8006/",
+      VAULT_ADDR: "http://127.0.0.1:8200",
+      VAULT_TOKEN: "hvs.TestVaultToken0000000001",
+    });
+    expect(config.proxmox.url).toBe("https://pve.lan:8006");
+    expect(config.vault?.proxmoxPath).toBe("proxmox");
   });
 
   it("refuses a GitLab address with credentials in it, which would be shown to people", () => {

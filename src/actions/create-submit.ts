@@ -11,6 +11,7 @@ import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import { CREATE_FIELDS, CREATE_MODAL, REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
+import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { requestMessage } from "../views/request-message.js";
 import { pipelineParams, validateVmForm, type VmFormValues } from "../vm/spec.js";
@@ -61,6 +62,43 @@ export interface CreateSubmitDeps {
   store: Store;
   gitlab: GitlabPort;
   log: Logger;
+  /** Live nodes from Proxmox, when PROXMOX_URL is set: the form may have offered them. */
+  nodes?: NodeDirectory | undefined;
+}
+
+/** How long a submission waits for Proxmox to confirm a node it does not know yet. */
+const NODE_CHECK_BUDGET_MS = 1_500;
+
+/**
+ * The nodes a submission may name: VM_NODES, and the nodes Proxmox last reported online (the
+ * form offers those when it can). A node not among them is looked up once more, within a
+ * budget, since the form may have been opened before a restart.
+ */
+async function acceptedNodes(
+  deps: CreateSubmitDeps,
+  chosen: string | undefined,
+): Promise<{ nodes: string[]; offline: string | undefined }> {
+  const configured = deps.config.vm.nodes;
+  let seen = deps.nodes?.last();
+  const known = () => seen?.find((node) => node.name === chosen);
+  if (
+    deps.nodes !== undefined &&
+    chosen !== undefined &&
+    known() === undefined &&
+    !configured.includes(chosen)
+  ) {
+    const fresh = await within(
+      deps.nodes.refresh().catch(() => undefined),
+      NODE_CHECK_BUDGET_MS,
+    );
+    if (fresh !== "late" && fresh !== undefined) seen = fresh;
+  }
+  const online = (seen ?? []).filter((node) => node.status === "online").map((node) => node.name);
+  const node = known();
+  return {
+    nodes: [...new Set([...online, ...configured])],
+    offline: node !== undefined && node.status !== "online" ? node.name : undefined,
+  };
 }
 
 type ViewArgs = SlackViewMiddlewareArgs<ViewSubmitAction> & AllMiddlewareArgs;
@@ -74,10 +112,21 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
     const userId = body.user.id;
     const log = deps.log.child({ user: userId, command: "create" });
     const form = readCreateForm(view.state.values);
+    const accepted = await acceptedNodes(deps, form.node?.trim());
     const result = validateVmForm(form, {
-      nodes: deps.config.vm.nodes,
+      nodes: accepted.nodes,
       templates: deps.config.vm.templates,
     });
+    if (result.ok && accepted.offline !== undefined) {
+      log.info({ node: accepted.offline }, "create form names a node that is not online");
+      await ack({
+        response_action: "errors",
+        errors: fieldErrors({
+          node: `${accepted.offline} is not online in Proxmox now: choose another node.`,
+        }),
+      });
+      return;
+    }
     if (!result.ok) {
       log.info({ fields: Object.keys(result.errors) }, "create form has invalid fields");
       await ack({ response_action: "errors", errors: fieldErrors(result.errors) });

@@ -2,13 +2,61 @@ import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt"
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { createModal, FORM_DEFAULTS } from "../views/create-modal.js";
+import { within, type NodeDirectory } from "../proxmox/directory.js";
+import type { ProxmoxNode } from "../proxmox/proxmox.js";
+import {
+  createModal,
+  FORM_DEFAULTS,
+  liveNodeOptions,
+  type CreateModalOptions,
+} from "../views/create-modal.js";
 import { encodeCreateMetadata } from "../actions/create-submit.js";
 
 export interface CreateCommandDeps {
   config: Config;
   access: Access;
   log: Logger;
+  /** Live nodes from Proxmox, when PROXMOX_URL is set. */
+  nodes?: NodeDirectory | undefined;
+}
+
+/**
+ * How long the form waits for Proxmox's node list. Slack gives the trigger_id three seconds;
+ * the access check runs alongside, and views.open itself needs some of them.
+ */
+export const NODE_LIST_BUDGET_MS = 1_200;
+
+type NodeAnswer = ProxmoxNode[] | "late" | { failed: unknown };
+
+/** The form's node list and its hint, from what Proxmox answered (or did not). */
+function nodeChoice(
+  config: Config,
+  answer: NodeAnswer | undefined,
+): Pick<CreateModalOptions, "nodes" | "nodeHint"> {
+  const configured = { nodes: config.vm.nodes };
+  if (answer === undefined) return configured;
+  if (answer === "late") {
+    return {
+      ...configured,
+      nodeHint:
+        "Proxmox has not answered yet: these are the configured nodes (VM_NODES). The list updates with free CPU and memory when it answers.",
+    };
+  }
+  if ("failed" in answer) {
+    return {
+      ...configured,
+      nodeHint:
+        "Proxmox could not be asked (see /vm capacity for why): these are the configured nodes (VM_NODES).",
+    };
+  }
+  const live = liveNodeOptions(answer, config.vm.nodes);
+  if (live.length === 0) {
+    return {
+      ...configured,
+      nodeHint: "Proxmox reports no online node: these are the configured nodes (VM_NODES).",
+    };
+  }
+  return { nodes: live, nodeHint: "Free CPU and memory, live from Proxmox." };
 }
 
 type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
@@ -21,9 +69,23 @@ export function createCreateCommand(deps: CreateCommandDeps) {
   return async ({ command, ack, client, respond }: CommandArgs, name: string | undefined) => {
     await ack();
     const log = deps.log.child({ user: command.user_id, command: "create" });
+    const live = deps.nodes?.nodes().then(
+      (nodes): NodeAnswer => nodes,
+      (error: unknown): NodeAnswer => ({ failed: error }),
+    );
     // Only a sure "no" stops the form: the trigger_id expires in three seconds, and the
     // submission checks again.
-    if ((await deps.access.decide("requester", command.user_id, 1_000)) === "denied") {
+    const [decision, early] = await Promise.all([
+      deps.access.decide("requester", command.user_id, 1_000),
+      live === undefined ? undefined : within(live, NODE_LIST_BUDGET_MS),
+    ]);
+    if (early !== undefined && early !== "late" && "failed" in early) {
+      log.warn(
+        { err: early.failed },
+        "Proxmox did not give the node list; the form offers VM_NODES",
+      );
+    }
+    if (decision === "denied") {
       log.info("refused /vm create: not a requester");
       await respond({
         response_type: "ephemeral",
@@ -31,27 +93,44 @@ export function createCreateCommand(deps: CreateCommandDeps) {
       });
       return;
     }
-    const view = createModal({
-      nodes: deps.config.vm.nodes,
-      templates: deps.config.vm.templates,
-      defaults: {
-        gateway: deps.config.vm.defaultGateway,
-        dns: deps.config.vm.defaultDns,
-        ...FORM_DEFAULTS,
-      },
-      name: name?.slice(0, 63),
-      privateMetadata: encodeCreateMetadata({
-        channel: deps.config.slack.channel ?? command.channel_id,
-      }),
-    });
+    const form = (answer: NodeAnswer | undefined) =>
+      createModal({
+        ...nodeChoice(deps.config, answer),
+        templates: deps.config.vm.templates,
+        defaults: {
+          gateway: deps.config.vm.defaultGateway,
+          dns: deps.config.vm.defaultDns,
+          ...FORM_DEFAULTS,
+        },
+        name: name?.slice(0, 63),
+        privateMetadata: encodeCreateMetadata({
+          channel: deps.config.slack.channel ?? command.channel_id,
+        }),
+      });
+    let opened: { id: string; hash: string } | undefined;
     try {
-      await client.views.open({ trigger_id: command.trigger_id, view });
+      const result = await client.views.open({ trigger_id: command.trigger_id, view: form(early) });
+      if (result.view?.id !== undefined && result.view.hash !== undefined) {
+        opened = { id: result.view.id, hash: result.view.hash };
+      }
     } catch (error) {
       log.error({ err: error }, "could not open the create form");
       await respond({
         response_type: "ephemeral",
         text: "Slack did not let vmbot open the form in time (the command's trigger expires after 3 seconds). Please run `/vm create` again.",
       });
+      return;
+    }
+    if (early !== "late" || live === undefined || opened === undefined) return;
+    // Proxmox answered after the form opened: show its list now. Slack keeps what was typed,
+    // since no block changes its ID; the hash makes Slack refuse if the form moved on meanwhile.
+    const answer = await live;
+    try {
+      await client.views.update({ view_id: opened.id, hash: opened.hash, view: form(answer) });
+      log.debug("updated the create form with Proxmox's node list");
+    } catch (error) {
+      // Submitted or closed meanwhile: nothing to update.
+      log.debug({ err: error }, "could not update the create form's node list");
     }
   };
 }

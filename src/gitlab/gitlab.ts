@@ -1,11 +1,13 @@
-import { Gitlab } from "@gitbeaker/rest";
+import { Gitlab, GitbeakerRequestError } from "@gitbeaker/rest";
 import { z } from "zod";
+import { VmbotError } from "../errors.js";
+import { fixedSecret, type SecretSource } from "../secrets.js";
 import type { PipelineParams } from "../vm/spec.js";
 import { gitlabError } from "./errors.js";
 import { createRequester, type RetryPolicy } from "./requester.js";
 
-/** A token, or a function that returns the current one (e.g. read from Vault). */
-export type GitlabToken = string | (() => Promise<string>);
+/** A token, or where to read the current one (e.g. Vault, re-read when GitLab refuses it). */
+export type GitlabToken = string | SecretSource;
 
 export const PipelineSchema = z.object({
   id: z.number().int(),
@@ -78,7 +80,51 @@ export interface GitlabPort {
   cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
   /** A file from a job's artifacts, or undefined when the job has none by that path. */
   jobArtifact(jobId: number, path: string): Promise<string | undefined>;
+  /**
+   * The project's Terraform states with their locks. Read through GraphQL: no REST call reads
+   * a lock without taking it.
+   */
+  terraformStates(): Promise<TerraformState[]>;
+  /** Force-unlocks a state through the state API; needs the Maintainer role. */
+  unlockTerraformState(name: string): Promise<void>;
 }
+
+export interface TerraformState {
+  name: string;
+  /** ISO 8601, or null when the state is not locked. */
+  lockedAt: string | null;
+  /** The lock holder's GitLab username, when GitLab knows it. */
+  lockedBy: string | null;
+}
+
+const TerraformStatesSchema = z.object({
+  data: z
+    .object({
+      project: z
+        .object({
+          terraformStates: z.object({
+            nodes: z.array(
+              z.object({
+                name: z.string(),
+                lockedAt: z.string().nullish(),
+                lockedByUser: z.object({ username: z.string() }).nullish(),
+              }),
+            ),
+          }),
+        })
+        .nullable(),
+    })
+    .nullish(),
+  errors: z.array(z.object({ message: z.string() })).optional(),
+});
+
+const TERRAFORM_STATES_QUERY = `query vmbotTerraformStates($path: ID!) {
+  project(fullPath: $path) {
+    terraformStates {
+      nodes { name lockedAt lockedByUser { username } }
+    }
+  }
+}`;
 
 export interface GitlabOptions {
   url: string;
@@ -97,12 +143,32 @@ export function variableKey(inputName: string): string {
 
 export function createGitlab(options: GitlabOptions): GitlabPort {
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const token = typeof options.token === "string" ? fixedSecret(options.token) : options.token;
   const api = new Gitlab({
     host: options.url,
-    token: options.token,
+    token: () => token.get(),
     queryTimeout: timeoutMs,
     requesterFn: createRequester(options.retry),
   });
+
+  /**
+   * Runs a request; when GitLab refuses the token (401) and a re-read gives a different one
+   * (rotated in Vault), runs it once more. GitLab acted on nothing it answered 401 to.
+   */
+  async function withToken<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (
+        error instanceof GitbeakerRequestError &&
+        error.cause?.response.status === 401 &&
+        (await token.refresh().catch(() => false))
+      ) {
+        return run();
+      }
+      throw error;
+    }
+  }
   const context = (doing: string) => ({
     url: options.url,
     project: options.project,
@@ -114,13 +180,29 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
   async function call<T>(doing: string, schema: z.ZodType<T>, run: () => Promise<unknown>) {
     let response: unknown;
     try {
-      response = await run();
+      response = await withToken(run);
     } catch (error) {
       throw gitlabError(error, context(doing));
     }
     const parsed = schema.safeParse(response);
     if (!parsed.success) throw gitlabError(parsed.error, context(doing));
     return parsed.data;
+  }
+
+  let fullPath: Promise<string> | undefined;
+  /** GraphQL names projects by path; GITLAB_PROJECT may be a numeric ID. */
+  function projectPath(): Promise<string> {
+    if (!/^\d+$/.test(options.project)) return Promise.resolve(options.project);
+    fullPath ??= call("read the project", z.object({ path_with_namespace: z.string() }), () =>
+      api.Projects.show(options.project),
+    ).then(
+      (project) => project.path_with_namespace,
+      (error: unknown) => {
+        fullPath = undefined;
+        throw error;
+      },
+    );
+    return fullPath;
   }
   const toSummary = (p: z.infer<typeof PipelineListItemSchema>): PipelineSummary => ({
     id: p.id,
@@ -180,10 +262,9 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async jobArtifact(jobId, path) {
       try {
-        const body: unknown = await api.JobArtifacts.downloadArchive(options.project, {
-          jobId,
-          artifactPath: path,
-        });
+        const body: unknown = await withToken(() =>
+          api.JobArtifacts.downloadArchive(options.project, { jobId, artifactPath: path }),
+        );
         // The requester hands text/* over as a string, JSON already parsed, the rest as a Blob.
         if (typeof body === "string") return body;
         if (body instanceof Blob) return await body.text();
@@ -191,6 +272,62 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       } catch (error) {
         const mapped = gitlabError(error, context(`read ${path} from job #${jobId}`));
         if (mapped.code === "gitlab_not_found") return undefined;
+        throw mapped;
+      }
+    },
+
+    async terraformStates() {
+      const path = await projectPath();
+      const doing = "read the project's Terraform states";
+      const answer = await call(doing, TerraformStatesSchema, async () => {
+        // Through gitbeaker's own requester (token, timeout, retries): GraphQL lives beside /api/v4.
+        const response = await api.Projects.requester.post("../graphql", {
+          body: { query: TERRAFORM_STATES_QUERY, variables: { path } },
+        });
+        return response.body;
+      });
+      if (answer.errors !== undefined && answer.errors.length > 0) {
+        throw gitlabError(
+          new Error(answer.errors.map((error) => error.message).join("; ")),
+          context(doing),
+        );
+      }
+      const project = answer.data?.project;
+      if (project === undefined || project === null) {
+        throw new VmbotError(
+          "gitlab_project_not_found",
+          `GitLab has no project \`${path}\` that the bot's token can see: check GITLAB_PROJECT, and that the token's user is a member of the project.`,
+        );
+      }
+      return project.terraformStates.nodes.map((state) => ({
+        name: state.name,
+        lockedAt: state.lockedAt ?? null,
+        lockedBy: state.lockedByUser?.username ?? null,
+      }));
+    },
+
+    async unlockTerraformState(name) {
+      const doing = `unlock the Terraform state ${name}`;
+      try {
+        await withToken(() =>
+          api.ProjectTerraformState.removeTerraformStateLock(options.project, name),
+        );
+      } catch (error) {
+        const mapped = gitlabError(error, context(doing));
+        if (mapped.code === "gitlab_forbidden") {
+          throw new VmbotError(
+            "gitlab_forbidden",
+            `GitLab did not let the bot unlock the Terraform state \`${name}\` (403 Forbidden): unlocking needs the Maintainer role on the project for the bot's token.`,
+            { cause: error },
+          );
+        }
+        if (mapped.code === "gitlab_not_found") {
+          throw new VmbotError(
+            "gitlab_state_not_found",
+            `GitLab has no Terraform state \`${name}\` in the project (404 Not Found).`,
+            { cause: error },
+          );
+        }
         throw mapped;
       }
     },
@@ -219,7 +356,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       };
       let response: unknown;
       try {
-        response = await api.Pipelines.create(options.project, options.ref, body);
+        response = await withToken(() => api.Pipelines.create(options.project, options.ref, body));
       } catch (error) {
         throw gitlabError(error, context("create the pipeline"));
       }

@@ -1,14 +1,24 @@
 import type { types } from "@slack/bolt";
 import type { VmTemplate } from "../config.js";
 import { CREATE_FIELDS, CREATE_MODAL, type CreateField } from "../ids.js";
+import type { ProxmoxNode } from "../proxmox/proxmox.js";
 import { LIMITS } from "../vm/spec.js";
 
 type ModalView = types.ModalView;
 type KnownBlock = types.KnownBlock;
 type InputBlock = types.InputBlock;
 
+/** A node the form offers: its name, and what the option shows (e.g. its free resources). */
+export interface NodeOption {
+  value: string;
+  label: string;
+}
+
 export interface CreateModalOptions {
-  nodes: readonly string[];
+  /** Node names (VM_NODES) or live options from Proxmox, the default first. */
+  nodes: readonly (string | NodeOption)[];
+  /** Under the node list: where it comes from when that is worth saying. */
+  nodeHint?: string;
   templates: readonly VmTemplate[];
   defaults: { gateway: string; dns: string; cores: number; memoryMb: number; diskGb: number };
   /** Prefilled from `/vm create <name>`. */
@@ -74,18 +84,16 @@ const select =
 
 /** The `/vm create` form: every field of the platform's inputs, with its defaults. */
 export function createModal(options: CreateModalOptions): ModalView {
+  const nodeOptions = options.nodes.map((node) =>
+    typeof node === "string" ? { value: node, label: node } : node,
+  );
   const blocks: KnownBlock[] = [
     input("name", "Name", text(options.name, "web-01", LIMITS.nameLength), {
       hint: "Hostname and Proxmox name: a-z, 0-9 and -, up to 63 characters.",
     }),
-    input(
-      "node",
-      "Proxmox node",
-      select(
-        options.nodes.map((node) => ({ value: node, label: node })),
-        options.nodes[0],
-      ),
-    ),
+    input("node", "Proxmox node", select(nodeOptions, nodeOptions[0]?.value), {
+      ...(options.nodeHint === undefined ? {} : { hint: options.nodeHint }),
+    }),
     input(
       "template",
       "Template",
@@ -123,4 +131,43 @@ export function createModal(options: CreateModalOptions): ModalView {
     private_metadata: options.privateMetadata,
     blocks,
   };
+}
+
+const freeCores = (node: ProxmoxNode) =>
+  node.cores === undefined || node.cpu === undefined ? undefined : node.cores * (1 - node.cpu);
+const freeMemory = (node: ProxmoxNode) =>
+  node.memTotal === undefined || node.memUsed === undefined
+    ? undefined
+    : node.memTotal - node.memUsed;
+
+/** `pve1 — 5.4 of 8 cores, 20.1 GiB free`: what a person choosing a node wants to know. */
+export function nodeLabel(node: ProxmoxNode): string {
+  const cpu = freeCores(node);
+  const memory = freeMemory(node);
+  const parts = [
+    cpu === undefined || node.cores === undefined
+      ? undefined
+      : `${cpu.toFixed(1)} of ${node.cores} cores`,
+    memory === undefined ? undefined : `${(memory / 1024 ** 3).toFixed(1)} GiB`,
+  ].filter((part) => part !== undefined);
+  return parts.length === 0 ? node.name : `${node.name} — ${parts.join(", ")} free`;
+}
+
+/**
+ * The form's node options from Proxmox: online nodes only, by name, with the default first —
+ * the first of VM_NODES when it is online, else the one with the most free memory.
+ */
+export function liveNodeOptions(
+  nodes: readonly ProxmoxNode[],
+  configured: readonly string[],
+): NodeOption[] {
+  const online = nodes
+    .filter((node) => node.status === "online")
+    .sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+  const preferred =
+    online.find((node) => node.name === configured[0]) ??
+    [...online].sort((a, b) => (freeMemory(b) ?? 0) - (freeMemory(a) ?? 0))[0];
+  const ordered =
+    preferred === undefined ? online : [preferred, ...online.filter((node) => node !== preferred)];
+  return ordered.map((node) => ({ value: node.name, label: nodeLabel(node) }));
 }

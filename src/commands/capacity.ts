@@ -1,0 +1,66 @@
+import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt";
+import type { Access } from "../access.js";
+import { userMessage } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { NodeDirectory } from "../proxmox/directory.js";
+import { capacityFailure, capacityMessage } from "../views/capacity.js";
+
+export interface CapacityDeps {
+  access: Access;
+  log: Logger;
+  /** Live nodes from Proxmox; undefined when PROXMOX_URL is not set. */
+  nodes?: NodeDirectory | undefined;
+  now?: () => Date;
+}
+
+type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
+
+/**
+ * `/vm capacity [public]`: every Proxmox node with its load, to the asker only, or to the
+ * channel with `public`. Open to whoever may ask for VMs.
+ */
+export function createCapacityCommand(deps: CapacityDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async ({ command, ack, respond }: CommandArgs, arg: string | undefined) => {
+    const visibility = arg?.toLowerCase();
+    if (visibility !== undefined && visibility !== "public") {
+      await ack({
+        response_type: "ephemeral",
+        ...capacityFailure(
+          "Usage: `/vm capacity` shows it to you; `/vm capacity public` posts it in the channel.",
+        ),
+      });
+      return;
+    }
+    if (deps.nodes === undefined) {
+      await ack({
+        response_type: "ephemeral",
+        ...capacityFailure(
+          "Proxmox is not configured: an admin sets PROXMOX_URL, and the API token in PROXMOX_TOKEN or in Vault.",
+        ),
+      });
+      return;
+    }
+    await ack();
+    const log = deps.log.child({ user: command.user_id, command: "capacity" });
+    if (!(await deps.access.allows("requester", command.user_id))) {
+      await respond({
+        response_type: "ephemeral",
+        ...capacityFailure(
+          "Capacity is shown to the people who may ask for VMs (REQUESTERS), and you are not on that list.",
+        ),
+      });
+      return;
+    }
+    try {
+      const nodes = await deps.nodes.nodes();
+      await respond({
+        response_type: visibility === "public" ? "in_channel" : "ephemeral",
+        ...capacityMessage({ nodes, source: deps.nodes.proxmox.url, at: now() }),
+      });
+    } catch (error) {
+      log.warn({ err: error }, "could not read the nodes' capacity");
+      await respond({ response_type: "ephemeral", ...capacityFailure(userMessage(error)) });
+    }
+  };
+}

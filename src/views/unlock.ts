@@ -1,0 +1,149 @@
+import type { types } from "@slack/bolt";
+import type { TerraformState } from "../gitlab/gitlab.js";
+import { UNLOCK_ACTIONS_BLOCK, UNLOCK_CANCEL, UNLOCK_CONFIRM } from "../ids.js";
+import { escapeMrkdwn } from "../slack/mrkdwn.js";
+
+type KnownBlock = types.KnownBlock;
+
+export interface Reply {
+  text: string;
+  blocks: KnownBlock[];
+}
+
+/** What the Force-unlock button carries: the state, and the lock the admin was shown. */
+export interface UnlockTarget {
+  state: string;
+  lockedAt: string;
+}
+
+/** `3 h 12 min`, `45 s`, `2 d 3 h`: a lock's age at a glance. */
+export function age(fromIso: string, now: Date): string {
+  const seconds = Math.max(0, Math.floor((now.getTime() - Date.parse(fromIso)) / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}
+
+const code = (name: string) => `\`${escapeMrkdwn(name).replace(/`/g, "'")}\``;
+const holderOf = (state: TerraformState) =>
+  state.lockedBy === null ? "someone GitLab does not name" : escapeMrkdwn(state.lockedBy);
+const when = (iso: string) =>
+  `<!date^${Math.floor(Date.parse(iso) / 1000)}^{date_short_pretty} {time}|${iso}>`;
+
+const section = (text: string): KnownBlock => ({ type: "section", text: { type: "mrkdwn", text } });
+
+export function notLocked(state: string): Reply {
+  const text = `:unlock: The Terraform state ${code(state)} is not locked. Nothing to do.`;
+  return { text, blocks: [section(text)] };
+}
+
+export function stateMissing(state: string, project: string, known: readonly string[]): Reply {
+  const names = known.slice(0, 20).map(code).join(", ");
+  const others =
+    known.length === 0
+      ? "It has no Terraform states yet."
+      : `Its states: ${names}${known.length > 20 ? ` and ${known.length - 20} more` : ""}.`;
+  const text = `GitLab has no Terraform state ${code(state)} in ${code(project)}. ${others}`;
+  return { text, blocks: [section(text)] };
+}
+
+/**
+ * The lock, and a Force-unlock button behind Slack's confirmation dialog that names the
+ * state, the holder, the lock's age and what a force-unlock risks.
+ */
+export function unlockPrompt(state: TerraformState & { lockedAt: string }, now: Date): Reply {
+  const holder = holderOf(state);
+  const held = age(state.lockedAt, now);
+  const text = `:lock: The Terraform state ${code(state.name)} is locked by *${holder}* since ${when(state.lockedAt)} (${held} ago).`;
+  const target: UnlockTarget = { state: state.name, lockedAt: state.lockedAt };
+  return {
+    text: `The Terraform state ${state.name} is locked by ${state.lockedBy ?? "an unknown holder"} (${held}).`,
+    blocks: [
+      section(text),
+      {
+        type: "context",
+        elements: [
+          {
+            type: "mrkdwn",
+            text: "A lock means a Terraform run is writing the state, or one died without releasing it. Force-unlock only when no pipeline is running against this state.",
+          },
+        ],
+      },
+      {
+        type: "actions",
+        block_id: UNLOCK_ACTIONS_BLOCK,
+        elements: [
+          {
+            type: "button",
+            action_id: UNLOCK_CONFIRM,
+            style: "danger",
+            text: { type: "plain_text", text: "Force-unlock", emoji: true },
+            value: JSON.stringify(target),
+            confirm: {
+              title: { type: "plain_text", text: `Force-unlock ${state.name}?`.slice(0, 100) },
+              text: {
+                type: "plain_text",
+                text: `${state.lockedBy ?? "The holder"}'s lock is ${held} old. If a job still runs against ${state.name}, a second run can write over it and corrupt the state.`.slice(
+                  0,
+                  300,
+                ),
+              },
+              confirm: { type: "plain_text", text: "Force-unlock" },
+              deny: { type: "plain_text", text: "Keep the lock" },
+              style: "danger",
+            },
+          },
+          {
+            type: "button",
+            action_id: UNLOCK_CANCEL,
+            text: { type: "plain_text", text: "Cancel", emoji: true },
+            value: JSON.stringify(target),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export function leftLocked(state: string): Reply {
+  const text = `:lock: Left the Terraform state ${code(state)} locked. Nothing changed.`;
+  return { text, blocks: [section(text)] };
+}
+
+export function lockChanged(state: string): Reply {
+  const text = `The lock on ${code(state)} is no longer the one you were shown, so vmbot did not unlock it. Run \`/vm unlock ${escapeMrkdwn(state)}\` again to see who holds it now.`;
+  return { text, blocks: [section(text)] };
+}
+
+export function alreadyUnlocked(state: string): Reply {
+  const text = `:unlock: The Terraform state ${code(state)} was unlocked meanwhile. Nothing to do.`;
+  return { text, blocks: [section(text)] };
+}
+
+export function stillLocked(state: string): Reply {
+  const text = `:warning: GitLab accepted the unlock, but ${code(state)} is locked again, probably by a new Terraform run. Check the project's running pipelines.`;
+  return { text, blocks: [section(text)] };
+}
+
+export function unlocked(state: string): Reply {
+  const text = `:unlock: Unlocked the Terraform state ${code(state)}; GitLab confirms it is free. The channel has been told.`;
+  return { text, blocks: [section(text)] };
+}
+
+/** The channel's record: who unlocked which state, whose lock it was, and how old. */
+export function unlockedNotice(
+  admin: string,
+  state: TerraformState & { lockedAt: string },
+  now: Date,
+): Reply {
+  const text = `:unlock: <@${admin}> force-unlocked the Terraform state ${code(state.name)}, locked by *${holderOf(state)}* since ${when(state.lockedAt)} (${age(state.lockedAt, now)}).`;
+  return { text, blocks: [section(text)] };
+}
+
+export function failure(message: string): Reply {
+  const text = `:warning: ${message}`;
+  return { text, blocks: [section(text)] };
+}
