@@ -115,6 +115,11 @@ export interface BlockActionInput extends DeliveryOptions {
   triggerId?: string;
   /** State of the surface's inputs at the time of the click. */
   values?: ViewStateValues;
+  /**
+   * The message is ephemeral (posted through a response_url): Slack marks the container so and
+   * sends no `message` object, since it keeps no copy of ephemeral messages.
+   */
+  ephemeral?: boolean;
 }
 
 export interface SlackSigner {
@@ -374,10 +379,10 @@ function actionSurface(
           type: "message",
           message_ts: input.message.ts,
           channel_id: channelId,
-          is_ephemeral: false,
+          is_ephemeral: input.ephemeral === true,
         },
         channel: { id: channelId, name: input.channelName ?? channelId.toLowerCase() },
-        message: messageObject(input.message, ctx.team.id),
+        ...(input.ephemeral === true ? {} : { message: messageObject(input.message, ctx.team.id) }),
         state: { values: structuredClone(values) },
         response_url: ctx.slack.issueResponseUrl(),
       },
