@@ -66,35 +66,28 @@ export interface CreateSubmitDeps {
   nodes?: NodeDirectory | undefined;
 }
 
-/** How long a submission waits for Proxmox to confirm a node it does not know yet. */
+/** How long a submission waits for Proxmox's node list (it is usually cached from the form). */
 const NODE_CHECK_BUDGET_MS = 1_500;
 
 /**
- * The nodes a submission may name: VM_NODES, and the nodes Proxmox last reported online (the
- * form offers those when it can). A node not among them is looked up once more, within a
- * budget, since the form may have been opened before a restart.
+ * The nodes a submission may name: VM_NODES, and the nodes Proxmox reports online (the form
+ * offers those when it can); and the chosen node, when Proxmox reports it is not online. When
+ * Proxmox does not answer within the budget, VM_NODES stands.
  */
 async function acceptedNodes(
   deps: CreateSubmitDeps,
   chosen: string | undefined,
 ): Promise<{ nodes: string[]; offline: string | undefined }> {
   const configured = deps.config.vm.nodes;
-  let seen = deps.nodes?.last();
-  const known = () => seen?.find((node) => node.name === chosen);
-  if (
-    deps.nodes !== undefined &&
-    chosen !== undefined &&
-    known() === undefined &&
-    !configured.includes(chosen)
-  ) {
-    const fresh = await within(
-      deps.nodes.refresh().catch(() => undefined),
-      NODE_CHECK_BUDGET_MS,
-    );
-    if (fresh !== "late" && fresh !== undefined) seen = fresh;
-  }
-  const online = (seen ?? []).filter((node) => node.status === "online").map((node) => node.name);
-  const node = known();
+  if (deps.nodes === undefined || chosen === undefined)
+    return { nodes: configured, offline: undefined };
+  const answer = await within(
+    deps.nodes.nodes().catch(() => undefined),
+    NODE_CHECK_BUDGET_MS,
+  );
+  const seen = answer === "late" || answer === undefined ? [] : answer;
+  const online = seen.filter((node) => node.status === "online").map((node) => node.name);
+  const node = seen.find((candidate) => candidate.name === chosen);
   return {
     nodes: [...new Set([...online, ...configured])],
     offline: node !== undefined && node.status !== "online" ? node.name : undefined,

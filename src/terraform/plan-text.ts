@@ -184,6 +184,8 @@ const DEPOSED = /^(.+) \(deposed object ([^)\s]+)\)$/;
 const REASON_COMMENT = /^\s*#\s*\((.+)\)$/;
 const WARNING_COMMENT = /^\s*#\s*Warning: (.+)$/;
 const MARKER = /^\s*(?:(-\/\+|\+\/-|<=|[+~-])\s+)?(resource|data) "([^"]+)" "([^"]+)" \{/;
+/** What a `MARKER` line can start with, after its indentation; it holds `" {` further on. */
+const MARKER_FIRST_CHARACTERS = new Set(["-", "+", "<", "~", "r", "d"]);
 const FORCES_REPLACEMENT = /#\s*forces replacement\s*$/;
 const ATTRIBUTE_NAME = /^\s*(?:(?:-\/\+|\+\/-|[+~-])\s+)?("(?:[^"\\]|\\.)*"|[\w.-]+)\s*(?:=|\{)/;
 const PLAN_LINE =
@@ -221,12 +223,21 @@ interface DiagnosticState {
   sawDetailText: boolean;
 }
 
+/**
+ * A copy of text read from a line, for keeping. A substring shares its parent's memory, and each
+ * line is a piece of a chunk of the log: keeping an address as it was cut out would keep that
+ * whole chunk alive, and over a long log nearly every chunk.
+ */
+function detached(text: string): string {
+  return structuredClone(text);
+}
+
 function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
   const lines = [...state.detail];
   while (lines.length > 0 && lines[0]?.trim() === "") lines.shift();
   while (lines.length > 0 && lines[lines.length - 1]?.trim() === "") lines.pop();
   if (state.truncated) lines.push("…");
-  return { summary: state.summary, detail: lines.join("\n") };
+  return { summary: detached(state.summary), detail: detached(lines.join("\n")) };
 }
 
 function resourceReason(state: ResourceState): string | undefined {
@@ -369,7 +380,7 @@ export function createPlanTextParser(): PlanTextParser {
     if (meaning === undefined) return;
     headingsSincePlanLine += 1;
     const deposed = DEPOSED.exec(rawAddress);
-    const address = deposed?.[1] ?? rawAddress;
+    const address = detached(deposed?.[1] ?? rawAddress);
     if (meaning.action === "forget") {
       forgotten.push(address);
       current = undefined;
@@ -377,7 +388,7 @@ export function createPlanTextParser(): PlanTextParser {
       return;
     }
     const resource: PlanResource = { address, action: meaning.action };
-    if (deposed?.[2] !== undefined) resource.deposed = deposed[2];
+    if (deposed?.[2] !== undefined) resource.deposed = detached(deposed[2]);
     if (phrase === "will be imported") resource.importing = true;
     const state: ResourceState = { resource, comments: [], forcedBy: [] };
     if (meaning.reason !== undefined) state.headingReason = meaning.reason;
@@ -397,7 +408,8 @@ export function createPlanTextParser(): PlanTextParser {
   };
 
   const line = (raw: string) => {
-    const text = raw.replace(/\r$/, "").trimEnd();
+    // trimEnd also drops the `\r` of a `\r\n` line end.
+    const text = raw.trimEnd();
 
     if (diagnostic !== undefined) {
       const handled = diagnostic.framed
@@ -406,12 +418,16 @@ export function createPlanTextParser(): PlanTextParser {
       if (handled) return;
     }
 
-    const trimmed = text.trim();
+    // Every pattern below is anchored after optional leading space (or at the very start), so the
+    // first character that is not space decides which of them can match at all: most lines of a
+    // plan (attributes, runner output) are ruled out without running any of them.
+    const trimmed = text.trimStart();
+    const first = trimmed.charAt(0);
     if (trimmed === "╷") {
       openDiagnostic(true);
       return;
     }
-    const boxed = BOX_CONTENT.exec(text);
+    const boxed = first === "│" ? BOX_CONTENT.exec(text) : null;
     const boxedHeading = boxed === null ? null : PLAIN_DIAGNOSTIC.exec(boxed[1] ?? "");
     if (boxedHeading !== null) {
       // A frame whose top was cut off.
@@ -422,23 +438,23 @@ export function createPlanTextParser(): PlanTextParser {
       );
       return;
     }
-    const plain = PLAIN_DIAGNOSTIC.exec(text);
+    const plain = first === "E" || first === "W" ? PLAIN_DIAGNOSTIC.exec(text) : null;
     if (plain !== null) {
       openDiagnostic(false, plain[1] === "Error" ? "Error" : "Warning", (plain[2] ?? "").trim());
       return;
     }
 
-    const plan = PLAN_LINE.exec(text);
+    const plan = first === "P" ? PLAN_LINE.exec(text) : null;
     if (plan !== null) {
       planLine(text, plan);
       return;
     }
-    if (NO_CHANGES.test(text)) {
+    if (first === "N" && NO_CHANGES.test(text)) {
       noChangesSeen = true;
       current = undefined;
       return;
     }
-    if (OUTPUTS_HEADER.test(text)) {
+    if (first === "C" && OUTPUTS_HEADER.test(text)) {
       inOutputs = true;
       current = undefined;
       afterHeading = false;
@@ -449,7 +465,7 @@ export function createPlanTextParser(): PlanTextParser {
       if (entry !== null) {
         const action = OUTPUT_SYMBOLS[entry[1] ?? ""];
         if (action !== undefined && entry[2] !== undefined)
-          outputChanges.push({ name: entry[2], action });
+          outputChanges.push({ name: detached(entry[2]), action });
         return;
       }
       if (trimmed !== "" && /^\s/.test(text)) return;
@@ -457,17 +473,19 @@ export function createPlanTextParser(): PlanTextParser {
       if (trimmed === "") return;
     }
 
-    const found = HEADING.exec(text);
+    // Headings and the `# (reason)` comments under them are comments: they start with `#`.
+    const comment = first === "#";
+    const found = comment ? HEADING.exec(text) : null;
     if (found !== null) {
       heading(found[1] ?? "", found[2] ?? "");
       return;
     }
-    const moved = MOVED_HEADING.exec(text);
+    const moved = comment ? MOVED_HEADING.exec(text) : null;
     if (moved?.[2] !== undefined) {
       headingsSincePlanLine += 1;
       const state: ResourceState = {
-        resource: { address: moved[2], action: "no-op" },
-        comments: [`moved from ${moved[1] ?? ""}`],
+        resource: { address: detached(moved[2]), action: "no-op" },
+        comments: [detached(`moved from ${moved[1] ?? ""}`)],
         forcedBy: [],
       };
       resources.push(state);
@@ -475,24 +493,24 @@ export function createPlanTextParser(): PlanTextParser {
       afterHeading = true;
       return;
     }
-    if (OTHER_HEADING.test(text)) {
+    if (comment && OTHER_HEADING.test(text)) {
       current = undefined;
       afterHeading = false;
       return;
     }
     if (current === undefined) return;
 
-    if (afterHeading) {
-      const comment = REASON_COMMENT.exec(text) ?? WARNING_COMMENT.exec(text);
-      if (comment?.[1] !== undefined) {
-        const reason = comment[1];
+    if (afterHeading && comment) {
+      const reason = (REASON_COMMENT.exec(text) ?? WARNING_COMMENT.exec(text))?.[1];
+      if (reason !== undefined) {
         if (/^imported from |^will be imported first$/.test(reason))
           current.resource.importing = true;
-        current.comments.push(reason);
+        current.comments.push(detached(reason));
         return;
       }
     }
-    const mark = MARKER.exec(text);
+    const mark =
+      MARKER_FIRST_CHARACTERS.has(first) && text.includes('" {') ? MARKER.exec(text) : null;
     if (mark !== null) {
       const [, symbol, , type, name] = mark;
       if (afterHeading && current.resource.address.includes(`${type ?? ""}.${name ?? ""}`)) {
@@ -502,15 +520,21 @@ export function createPlanTextParser(): PlanTextParser {
       return;
     }
     afterHeading = false;
-    if (FORCES_REPLACEMENT.test(text)) {
-      current.forcedBy.push(ATTRIBUTE_NAME.exec(text)?.[1] ?? "");
+    if (text.endsWith("forces replacement") && FORCES_REPLACEMENT.test(text)) {
+      current.forcedBy.push(detached(ATTRIBUTE_NAME.exec(text)?.[1] ?? ""));
       if (current.resource.action !== "replace") current.resource.action = "replace";
     }
   };
 
   return {
     push(chunk) {
-      for (const piece of chunk.split("\n")) line(piece);
+      // Usually one line; several when a whole text is given (`parsePlanText`).
+      let from = 0;
+      for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", from)) {
+        line(chunk.slice(from, end));
+        from = end + 1;
+      }
+      line(from === 0 ? chunk : chunk.slice(from));
     },
     result() {
       const listed = resources.map((state) => {

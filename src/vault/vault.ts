@@ -110,6 +110,8 @@ export function createVault(options: VaultOptions): Vault {
       auth.method === "approle"
         ? await client.approleLogin({ role_id: auth.roleId, secret_id: auth.secretId })
         : await client.kubernetesLogin({
+            // node-vault builds this path from the arguments alone: without it, /auth//login.
+            mount_point: "kubernetes",
             role: auth.role,
             jwt: await serviceAccountToken(auth.jwtFile),
           })

@@ -11,6 +11,7 @@ import {
   type FakeProjectOptions,
   type InputSpec,
 } from "../fakes/gitlab.js";
+import { startFakeProxmox, type FakeProxmox, type FakeProxmoxOptions } from "../fakes/proxmox.js";
 import { createSlackSigner, stateValuesFor, type SlackSigner } from "../fakes/slack-signer.js";
 import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
 import { captureLogs } from "./logs.js";
@@ -64,6 +65,8 @@ export function fakeBotEnv(
 export interface Harness {
   slack: FakeSlack;
   gitlab: FakeGitlab;
+  /** Started when the options ask for it; the bot then has PROXMOX_URL and PROXMOX_TOKEN. */
+  proxmox: FakeProxmox | undefined;
   bot: RunningVmbot;
   signer: SlackSigner;
   config: Config;
@@ -76,6 +79,9 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   project?: Partial<FakeProjectOptions>;
   gitlabTimeoutMs?: number;
+  /** Starts a fake Proxmox (its token defaults to the test token) and points the bot at it. */
+  proxmox?: Partial<FakeProxmoxOptions> | true;
+  proxmoxTimeoutMs?: number;
 }
 
 /**
@@ -88,11 +94,21 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     token: TEST_SECRETS.gitlabToken,
     projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS, ...options.project }],
   });
+  const proxmox =
+    options.proxmox === undefined
+      ? undefined
+      : await startFakeProxmox({
+          token: TEST_SECRETS.proxmoxToken,
+          ...(options.proxmox === true ? {} : options.proxmox),
+        });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-it-"));
   const config = loadConfig(
     fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
       // Tests run the tracker's passes themselves (bot.tracker.tick()).
       POLL_INTERVAL_MS: "3600000",
+      ...(proxmox === undefined
+        ? {}
+        : { PROXMOX_URL: proxmox.url, PROXMOX_TOKEN: TEST_SECRETS.proxmoxToken }),
       ...options.env,
     }),
   );
@@ -100,6 +116,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const bot = await startVmbot(config, {
     logDestination: captured.stream,
     gitlabTimeoutMs: options.gitlabTimeoutMs ?? 5_000,
+    proxmoxTimeoutMs: options.proxmoxTimeoutMs ?? 3_000,
   });
   const baseUrl = `http://127.0.0.1:${bot.port}`;
   const signer = createSlackSigner({
@@ -110,6 +127,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   return {
     slack,
     gitlab,
+    proxmox,
     bot,
     signer,
     config,
@@ -117,7 +135,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     baseUrl,
     async close() {
       await bot.stop(2_000);
-      await Promise.all([slack.close(), gitlab.close()]);
+      await Promise.all([slack.close(), gitlab.close(), proxmox?.close()]);
       rmSync(dir, { recursive: true, force: true });
     },
   };
