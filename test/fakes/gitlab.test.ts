@@ -10,10 +10,12 @@ import { describeWithFixtures, readFixture, readFixtureJson } from "../support/f
 import { TEST_SECRETS } from "../support/secrets.js";
 import {
   startFakeGitlab,
+  terraformLockInfo,
   type FakeGitlab,
   type FakeGitlabOptions,
   type FakeProjectOptions,
   type JobStatus,
+  type TerraformLockInfo,
 } from "./gitlab.js";
 import {
   ansibleExitCode,
@@ -1735,5 +1737,513 @@ describeWithFixtures("fake GitLab webhooks against GitLab's recorded payloads", 
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe("fake GitLab: Terraform state", () => {
+  const NOW = new Date("2026-03-02T10:15:30.123Z");
+  const alice = { id: 21, username: "alice", name: "Alice Example" };
+
+  function startWithStates(role: FakeProjectOptions["role"] = "maintainer") {
+    return start({ projects: [{ ...project, role }], users: [alice], now: () => NOW });
+  }
+
+  function stateUrl(fakeGitlab: FakeGitlab, name: string, suffix = ""): string {
+    return `${fakeGitlab.url}/api/v4/projects/7/terraform/state/${encodeURIComponent(name)}${suffix}`;
+  }
+
+  /** The credentials Terraform's http backend sends: the token as a Basic password. */
+  function basicAuth(fakeGitlab: FakeGitlab, password: string = token): Record<string, string> {
+    const credentials = Buffer.from(`${fakeGitlab.user.username}:${password}`).toString("base64");
+    return { authorization: `Basic ${credentials}` };
+  }
+
+  /** What Terraform's http backend sends to lock a state. */
+  function postLock(fakeGitlab: FakeGitlab, name: string, info: Partial<TerraformLockInfo>) {
+    return fetch(stateUrl(fakeGitlab, name, "/lock"), {
+      method: "POST",
+      headers: { ...basicAuth(fakeGitlab), "content-type": "application/json" },
+      body: JSON.stringify(info),
+    });
+  }
+
+  const STATES_QUERY = `query TerraformStates($fullPath: ID!) {
+  project(fullPath: $fullPath) {
+    terraformStates {
+      count
+      nodes { id name lockedAt lockedByUser { username name } createdAt updatedAt }
+    }
+  }
+}`;
+
+  async function graphql(
+    fakeGitlab: FakeGitlab,
+    query: string,
+    variables: Record<string, unknown> = {},
+    headers: Record<string, string> = { authorization: `Bearer ${token}` },
+  ): Promise<{ status: number; contentType: string | null; body: unknown }> {
+    const response = await fetch(`${fakeGitlab.url}/api/graphql`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ query, variables }),
+    });
+    return {
+      status: response.status,
+      contentType: response.headers.get("content-type"),
+      body: await response.json(),
+    };
+  }
+
+  it("locks a state as Terraform's http backend does, and answers a second lock with 409 and the holder's lock", async () => {
+    const { fake } = await startWithStates();
+    const first = terraformLockInfo({ ID: "8d2a6c1e-4f0b-4a51-9d0e-2b7c3f5e9a10" });
+    const locked = await postLock(fake, "web-01", first);
+    expect(locked.status).toBe(200);
+    expect(locked.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    // GitLab stores the ID and answers with its own user and clock for `Who` and `Created`.
+    expect(JSON.parse(await locked.text())).toStrictEqual({
+      Operation: "OperationTypeApply",
+      Info: "",
+      Version: "1.9.8",
+      Path: "",
+      ID: first.ID,
+      Who: "vmbot",
+      Created: "2026-03-02T10:15:30.123Z",
+    });
+    expect(fake.terraformState(7, "web-01")).toMatchObject({
+      name: "web-01",
+      latestVersion: null,
+      lock: { id: first.ID, user: { username: "vmbot" }, lockedAt: "2026-03-02T10:15:30.123Z" },
+    });
+    // Locking created the state, without a file yet.
+    const empty = await fetch(stateUrl(fake, "web-01"), { headers: basicAuth(fake) });
+    expect(empty.status).toBe(204);
+
+    const second = terraformLockInfo({ Operation: "OperationTypePlan", Who: "dev@laptop" });
+    const conflict = await postLock(fake, "web-01", second);
+    expect(conflict.status).toBe(409);
+    // The holder's ID, user and time; the rest is echoed from the refused request.
+    expect(JSON.parse(await conflict.text())).toStrictEqual({
+      Operation: "OperationTypePlan",
+      Info: "",
+      Version: "1.9.8",
+      Path: "",
+      ID: first.ID,
+      Who: "vmbot",
+      Created: "2026-03-02T10:15:30.123Z",
+    });
+    expect(fake.terraformState(7, "web-01")?.lock?.id).toBe(first.ID);
+  });
+
+  it("answers a lock request without Terraform's lock info as Grape does", async () => {
+    const { fake } = await startWithStates();
+    const response = await postLock(fake, "web-01", { ID: "x".repeat(256), Who: "dev@laptop" });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toStrictEqual({
+      error:
+        "ID ID must be less than 255 characters, Operation is missing, Info is missing, Version is missing, Created is missing, Path is missing",
+    });
+    expect(fake.terraformState(7, "web-01")).toBeUndefined();
+  });
+
+  it("shows who holds a lock in GraphQL, with a Bearer token or PRIVATE-TOKEN", async () => {
+    const { fake } = await startWithStates();
+    fake.addTerraformState(7, "web-01", {
+      lockedBy: "alice",
+      lockedAt: new Date("2026-03-02T09:00:05.678Z"),
+      createdAt: new Date("2026-02-27T16:40:00Z"),
+    });
+    fake.addTerraformState("infra/vms", "db-01");
+
+    const bearer = await graphql(fake, STATES_QUERY, { fullPath: "infra/vms" });
+    expect(bearer.status).toBe(200);
+    expect(bearer.contentType).toBe("application/json; charset=utf-8");
+    expect(bearer.body).toStrictEqual({
+      data: {
+        project: {
+          terraformStates: {
+            count: 2,
+            // Ordered by name; times to the second, as GitLab's Time type shows them.
+            nodes: [
+              {
+                id: "gid://gitlab/Terraform::State/302",
+                name: "db-01",
+                lockedAt: null,
+                lockedByUser: null,
+                createdAt: "2026-03-02T10:15:30Z",
+                updatedAt: "2026-03-02T10:15:30Z",
+              },
+              {
+                id: "gid://gitlab/Terraform::State/301",
+                name: "web-01",
+                lockedAt: "2026-03-02T09:00:05Z",
+                lockedByUser: { username: "alice", name: "Alice Example" },
+                createdAt: "2026-02-27T16:40:00Z",
+                updatedAt: "2026-03-02T09:00:05Z",
+              },
+            ],
+          },
+        },
+      },
+    });
+    const privateToken = await graphql(
+      fake,
+      STATES_QUERY,
+      { fullPath: "infra/vms" },
+      { "private-token": token },
+    );
+    expect(privateToken.body).toStrictEqual(bearer.body);
+
+    const single = await graphql(
+      fake,
+      `
+        {
+          project(fullPath: "infra/vms") {
+            terraformState(name: "web-01") {
+              lockedByUser {
+                id
+                username
+                webUrl
+              }
+            }
+          }
+        }
+      `,
+    );
+    expect(single.body).toStrictEqual({
+      data: {
+        project: {
+          terraformState: {
+            lockedByUser: {
+              id: "gid://gitlab/User/21",
+              username: "alice",
+              webUrl: `${fake.url}/alice`,
+            },
+          },
+        },
+      },
+    });
+  });
+
+  it("pages the states by name with cursors", async () => {
+    const { fake } = await startWithStates();
+    for (const name of ["c", "a", "b"]) fake.addTerraformState(7, name);
+    const page = async (after: string | null) =>
+      (
+        await graphql(
+          fake,
+          `
+            query ($after: String) {
+              project(fullPath: "infra/vms") {
+                terraformStates(first: 2, after: $after) {
+                  count
+                  nodes {
+                    name
+                  }
+                  pageInfo {
+                    hasNextPage
+                    endCursor
+                  }
+                }
+              }
+            }
+          `,
+          { after },
+        )
+      ).body as {
+        data: {
+          project: {
+            terraformStates: {
+              count: number;
+              nodes: { name: string }[];
+              pageInfo: { hasNextPage: boolean; endCursor: string };
+            };
+          };
+        };
+      };
+    const first = (await page(null)).data.project.terraformStates;
+    expect(first.count).toBe(3);
+    expect(first.nodes.map((n) => n.name)).toStrictEqual(["a", "b"]);
+    expect(first.pageInfo.hasNextPage).toBe(true);
+    const second = (await page(first.pageInfo.endCursor)).data.project.terraformStates;
+    expect(second.nodes.map((n) => n.name)).toStrictEqual(["c"]);
+    expect(second.pageInfo.hasNextPage).toBe(false);
+  });
+
+  it("force-unlocks with gitbeaker as a Maintainer, and refuses a Developer with 403", async () => {
+    const { fake, api } = await startWithStates("developer");
+    fake.addTerraformState(7, "web-01", { lockedBy: "alice" });
+
+    const refused = await failureOf(
+      api.ProjectTerraformState.removeTerraformStateLock(7, "web-01"),
+    );
+    expect(refused).toStrictEqual({ status: 403, description: "403 Forbidden" });
+    expect(fake.terraformState(7, "web-01")?.lock?.user.username).toBe("alice");
+
+    fake.setRole(7, "maintainer");
+    const mark = fake.mark();
+    const unlocked = await api.ProjectTerraformState.removeTerraformStateLock(
+      "infra/vms",
+      "web-01",
+      { showExpanded: true },
+    );
+    expect(unlocked.status).toBe(200);
+    // The endpoint's JSON body is the status code it set.
+    expect(unlocked.data as unknown).toBe(200);
+    const [request] = fake.requestsSince(mark);
+    expect(request?.method).toBe("DELETE");
+    expect(request?.path).toBe("/api/v4/projects/infra%2Fvms/terraform/state/web-01/lock");
+    expect(fake.terraformState(7, "web-01")?.lock).toBeNull();
+
+    const shown = await graphql(
+      fake,
+      `
+        {
+          project(fullPath: "infra/vms") {
+            terraformStates {
+              nodes {
+                name
+                lockedAt
+                lockedByUser {
+                  username
+                }
+              }
+            }
+          }
+        }
+      `,
+    );
+    expect(shown.body).toStrictEqual({
+      data: {
+        project: {
+          terraformStates: { nodes: [{ name: "web-01", lockedAt: null, lockedByUser: null }] },
+        },
+      },
+    });
+  });
+
+  it("unlocks only with the lock's own ID when one is given, as Terraform's unlock sends it", async () => {
+    const { fake } = await startWithStates();
+    fake.addTerraformState(7, "web-01", { lockedBy: "alice", lockId: "held-by-alice" });
+    const unlock = (id: string) =>
+      fetch(stateUrl(fake, "web-01", "/lock"), {
+        method: "DELETE",
+        headers: { ...basicAuth(fake), "content-type": "application/json" },
+        body: JSON.stringify(terraformLockInfo({ ID: id })),
+      });
+
+    const wrong = await unlock("someone-else");
+    expect(wrong.status).toBe(409);
+    expect(await wrong.text()).toBe("409");
+    expect(fake.terraformState(7, "web-01")?.lock?.id).toBe("held-by-alice");
+
+    const right = await unlock("held-by-alice");
+    expect(right.status).toBe(200);
+    expect(await right.text()).toBe("200");
+    expect(fake.terraformState(7, "web-01")?.lock).toBeNull();
+  });
+
+  it("reads a state's file with gitbeaker, and answers a missing state with 404", async () => {
+    const { fake, api } = await startWithStates("developer");
+    const content = {
+      version: 4,
+      terraform_version: "1.9.8",
+      serial: 7,
+      lineage: "l",
+      outputs: {},
+      resources: [],
+    };
+    fake.addTerraformState(7, "web.01", { content });
+
+    // Not JSON-formatted by GitLab: gitbeaker gets the file as text.
+    const file = await api.ProjectTerraformState.show(7, "web.01");
+    expect(JSON.parse(file as unknown as string)).toStrictEqual(content);
+    expect(fake.terraformState(7, "web.01")?.latestVersion?.serial).toBe(7);
+
+    expect(await failureOf(api.ProjectTerraformState.show(7, "web-02"))).toStrictEqual({
+      status: 404,
+      description: "404 Not found",
+    });
+    expect(await failureOf(api.ProjectTerraformState.show(99, "web.01"))).toStrictEqual({
+      status: 404,
+      description: "404 Project Not Found",
+    });
+    fake.setRole(7, "maintainer");
+    expect(await failureOf(api.ProjectTerraformState.remove(7, "web-02"))).toStrictEqual({
+      status: 404,
+      description: "404 Not found",
+    });
+  });
+
+  it("needs a token, Developer to read, and Maintainer to lock, store or delete", async () => {
+    const { fake } = await startWithStates("reporter");
+    fake.addTerraformState(7, "web-01");
+    const get = (headers: Record<string, string>) => fetch(stateUrl(fake, "web-01"), { headers });
+
+    expect((await get({})).status).toBe(401);
+    expect((await get(basicAuth(fake, "wrong"))).status).toBe(401);
+    const reporter = await get(basicAuth(fake));
+    expect(reporter.status).toBe(403);
+    expect(await reporter.json()).toStrictEqual({ message: "403 Forbidden" });
+
+    fake.setRole(7, "developer");
+    expect((await get(basicAuth(fake))).status).toBe(200);
+    expect((await get({ "private-token": token })).status).toBe(200);
+    expect((await postLock(fake, "web-01", terraformLockInfo())).status).toBe(403);
+    const store = await fetch(stateUrl(fake, "web-01"), {
+      method: "POST",
+      headers: { ...basicAuth(fake), "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(store.status).toBe(403);
+    const remove = await fetch(stateUrl(fake, "web-01"), {
+      method: "DELETE",
+      headers: basicAuth(fake),
+    });
+    expect(remove.status).toBe(403);
+    expect(fake.terraformState(7, "web-01")?.lock).toBeNull();
+  });
+
+  it("stores a state only under its lock, and deletes only an unlocked state", async () => {
+    const { fake, api } = await startWithStates();
+    const info = terraformLockInfo();
+    expect((await postLock(fake, "web-01", info)).status).toBe(200);
+    const store = (query: string) =>
+      fetch(`${stateUrl(fake, "web-01")}${query}`, {
+        method: "POST",
+        headers: { ...basicAuth(fake), "content-type": "application/json" },
+        body: JSON.stringify({ version: 4, serial: 2, lineage: "l", outputs: {}, resources: [] }),
+      });
+
+    // Terraform sends its lock's ID with the state; without it GitLab's lock check raises.
+    const unlocked = await store("");
+    expect(unlocked.status).toBe(500);
+    expect(await unlocked.json()).toStrictEqual({ message: "500 Internal Server Error" });
+    const stored = await store(`?ID=${info.ID}`);
+    expect(stored.status).toBe(200);
+    expect(await stored.text()).toBe('""');
+    expect(fake.terraformState(7, "web-01")?.latestVersion).toMatchObject({
+      serial: 2,
+      createdBy: { username: "vmbot" },
+    });
+
+    // A locked state is not deleted, though the answer is 200.
+    await api.ProjectTerraformState.remove(7, "web-01");
+    expect(fake.terraformState(7, "web-01")).toBeDefined();
+    fake.unlockTerraformState(7, "web-01");
+    await api.ProjectTerraformState.remove(7, "web-01");
+    expect(fake.terraformState(7, "web-01")).toBeUndefined();
+  });
+
+  it("answers GraphQL with a null project for an unknown path or no token, 401 for an invalid token, no states for a Reporter", async () => {
+    const { fake } = await startWithStates("reporter");
+    fake.addTerraformState(7, "web-01", { lockedBy: "alice" });
+
+    expect((await graphql(fake, STATES_QUERY, { fullPath: "infra/nope" })).body).toStrictEqual({
+      data: { project: null },
+    });
+    expect((await graphql(fake, STATES_QUERY, { fullPath: "infra/vms" }, {})).body).toStrictEqual({
+      data: { project: null },
+    });
+    const invalid = await graphql(
+      fake,
+      STATES_QUERY,
+      { fullPath: "infra/vms" },
+      {
+        authorization: "Bearer glpat-revoked",
+      },
+    );
+    expect(invalid.status).toBe(401);
+    expect(invalid.body).toStrictEqual({ errors: [{ message: "Invalid token" }] });
+    expect((await graphql(fake, STATES_QUERY, { fullPath: "infra/vms" })).body).toStrictEqual({
+      data: { project: { terraformStates: { count: 0, nodes: [] } } },
+    });
+  });
+
+  it("answers a bad GraphQL query with an errors list in GitLab's shape", async () => {
+    const { fake } = await startWithStates();
+    /** Where `text` first appears in `query`, as GraphQL counts lines and columns. */
+    const locationOf = (query: string, text: string) => {
+      const lines = query.slice(0, query.indexOf(text)).split("\n");
+      return { line: lines.length, column: (lines.at(-1)?.length ?? 0) + 1 };
+    };
+
+    const unknownFieldQuery = `query {
+  project(fullPath: "infra/vms") {
+    terraformStates { nodes { lockHolder } }
+  }
+}`;
+    const unknownField = await graphql(fake, unknownFieldQuery);
+    expect(unknownField.status).toBe(200);
+    expect(unknownField.body).toStrictEqual({
+      errors: [
+        {
+          message: "Field 'lockHolder' doesn't exist on type 'TerraformState'",
+          locations: [locationOf(unknownFieldQuery, "lockHolder")],
+          path: ["query", "project", "terraformStates", "nodes", "lockHolder"],
+          extensions: {
+            code: "undefinedField",
+            typeName: "TerraformState",
+            fieldName: "lockHolder",
+          },
+        },
+      ],
+    });
+
+    const missingArgumentQuery = "query Lookup { project { id } }";
+    expect((await graphql(fake, missingArgumentQuery)).body).toStrictEqual({
+      errors: [
+        {
+          message: "Field 'project' is missing required arguments: fullPath",
+          locations: [locationOf(missingArgumentQuery, "project")],
+          path: ["query Lookup", "project"],
+          extensions: {
+            code: "missingRequiredArguments",
+            className: "Field",
+            name: "project",
+            arguments: "fullPath",
+          },
+        },
+      ],
+    });
+
+    const syntax = (await graphql(fake, `{ project(fullPath: "infra/vms") { `)).body as {
+      errors: { message: string; locations: unknown }[];
+    };
+    expect(Object.keys(syntax)).toStrictEqual(["errors"]);
+    expect(syntax.errors).toHaveLength(1);
+    expect(syntax.errors[0]?.message).toMatch(/^Syntax Error: /);
+    expect(syntax.errors[0]?.locations).toStrictEqual([{ line: 1, column: 36 }]);
+
+    expect((await graphql(fake, "")).body).toStrictEqual({
+      errors: [{ message: "No query string was present" }],
+    });
+  });
+
+  it("fails GraphQL requests on demand like any other", async () => {
+    const { fake } = await startWithStates();
+    fake.failNext({ method: "POST", path: /^\/api\/graphql$/ }, { status: 502 });
+    const response = await fetch(`${fake.url}/api/graphql`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ query: '{ project(fullPath: "infra/vms") { id } }' }),
+    });
+    expect(response.status).toBe(502);
+    expect(
+      (
+        await graphql(
+          fake,
+          `
+            {
+              project(fullPath: "infra/vms") {
+                id
+              }
+            }
+          `,
+        )
+      ).body,
+    ).toStrictEqual({
+      data: { project: { id: "gid://gitlab/Project/7" } },
+    });
   });
 });

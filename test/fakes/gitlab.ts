@@ -19,6 +19,10 @@
  *   status change, and records each delivery with its answer.
  * - `failNext` injects HTTP failures, delays and dropped connections; `mark`/`requestsSince`
  *   count requests.
+ * - `addTerraformState`/`lockTerraformState`/`unlockTerraformState` set up GitLab-managed
+ *   Terraform states and their locks (held by the token's user or by another user, `addUser`).
+ *   They are served by the state API Terraform's http backend uses (`/projects/:id/terraform/
+ *   state/:name`, `…/lock`) and by GraphQL (`POST /api/graphql`, `Project.terraformStates`).
  *
  * Behaviour and bodies follow GitLab's API code and documentation:
  * - auth: invalid token → 401 `{"message":"401 Unauthorized"}` everywhere; no token → 401 on
@@ -30,9 +34,30 @@
  * - a job that cannot be played → 400 `{"message":"400 Bad request - Unplayable Job"}`;
  * - parameter errors (Grape) → 400 `{"error":"ref is missing"}`, several joined with ", ";
  *   unknown route → 404 `{"error":"404 Not Found"}`.
+ * - Terraform state (`API::Terraform::State`, `Terraform::RemoteStateHandler`): reading needs
+ *   Developer, everything else (storing, deleting, locking, unlocking) Maintainer; a missing state
+ *   is `{"message":"404 Not found"}`; a lock held by someone else is 409 with the holder's lock
+ *   info; unlocking with another lock ID is 409, without one it is a force-unlock.
+ * - GraphQL (`GraphqlController`): an invalid token → 401 `{"errors":[{"message":"Invalid
+ *   token"}]}`; no token → anonymous, to whom every project is invisible (`project: null`);
+ *   query errors → 200 `{"errors":[{message, locations, path, extensions}]}`.
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
+import {
+  buildSchema,
+  executeSync,
+  GraphQLError,
+  Kind,
+  OperationTypeNode,
+  parse,
+  validate,
+  visit,
+  BREAK,
+  type ASTNode,
+  type DocumentNode,
+  type ExecutionResult,
+} from "graphql";
 import {
   addressOf,
   ansibleTrace,
@@ -178,6 +203,8 @@ export interface FakeGitlabOptions {
   projects?: FakeProjectOptions[];
   /** The token's user. */
   user?: Partial<FakeUser>;
+  /** Other users of the instance, e.g. whoever holds a Terraform state lock. */
+  users?: FakeUser[];
   /** Clock for every timestamp. */
   now?: () => Date;
 }
@@ -270,6 +297,75 @@ export interface HookDelivery {
   error?: string;
 }
 
+/**
+ * The lock info Terraform's http backend sends to lock a state, and reads back from a 409
+ * (Go's `statemgr.LockInfo`, marshalled with its field names).
+ */
+export interface TerraformLockInfo {
+  /** The lock ID: a UUID Terraform makes for each lock. */
+  ID: string;
+  /** `OperationTypePlan`, `OperationTypeApply`, … */
+  Operation: string;
+  Info: string;
+  /** `user@hostname` of the Terraform process. */
+  Who: string;
+  /** Terraform's version. */
+  Version: string;
+  /** When Terraform took the lock, RFC 3339. */
+  Created: string;
+  Path: string;
+}
+
+/**
+ * A lock on a Terraform state, as GitLab keeps it: the lock ID, the GitLab user whose token took
+ * it, and when (`lock_xid`, `locked_by_user`, `locked_at`). The rest of Terraform's lock info is
+ * not stored.
+ */
+export interface FakeTerraformLock {
+  readonly id: string;
+  readonly user: Readonly<FakeUser>;
+  readonly lockedAt: string;
+}
+
+/** A stored version of a state's file. */
+export interface FakeTerraformStateVersion {
+  readonly id: number;
+  /** The state's `serial`, when the file has one. */
+  readonly serial: number | null;
+  readonly content: string;
+  /** Null: stored by a handle method rather than through the API. */
+  readonly createdBy: Readonly<FakeUser> | null;
+  readonly createdAt: string;
+}
+
+/** A GitLab-managed Terraform state (`Terraform::State`). */
+export interface FakeTerraformState {
+  readonly id: number;
+  readonly projectId: number;
+  readonly name: string;
+  /** Null until a file is stored (a lock creates the state without one: GET answers 204). */
+  latestVersion: FakeTerraformStateVersion | null;
+  lock: FakeTerraformLock | null;
+  readonly createdAt: string;
+  updatedAt: string;
+}
+
+export interface TerraformStateOptions {
+  /**
+   * The latest version's file; an object is stored as JSON. Default: an empty state of serial 1.
+   * Null: no version yet.
+   */
+  content?: string | Record<string, unknown> | null;
+  /** The username of the user holding a lock on the state. Absent: unlocked. */
+  lockedBy?: string;
+  /** When the lock was taken. Default: now. */
+  lockedAt?: Date;
+  /** Terraform's lock ID. Default: a random UUID, as Terraform makes. */
+  lockId?: string;
+  /** Default: now, or `lockedAt` when that is earlier. */
+  createdAt?: Date;
+}
+
 /** Which requests a failure applies to: `path` is matched against the raw (encoded) path. */
 export interface FailureMatch {
   method?: string;
@@ -303,6 +399,35 @@ export interface FakeGitlab {
   rotateToken(token: string): void;
   /** Changes the token user's role in a project, as an owner editing the members would. */
   setRole(projectId: number, role: Role): void;
+  /** Adds a user to the instance (ID: the next free one; name: the username). */
+  addUser(user: Pick<FakeUser, "username"> & Partial<FakeUser>): FakeUser;
+
+  /** Every Terraform state, in creation order. */
+  readonly terraformStates: readonly FakeTerraformState[];
+  /**
+   * Creates a Terraform state in a project (by ID or full path), with a file unless `content` is
+   * null, locked by `lockedBy` when given.
+   */
+  addTerraformState(
+    project: number | string,
+    name: string,
+    options?: TerraformStateOptions,
+  ): FakeTerraformState;
+  /** The project's state of that name, if there is one. */
+  terraformState(project: number | string, name: string): FakeTerraformState | undefined;
+  /**
+   * Locks a state as `POST …/lock` does for `lockedBy`'s token: the state is created if missing,
+   * and of `info` (Terraform's lock info) only the `ID` is kept. Throws if it is already locked.
+   */
+  lockTerraformState(
+    project: number | string,
+    name: string,
+    lock: { lockedBy: string; lockedAt?: Date; info?: Partial<TerraformLockInfo> },
+  ): FakeTerraformState;
+  /** Removes the state's lock, as a force-unlock does. */
+  unlockTerraformState(project: number | string, name: string): FakeTerraformState;
+  /** Removes the state, as GitLab's deletion worker does. */
+  deleteTerraformState(project: number | string, name: string): void;
   pipeline(pipelineId: number): FakePipeline;
   job(pipelineId: number, jobName: string): FakeJob;
   /**
@@ -410,6 +535,57 @@ export const DEFAULT_PROJECT: FakeProjectOptions = {
 
 const DEFAULT_USER: FakeUser = { id: 7, username: "vmbot", name: "vmbot" };
 
+/** The Terraform the VM pipeline's jobs run (`hashicorp/terraform:1.9`). */
+const TERRAFORM_VERSION = "1.9.8";
+
+/**
+ * The lock info Terraform's http backend POSTs to a state's lock address, for an apply run in a
+ * CI job; `overrides` replaces any field.
+ */
+export function terraformLockInfo(overrides: Partial<TerraformLockInfo> = {}): TerraformLockInfo {
+  return {
+    ID: randomUUID(),
+    Operation: "OperationTypeApply",
+    Info: "",
+    Who: `root@runner-${RUNNER.id}-project-concurrent-0`,
+    Version: TERRAFORM_VERSION,
+    Created: new Date().toISOString(),
+    Path: "",
+    ...overrides,
+  };
+}
+
+/** The file `terraform init` leaves in a new state: no resources, serial 1. */
+function emptyTerraformState(): string {
+  return `${JSON.stringify(
+    {
+      version: 4,
+      terraform_version: TERRAFORM_VERSION,
+      serial: 1,
+      lineage: randomUUID(),
+      outputs: {},
+      resources: [],
+      check_results: null,
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+/** The `serial` of a state file, when it is JSON and has one. */
+function serialOf(content: string): number | null {
+  try {
+    const parsed: unknown = JSON.parse(content);
+    const serial =
+      typeof parsed === "object" && parsed !== null
+        ? (parsed as Record<string, unknown>).serial
+        : undefined;
+    return typeof serial === "number" && Number.isInteger(serial) ? serial : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The instance runner every job runs on. */
 const RUNNER = { id: 12, description: "pve-runner-01" };
 const GITLAB_VERSION = "18.2.1";
@@ -417,6 +593,7 @@ const GITLAB_VERSION = "18.2.1";
 // IDs start in different ranges so a test notices when an iid or job ID is used as a pipeline ID.
 const FIRST_PIPELINE_ID = 1001;
 const FIRST_JOB_ID = 5001;
+const FIRST_TERRAFORM_STATE_ID = 301;
 
 const API_PREFIX = "/api/v4";
 const DEFAULT_PER_PAGE = 20;
@@ -545,7 +722,9 @@ type Permission =
   | "set_pipeline_variables"
   | "read_build"
   | "update_build"
-  | "update_pipeline";
+  | "update_pipeline"
+  | "read_terraform_state"
+  | "admin_terraform_state";
 
 /** A status change in the model, for webhooks. */
 type ModelEvent =
@@ -654,6 +833,9 @@ class GitlabModel {
   readonly projects: Project[];
   readonly pipelines: FakePipeline[] = [];
   readonly user: FakeUser;
+  /** Every user of the instance, the token's first. */
+  readonly users: FakeUser[];
+  readonly terraformStates: FakeTerraformState[] = [];
   token: string;
   tokenValid = true;
   baseUrl = "";
@@ -661,6 +843,8 @@ class GitlabModel {
   onEvent: (event: ModelEvent) => void = () => undefined;
   private nextPipelineId = FIRST_PIPELINE_ID;
   private nextJobId = FIRST_JOB_ID;
+  private nextTerraformStateId = FIRST_TERRAFORM_STATE_ID;
+  private nextTerraformVersionId = 1;
   /** Job ID → the failure reason it finishes with. */
   private readonly failures = new Map<number, string>();
 
@@ -670,7 +854,104 @@ class GitlabModel {
   ) {
     this.token = options.token;
     this.user = { ...DEFAULT_USER, ...options.user };
+    this.users = [this.user];
+    for (const user of options.users ?? []) this.addUser(user);
     this.projects = (options.projects ?? [DEFAULT_PROJECT]).map((p) => toProject(p));
+  }
+
+  addUser(user: Pick<FakeUser, "username"> & Partial<FakeUser>): FakeUser {
+    const taken = this.users.find((u) => u.username === user.username || u.id === user.id);
+    if (taken) {
+      throw new Error(`the fake GitLab already has a user ${taken.username} (#${taken.id})`);
+    }
+    const id = user.id ?? Math.max(...this.users.map((u) => u.id)) + 1;
+    const added: FakeUser = { id, username: user.username, name: user.name ?? user.username };
+    this.users.push(added);
+    return added;
+  }
+
+  userByUsername(username: string): FakeUser {
+    const user = this.users.find((u) => u.username === username);
+    if (!user) {
+      const known = this.users.map((u) => u.username).join(", ");
+      throw new Error(
+        `no user ${username} in the fake GitLab (users: ${known}); add it with addUser`,
+      );
+    }
+    return user;
+  }
+
+  /** For handle methods: the project by ID or full path, or an error naming the known ones. */
+  projectByIdOrPath(idOrPath: number | string): Project {
+    const project = this.findProject(String(idOrPath));
+    if (!project) {
+      const known = this.projects.map((p) => `${p.id} (${p.path})`).join(", ");
+      throw new Error(`no project ${idOrPath} in the fake GitLab (projects: ${known})`);
+    }
+    return project;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Terraform states (`Terraform::State`, `Terraform::RemoteStateHandler`)
+
+  findTerraformState(project: Project, name: string): FakeTerraformState | undefined {
+    return this.terraformStates.find((s) => s.projectId === project.id && s.name === name);
+  }
+
+  /** `Terraform::State.safe_find_or_create_by(project:, name:)`. */
+  findOrCreateTerraformState(project: Project, name: string, at?: Date): FakeTerraformState {
+    const existing = this.findTerraformState(project, name);
+    if (existing) return existing;
+    const timestamp = (at ?? this.now()).toISOString();
+    const state: FakeTerraformState = {
+      id: this.nextTerraformStateId++,
+      projectId: project.id,
+      name,
+      latestVersion: null,
+      lock: null,
+      createdAt: timestamp,
+      updatedAt: timestamp,
+    };
+    this.terraformStates.push(state);
+    return state;
+  }
+
+  /** `Terraform::State#update_file!`: a new latest version. */
+  storeTerraformState(
+    state: FakeTerraformState,
+    content: string,
+    createdBy: FakeUser | null,
+    at?: Date,
+  ): void {
+    const timestamp = (at ?? this.now()).toISOString();
+    state.latestVersion = {
+      id: this.nextTerraformVersionId++,
+      serial: serialOf(content),
+      content,
+      createdBy,
+      createdAt: timestamp,
+    };
+    state.updatedAt = latest(state.updatedAt, timestamp);
+  }
+
+  /** `RemoteStateHandler#lock!` once the state is known to be unlocked. */
+  lockTerraformState(state: FakeTerraformState, id: string, user: FakeUser, at?: Date): void {
+    const timestamp = (at ?? this.now()).toISOString();
+    state.lock = { id, user, lockedAt: timestamp };
+    state.updatedAt = latest(state.updatedAt, timestamp);
+  }
+
+  /** `RemoteStateHandler#unlock!` once the ID is known to match (or none was given). */
+  unlockTerraformState(state: FakeTerraformState): void {
+    // `save!` of an unchanged row does not touch `updated_at`.
+    if (state.lock === null) return;
+    state.lock = null;
+    state.updatedAt = latest(state.updatedAt, this.timestamp());
+  }
+
+  removeTerraformState(state: FakeTerraformState): void {
+    const index = this.terraformStates.indexOf(state);
+    if (index >= 0) this.terraformStates.splice(index, 1);
   }
 
   timestamp(): string {
@@ -698,7 +979,10 @@ class GitlabModel {
         return level >= ROLE_LEVEL.reporter;
       case "create_pipeline":
       case "read_pipeline_variable":
+      case "read_terraform_state":
         return level >= ROLE_LEVEL.developer;
+      case "admin_terraform_state":
+        return level >= ROLE_LEVEL.maintainer;
       case "set_pipeline_variables":
         return (
           project.variablesMinimumRole !== "no_one_allowed" &&
@@ -1031,6 +1315,11 @@ class GitlabModel {
   }
 }
 
+/** The later of two ISO 8601 UTC timestamps. */
+function latest(a: string, b: string): string {
+  return a > b ? a : b;
+}
+
 function terraformFailure(): string {
   return `╷
 │ Error: error waiting for VM clone: All attempts fail:
@@ -1221,6 +1510,12 @@ function artifactContentType(path: string): string {
   return types[extension] ?? "application/octet-stream";
 }
 
+/** A user's Gravatar, as GitLab links it for a user without an uploaded avatar. */
+function avatarUrl(username: string): string {
+  const hash = createHash("md5").update(`${username}@example.com`).digest("hex");
+  return `https://www.gravatar.com/avatar/${hash}?s=80&d=identicon`;
+}
+
 interface StatusPresentation {
   text: string;
   label: string;
@@ -1336,13 +1631,12 @@ class Entities {
 
   userBasic(): Record<string, unknown> {
     const { id, username, name } = this.model.user;
-    const hash = createHash("md5").update(`${username}@example.com`).digest("hex");
     return {
       id,
       username,
       name,
       state: "active",
-      avatar_url: `https://www.gravatar.com/avatar/${hash}?s=80&d=identicon`,
+      avatar_url: avatarUrl(username),
       web_url: `${this.url}/${username}`,
     };
   }
@@ -1745,8 +2039,13 @@ interface Route {
   method: string;
   pattern: RegExp;
   keys: string[];
-  /** `always`: authenticate! (401 without a token); `non-get`: authenticate_non_get!. */
-  auth: "always" | "non-get";
+  /**
+   * `always`: authenticate! (401 without a token); `non-get`: authenticate_non_get!; `graphql`:
+   * GraphqlController's (an invalid token is 401, no token is an anonymous caller).
+   */
+  auth: "always" | "non-get" | "graphql";
+  /** `route_setting :authentication, basic_auth_personal_access_token: true`. */
+  basicAuth: boolean;
   handler: Handler;
 }
 
@@ -1757,7 +2056,8 @@ function route(
   method: string,
   template: string,
   handler: Handler,
-  auth: Route["auth"] = "non-get",
+  auth: "always" | "non-get" = "non-get",
+  options: { basicAuth?: boolean } = {},
 ): Route {
   const keys: string[] = [];
   // `:name` is one path segment; `*name` (Grape's wildcard) is the rest of the path.
@@ -1765,10 +2065,34 @@ function route(
     keys.push(key);
     return kind === "*" ? "(.+)" : "([^/]+)";
   });
-  return { method, pattern: new RegExp(`^${API_PREFIX}${source}$`), keys, auth, handler };
+  return {
+    method,
+    pattern: new RegExp(`^${API_PREFIX}${source}$`),
+    keys,
+    auth,
+    basicAuth: options.basicAuth ?? false,
+    handler,
+  };
 }
 
-function tokenOf(req: RecordedRequest): string | undefined {
+/** The GraphQL endpoint, outside the REST API's prefix. */
+function graphqlRoute(method: string): Route {
+  return {
+    method,
+    pattern: /^\/api\/graphql$/,
+    keys: [],
+    auth: "graphql",
+    basicAuth: false,
+    handler: graphqlEndpoint,
+  };
+}
+
+/**
+ * The token a request carries: `PRIVATE-TOKEN`, an OAuth-style Bearer, the `private_token` or
+ * `access_token` parameter, or (where the route allows it, as Terraform's http backend sends it)
+ * the password of HTTP Basic credentials.
+ */
+function tokenOf(req: RecordedRequest, basicAuth = false): string | undefined {
   const header = (name: string): string | undefined => {
     const value = req.headers[name];
     return Array.isArray(value) ? value[0] : value;
@@ -1779,7 +2103,17 @@ function tokenOf(req: RecordedRequest): string | undefined {
   const bearer =
     authorization === undefined ? undefined : /^Bearer\s+(.+)$/i.exec(authorization)?.[1];
   if (bearer !== undefined) return bearer;
-  return req.query.get("private_token") ?? req.query.get("access_token") ?? undefined;
+  const fromQuery = req.query.get("private_token") ?? req.query.get("access_token");
+  if (fromQuery !== null) return fromQuery;
+  const basic =
+    basicAuth && authorization !== undefined
+      ? /^Basic\s+(\S+)$/i.exec(authorization)?.[1]
+      : undefined;
+  if (basic === undefined) return undefined;
+  // GitLab looks the password up as a personal access token; the username is not checked.
+  const credentials = Buffer.from(basic, "base64").toString("utf8");
+  const colon = credentials.indexOf(":");
+  return colon < 0 ? undefined : credentials.slice(colon + 1);
 }
 
 function parseInput(req: RecordedRequest): Record<string, unknown> {
@@ -2322,6 +2656,689 @@ function jobArtifactFile(ctx: RouteContext): Reply {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Terraform state (API::Terraform::State and Terraform::RemoteStateHandler)
+
+/** What Terraform's http backend sends to lock a state (`requires` of `POST …/lock`). */
+const LOCK_INFO_FIELDS: readonly (keyof TerraformLockInfo)[] = [
+  "ID",
+  "Operation",
+  "Info",
+  "Who",
+  "Version",
+  "Created",
+  "Path",
+];
+
+const INVALID = Symbol("invalid");
+
+/** Grape's coercion of a `type: String` parameter: absent → undefined, JSON null → null. */
+function coerceString(raw: unknown): string | null | undefined | typeof INVALID {
+  if (raw === undefined || raw === null) return raw;
+  if (typeof raw === "string") return raw;
+  if (typeof raw === "number" || typeof raw === "boolean") return String(raw);
+  return INVALID;
+}
+
+/**
+ * The state API's `before` block (`authenticate!`, then `read_terraform_state` on the project),
+ * then its parameters as Grape checks them: the namespace's `optional :ID, limit: 255`, then the
+ * endpoint's `requires`. Answers the project and the `ID` parameter.
+ */
+function terraformStateRequest(
+  ctx: RouteContext,
+  required: readonly string[] = [],
+): { project: Project; lockId: string | null | undefined } {
+  const project = projectFor(ctx);
+  authorize(ctx, project, "read_terraform_state");
+  const errors: string[] = [];
+  const lockId = coerceString(ctx.input.ID);
+  if (lockId === INVALID) {
+    errors.push("ID is invalid");
+  } else if (typeof lockId === "string" && lockId.length > 255) {
+    // The Limit validator's message names the parameter, and Grape puts the name before it too.
+    errors.push("ID ID must be less than 255 characters");
+  }
+  for (const name of required) {
+    if (!Object.hasOwn(ctx.input, name)) errors.push(`${name} is missing`);
+    else if (coerceString(ctx.input[name]) === INVALID) errors.push(`${name} is invalid`);
+  }
+  if (errors.length > 0) throw grapeError(400, [...new Set(errors)].join(", "));
+  return { project, lockId: lockId === INVALID ? undefined : lockId };
+}
+
+/** `find_with_lock`: the state must exist (`ActiveRecord::RecordNotFound` otherwise). */
+function existingTerraformState(ctx: RouteContext, project: Project): FakeTerraformState {
+  const state = ctx.model.findTerraformState(project, ctx.params.name ?? "");
+  if (!state) throw recordNotFound();
+  return state;
+}
+
+/** `RemoteStateHandler#lock_matches?`: no lock and no ID, or the lock's own ID. */
+function lockMatches(state: FakeTerraformState, lockId: string | null | undefined): boolean {
+  const held = state.lock?.id;
+  if (held === undefined && (lockId === undefined || lockId === null)) return true;
+  return (held ?? "") === (lockId ?? "");
+}
+
+/** An exception the API does not rescue itself (`handle_api_exception`). */
+const internalServerError = (): ApiError => apiError(500, "500 Internal Server Error");
+
+/**
+ * A body the endpoint sends past Grape's JSON formatter (`env['api.format'] = :binary`). The API
+ * registers no content type for that format, so Rails sends none and Workhorse (Go's net/http)
+ * sniffs one: plain text for a JSON document.
+ */
+function unformatted(status: number, text: string): Reply {
+  return { kind: "text", status, text, headers: { "content-type": "text/plain; charset=utf-8" } };
+}
+
+/** `no_content!`: 204, no body. */
+function noContent(): Reply {
+  return { kind: "text", status: 204, text: "", headers: { "content-type": "application/json" } };
+}
+
+/**
+ * `body false` then `status :ok`: Grape's JSON formatter renders the empty body as the JSON
+ * string `""`.
+ */
+const emptyJsonBody = (): Reply => json(200, "");
+
+/** GET …/terraform/state/:name: the latest version's file as it was stored; 204 before one. */
+function showTerraformState(ctx: RouteContext): Reply {
+  const { project } = terraformStateRequest(ctx);
+  const state = existingTerraformState(ctx, project);
+  if (state.latestVersion === null) return noContent();
+  return unformatted(200, state.latestVersion.content);
+}
+
+/**
+ * POST …/terraform/state/:name: stores the body as the latest version (creating the state), if
+ * the state is unlocked and no `ID` is given, or `ID` is its lock's. A lock mismatch raises
+ * `StateLockedError`, which this endpoint does not rescue: 500.
+ */
+function storeTerraformState(ctx: RouteContext): Reply {
+  const { project, lockId } = terraformStateRequest(ctx);
+  authorize(ctx, project, "admin_terraform_state");
+  const data = ctx.req.body;
+  if (data.length === 0) return noContent();
+  const state = ctx.model.findOrCreateTerraformState(project, ctx.params.name ?? "");
+  if (!lockMatches(state, lockId)) throw internalServerError();
+  ctx.model.storeTerraformState(state, data, ctx.model.user);
+  return emptyJsonBody();
+}
+
+/**
+ * DELETE …/terraform/state/:name: `TriggerDestroyService` removes an unlocked state (here at
+ * once, as its worker would); it refuses a locked one, and the endpoint answers 200 either way.
+ */
+function deleteTerraformState(ctx: RouteContext): Reply {
+  const { project } = terraformStateRequest(ctx);
+  authorize(ctx, project, "admin_terraform_state");
+  const state = existingTerraformState(ctx, project);
+  if (state.lock === null) ctx.model.removeTerraformState(state);
+  return emptyJsonBody();
+}
+
+/**
+ * POST …/terraform/state/:name/lock: locks the state (creating it) for the token's user, or 409
+ * if it is locked already. Either way the body is the request's lock info with `ID`, `Who` (a
+ * GitLab username) and `Created` taken from the state's lock, the holder's.
+ */
+function lockTerraformState(ctx: RouteContext): Reply {
+  const { project, lockId } = terraformStateRequest(ctx, LOCK_INFO_FIELDS);
+  authorize(ctx, project, "admin_terraform_state");
+  // `lock!` raises ArgumentError for a blank ID.
+  if (lockId === undefined || lockId === null || lockId.trim() === "") {
+    throw internalServerError();
+  }
+  const state = ctx.model.findOrCreateTerraformState(project, ctx.params.name ?? "");
+  const conflict = state.lock !== null;
+  if (!conflict) ctx.model.lockTerraformState(state, lockId, ctx.model.user);
+  const lock = state.lock;
+  if (lock === null) throw new Error(`Terraform state ${state.name} was not locked`);
+  const text = (name: string): string | null => {
+    const value = coerceString(ctx.input[name]);
+    return value === INVALID || value === undefined ? null : value;
+  };
+  const info = {
+    Operation: text("Operation"),
+    Info: text("Info"),
+    Version: text("Version"),
+    Path: text("Path"),
+    ID: lock.id,
+    Who: lock.user.username,
+    Created: lock.lockedAt,
+  };
+  return unformatted(conflict ? 409 : 200, JSON.stringify(info));
+}
+
+/**
+ * DELETE …/terraform/state/:name/lock: unlocks when `ID` is the lock's, or when no `ID` is given
+ * (a force-unlock); another `ID` is 409. The state is created if missing, as `unlock!` finds or
+ * creates it. The body is what the endpoint returns, the status code: `200` or `409`.
+ */
+function unlockTerraformState(ctx: RouteContext): Reply {
+  const { project, lockId } = terraformStateRequest(ctx);
+  authorize(ctx, project, "admin_terraform_state");
+  const state = ctx.model.findOrCreateTerraformState(project, ctx.params.name ?? "");
+  const force = lockId === undefined || lockId === null;
+  if (!force && !lockMatches(state, lockId)) return json(409, 409);
+  ctx.model.unlockTerraformState(state);
+  return json(200, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GraphQL (/api/graphql): a slice of GitLab's schema, executed by graphql-js
+
+const GRAPHQL_SCHEMA = buildSchema(`
+"""Time represented in ISO 8601."""
+scalar Time
+
+type Query {
+  """Find a project."""
+  project(fullPath: ID!): Project
+}
+
+type Project {
+  id: ID!
+  fullPath: ID!
+  name: String!
+  path: String!
+  nameWithNamespace: String!
+  webUrl: String
+  """Find a single Terraform state by name."""
+  terraformState(name: String!): TerraformState
+  """Terraform states associated with the project."""
+  terraformStates(after: String, before: String, first: Int, last: Int): TerraformStateConnection
+}
+
+"""The connection type for TerraformState."""
+type TerraformStateConnection {
+  """Total count of collection."""
+  count: Int!
+  edges: [TerraformStateEdge]
+  nodes: [TerraformState]
+  pageInfo: PageInfo!
+}
+
+type TerraformStateEdge {
+  cursor: String!
+  node: TerraformState
+}
+
+type PageInfo {
+  endCursor: String
+  hasNextPage: Boolean!
+  hasPreviousPage: Boolean!
+  startCursor: String
+}
+
+type TerraformState {
+  createdAt: Time!
+  deletedAt: Time
+  id: ID!
+  latestVersion: TerraformStateVersion
+  lockedAt: Time
+  lockedByUser: UserCore
+  name: String!
+  updatedAt: Time!
+}
+
+type TerraformStateVersion {
+  createdAt: Time!
+  createdByUser: UserCore
+  downloadPath: String
+  id: ID!
+  serial: Int
+  updatedAt: Time!
+}
+
+enum UserState {
+  active
+  banned
+  blocked
+  blocked_pending_approval
+  deactivated
+  ldap_blocked
+}
+
+interface User {
+  avatarUrl: String
+  bot: Boolean!
+  id: ID!
+  name: String!
+  publicEmail: String
+  state: UserState!
+  username: String!
+  webPath: String!
+  webUrl: String!
+}
+
+"""Core representation of a GitLab user."""
+type UserCore implements User {
+  avatarUrl: String
+  bot: Boolean!
+  id: ID!
+  name: String!
+  publicEmail: String
+  state: UserState!
+  username: String!
+  webPath: String!
+  webUrl: String!
+}
+`);
+
+/** GitlabSchema's `default_max_page_size`. */
+const GRAPHQL_MAX_PAGE_SIZE = 100;
+/** `GraphqlController::MAX_QUERY_SIZE`. */
+const GRAPHQL_MAX_QUERY_SIZE = 10_000;
+
+/** Rails' `render json:`. */
+function graphqlReply(status: number, body: unknown): Reply {
+  return json(status, body, { "content-type": "application/json; charset=utf-8" });
+}
+
+/** A global ID, `gid://gitlab/Project/42`. */
+function gid(model: string, id: number): string {
+  return `gid://gitlab/${model}/${id}`;
+}
+
+/** `Types::TimeType`: ISO 8601 to the second. */
+function graphqlTime(iso: string): string;
+function graphqlTime(iso: string | null): string | null;
+function graphqlTime(iso: string | null): string | null {
+  return iso === null ? null : `${iso.slice(0, 19)}Z`;
+}
+
+function graphqlUser(model: GitlabModel, user: FakeUser | null): Record<string, unknown> | null {
+  if (user === null) return null;
+  return {
+    avatarUrl: avatarUrl(user.username),
+    bot: false,
+    id: gid("User", user.id),
+    name: user.name,
+    publicEmail: null,
+    state: "active",
+    username: user.username,
+    webPath: `/${user.username}`,
+    webUrl: `${model.baseUrl}/${user.username}`,
+  };
+}
+
+function graphqlTerraformState(
+  model: GitlabModel,
+  state: FakeTerraformState,
+): Record<string, unknown> {
+  const version = state.latestVersion;
+  return {
+    createdAt: graphqlTime(state.createdAt),
+    deletedAt: null,
+    id: gid("Terraform::State", state.id),
+    latestVersion:
+      version === null
+        ? null
+        : {
+            createdAt: graphqlTime(version.createdAt),
+            createdByUser: graphqlUser(model, version.createdBy),
+            downloadPath:
+              version.serial === null
+                ? null
+                : `${API_PREFIX}/projects/${state.projectId}/terraform/state/${encodeURIComponent(state.name)}/versions/${version.serial}`,
+            id: gid("Terraform::StateVersion", version.id),
+            serial: version.serial,
+            updatedAt: graphqlTime(version.createdAt),
+          },
+    lockedAt: graphqlTime(state.lock?.lockedAt ?? null),
+    lockedByUser: graphqlUser(model, state.lock?.user ?? null),
+    name: state.name,
+    updatedAt: graphqlTime(state.updatedAt),
+  };
+}
+
+interface ConnectionArgs {
+  after?: string | null;
+  before?: string | null;
+  first?: number | null;
+  last?: number | null;
+}
+
+/** A keyset cursor for the states' order (`ordered_by_name`): Base64 of the row's keys. */
+function stateCursor(state: FakeTerraformState): string {
+  return Buffer.from(JSON.stringify({ name: state.name, id: String(state.id) })).toString("base64");
+}
+
+function cursorName(cursor: string): string {
+  try {
+    const decoded: unknown = JSON.parse(Buffer.from(cursor, "base64").toString("utf8"));
+    const name =
+      typeof decoded === "object" && decoded !== null
+        ? (decoded as Record<string, unknown>).name
+        : undefined;
+    if (typeof name === "string") return name;
+  } catch {
+    // not a cursor this connection made
+  }
+  throw new GraphQLError("Please provide a valid cursor");
+}
+
+/** `Types::CountableConnectionType` over the states, ordered by name, paged by keyset. */
+function terraformStateConnection(
+  model: GitlabModel,
+  states: readonly FakeTerraformState[],
+  args: ConnectionArgs,
+): Record<string, unknown> {
+  const all = [...states].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  let window = all;
+  if (args.after) {
+    const after = cursorName(args.after);
+    window = window.filter((s) => s.name > after);
+  }
+  if (args.before) {
+    const before = cursorName(args.before);
+    window = window.filter((s) => s.name < before);
+  }
+  const size = (n: number | null | undefined): number | undefined =>
+    n === undefined || n === null ? undefined : Math.min(Math.max(n, 0), GRAPHQL_MAX_PAGE_SIZE);
+  const first = size(args.first);
+  const last = size(args.last);
+  let page = window.slice(0, first ?? (last === undefined ? GRAPHQL_MAX_PAGE_SIZE : undefined));
+  if (last !== undefined) page = page.slice(Math.max(page.length - last, 0));
+  const firstIndex = page[0] === undefined ? -1 : all.indexOf(page[0]);
+  const lastItem = page.at(-1);
+  const lastIndex = lastItem === undefined ? -1 : all.indexOf(lastItem);
+  return {
+    count: all.length,
+    edges: page.map((state) => ({
+      cursor: stateCursor(state),
+      node: graphqlTerraformState(model, state),
+    })),
+    nodes: page.map((state) => graphqlTerraformState(model, state)),
+    pageInfo: {
+      endCursor: lastItem === undefined ? null : stateCursor(lastItem),
+      hasNextPage: lastIndex >= 0 && lastIndex < all.length - 1,
+      hasPreviousPage: firstIndex > 0,
+      startCursor: page[0] === undefined ? null : stateCursor(page[0]),
+    },
+  };
+}
+
+/**
+ * `Query.project(fullPath:)`: a project the caller can see (every fake project is private, and
+ * the token's user is a member of each), else null. Its states need `read_terraform_state`
+ * (`Terraform::StatesFinder`): below Developer the list is empty.
+ */
+function graphqlRoot(model: GitlabModel, caller: Caller): Record<string, unknown> {
+  return {
+    project: ({ fullPath }: { fullPath: string }) => {
+      const wanted = fullPath.toLowerCase();
+      const project = model.projects.find((p) => p.path.toLowerCase() === wanted);
+      if (!project || !caller.authenticated) return null;
+      const segments = project.path.split("/");
+      const leaf = segments.at(-1) ?? project.path;
+      const states = (): FakeTerraformState[] =>
+        model.can(project, "read_terraform_state")
+          ? model.terraformStates.filter((s) => s.projectId === project.id)
+          : [];
+      return {
+        id: gid("Project", project.id),
+        fullPath: project.path,
+        name: leaf,
+        path: leaf,
+        nameWithNamespace: segments.join(" / "),
+        webUrl: `${model.baseUrl}/${project.path}`,
+        terraformState: ({ name }: { name: string }) => {
+          const state = states().find((s) => s.name === name);
+          return state === undefined ? null : graphqlTerraformState(model, state);
+        },
+        terraformStates: (args: ConnectionArgs) => terraformStateConnection(model, states(), args),
+      };
+    },
+  };
+}
+
+/** How graphql-ruby names a node in an error's `path`. */
+function pathSegment(node: ASTNode): string[] {
+  switch (node.kind) {
+    case Kind.OPERATION_DEFINITION:
+      return [node.name ? `${node.operation} ${node.name.value}` : node.operation];
+    case Kind.FRAGMENT_DEFINITION:
+      return [`fragment ${node.name.value}`];
+    case Kind.FIELD:
+      return [node.alias?.value ?? node.name.value];
+    case Kind.INLINE_FRAGMENT:
+      return [node.typeCondition ? `... on ${node.typeCondition.name.value}` : "..."];
+    case Kind.FRAGMENT_SPREAD:
+      return [`... ${node.name.value}`];
+    case Kind.ARGUMENT:
+      return [node.name.value];
+    default:
+      return [];
+  }
+}
+
+/** Where a node sits in the query, as a static validation error's `path` shows it. */
+function documentPath(document: DocumentNode, target: ASTNode): string[] | undefined {
+  let found: string[] | undefined;
+  visit(document, {
+    enter(node, _key, _parent, _path, ancestors) {
+      if (node !== target) return undefined;
+      const chain = ancestors.filter((a): a is ASTNode => !Array.isArray(a));
+      found = [...chain, node].flatMap((a) => pathSegment(a));
+      return BREAK;
+    },
+  });
+  return found;
+}
+
+/** graphql-js's wording of the common validation errors, and graphql-ruby's (message, extensions). */
+const VALIDATION_WORDING: readonly {
+  pattern: RegExp;
+  ruby: (m: RegExpExecArray) => { message: string; extensions: Record<string, string> };
+}[] = [
+  {
+    pattern: /^Cannot query field "(\w+)" on type "(\w+)"\./,
+    ruby: ([, field = "", type = ""]) => ({
+      message: `Field '${field}' doesn't exist on type '${type}'`,
+      extensions: { code: "undefinedField", typeName: type, fieldName: field },
+    }),
+  },
+  {
+    pattern: /^Unknown argument "(\w+)" on field "\w+\.(\w+)"\./,
+    ruby: ([, argument = "", field = ""]) => ({
+      message: `Field '${field}' doesn't accept argument '${argument}'`,
+      extensions: {
+        code: "argumentNotAccepted",
+        name: field,
+        typeName: "Field",
+        argumentName: argument,
+      },
+    }),
+  },
+  {
+    pattern:
+      /^Field "(\w+)" argument "(\w+)" of type "[^"]+" is required, but it was not provided\./,
+    ruby: ([, field = "", argument = ""]) => ({
+      message: `Field '${field}' is missing required arguments: ${argument}`,
+      extensions: {
+        code: "missingRequiredArguments",
+        className: "Field",
+        name: field,
+        arguments: argument,
+      },
+    }),
+  },
+  {
+    pattern: /^Field "(\w+)" of type "\[*(\w+)[\]!]*" must have a selection of subfields\./,
+    ruby: ([, field = "", type = ""]) => ({
+      message: `Field must have selections (field '${field}' returns ${type} but has no selections. Did you mean '${field} { ... }'?)`,
+      extensions: { code: "selectionMismatch", nodeName: `field '${field}'`, typeName: type },
+    }),
+  },
+];
+
+/**
+ * An error as GitLab's GraphQL answers it: `message`, `locations`, for a static validation error
+ * (`document` given) the node's `path` in the query and graphql-ruby's wording where graphql-js's
+ * differs, for an execution error the response `path`.
+ */
+function graphqlError(error: GraphQLError, document?: DocumentNode): Record<string, unknown> {
+  let message = error.message;
+  let extensions: Record<string, string> | undefined;
+  if (document !== undefined) {
+    for (const { pattern, ruby } of VALIDATION_WORDING) {
+      const match = pattern.exec(message);
+      if (match) {
+        ({ message, extensions } = ruby(match));
+        break;
+      }
+    }
+  }
+  const node = error.nodes?.[0];
+  const path =
+    document !== undefined && node !== undefined ? documentPath(document, node) : error.path;
+  return {
+    message,
+    ...(error.locations === undefined ? {} : { locations: error.locations }),
+    ...(path === undefined ? {} : { path }),
+    ...(extensions === undefined ? {} : { extensions }),
+  };
+}
+
+interface GraphqlRequest {
+  query: unknown;
+  variables: unknown;
+  operationName: unknown;
+}
+
+/** `Gitlab::Graphql::Variables`: a JSON text or an object; anything else is 422. */
+function graphqlVariables(raw: unknown): { values: Record<string, unknown> } | { error: string } {
+  if (raw === undefined || raw === null) return { values: {} };
+  if (typeof raw === "string") {
+    if (raw.trim() === "") return { values: {} };
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      return {
+        values:
+          typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+            ? (parsed as Record<string, unknown>)
+            : {},
+      };
+    } catch {
+      return { error: `unexpected token at '${raw}'` };
+    }
+  }
+  if (typeof raw === "object" && !Array.isArray(raw)) {
+    return { values: raw as Record<string, unknown> };
+  }
+  return { error: `Unexpected parameter: ${JSON.stringify(raw)}` };
+}
+
+/** One query: parse, validate, execute, as `GitlabSchema.execute` answers it. */
+function runGraphql(
+  ctx: RouteContext,
+  request: GraphqlRequest,
+  variableValues: Record<string, unknown>,
+): Record<string, unknown> {
+  const source = typeof request.query === "string" ? request.query : "";
+  if (source.trim() === "") return { errors: [{ message: "No query string was present" }] };
+  let document: DocumentNode;
+  try {
+    document = parse(source);
+  } catch (error) {
+    if (error instanceof GraphQLError) return { errors: [graphqlError(error)] };
+    throw error;
+  }
+  const invalid = validate(GRAPHQL_SCHEMA, document);
+  if (invalid.length > 0) return { errors: invalid.map((e) => graphqlError(e, document)) };
+  const result: ExecutionResult = executeSync({
+    schema: GRAPHQL_SCHEMA,
+    document,
+    rootValue: graphqlRoot(ctx.model, ctx.caller),
+    variableValues,
+    operationName: typeof request.operationName === "string" ? request.operationName : null,
+  });
+  return {
+    ...(result.errors === undefined ? {} : { errors: result.errors.map((e) => graphqlError(e)) }),
+    ...(result.data === undefined ? {} : { data: result.data }),
+  };
+}
+
+/**
+ * GET or POST /api/graphql (`GraphqlController#execute`): one query (`query`, `variables`,
+ * `operationName`, from the JSON body or the query string) or a batch (a JSON array). Query
+ * errors are answered with 200 and an `errors` list; `data` holds what could be resolved.
+ */
+function graphqlEndpoint(ctx: RouteContext): Reply {
+  const { req } = ctx;
+  const fromQuery: GraphqlRequest = {
+    query: req.query.get("query") ?? undefined,
+    variables: req.query.get("variables") ?? undefined,
+    operationName: req.query.get("operationName") ?? undefined,
+  };
+  let body: unknown = {};
+  const contentType = (req.headers["content-type"] ?? "").split(";")[0]?.trim();
+  if (req.body.length > 0 && contentType === "application/json") {
+    try {
+      body = JSON.parse(req.body);
+    } catch {
+      // ActionDispatch::Http::Parameters::ParseError: Rails' own 400 page.
+      return {
+        kind: "text",
+        status: 400,
+        text: "400 Bad Request\n",
+        headers: { "content-type": "text/html; charset=utf-8" },
+      };
+    }
+  } else if (req.body.length > 0 && contentType === "application/x-www-form-urlencoded") {
+    body = Object.fromEntries(new URLSearchParams(req.body));
+  }
+  const batch = Array.isArray(body) ? (body as unknown[]) : undefined;
+  const requests: GraphqlRequest[] = (batch ?? [body]).map((item) => {
+    const fields =
+      typeof item === "object" && item !== null ? (item as Record<string, unknown>) : {};
+    return batch !== undefined
+      ? { query: fields.query, variables: fields.variables, operationName: fields.operationName }
+      : {
+          query: fields.query ?? fromQuery.query,
+          variables: fields.variables ?? fromQuery.variables,
+          operationName: fields.operationName ?? fromQuery.operationName,
+        };
+  });
+
+  const size = requests.reduce(
+    (total, r) => total + (typeof r.query === "string" ? r.query.length : 0),
+    0,
+  );
+  if (size > GRAPHQL_MAX_QUERY_SIZE) {
+    return graphqlReply(422, { errors: [{ message: "Query too large" }] });
+  }
+  const variables: Record<string, unknown>[] = [];
+  for (const request of requests) {
+    const parsed = graphqlVariables(request.variables);
+    if ("error" in parsed) return graphqlReply(422, { errors: [{ message: parsed.error }] });
+    variables.push(parsed.values);
+  }
+  if (req.method === "GET" && requests.some((r) => isMutation(r.query))) {
+    return graphqlReply(422, { errors: [{ message: "Mutations are forbidden in GET requests" }] });
+  }
+  const results = requests.map((request, index) =>
+    runGraphql(ctx, request, variables[index] ?? {}),
+  );
+  return graphqlReply(200, batch === undefined ? results[0] : results);
+}
+
+function isMutation(query: unknown): boolean {
+  if (typeof query !== "string") return false;
+  try {
+    return parse(query).definitions.some(
+      (d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === OperationTypeNode.MUTATION,
+    );
+  } catch {
+    return false;
+  }
+}
+
 /** Every endpoint the fake serves. Add new ones here. */
 const ROUTES: readonly Route[] = [
   route("POST", "/projects/:id/pipeline", createPipeline),
@@ -2334,6 +3351,20 @@ const ROUTES: readonly Route[] = [
   route("GET", "/projects/:id/jobs/:job_id/trace", jobTrace, "always"),
   route("POST", "/projects/:id/jobs/:job_id/play", playJob, "always"),
   route("GET", "/projects/:id/jobs/:job_id/artifacts/*artifact_path", jobArtifactFile),
+  // Terraform's http backend sends the token as the password of Basic credentials.
+  ...(
+    [
+      ["GET", "/projects/:id/terraform/state/:name", showTerraformState],
+      ["POST", "/projects/:id/terraform/state/:name", storeTerraformState],
+      ["DELETE", "/projects/:id/terraform/state/:name", deleteTerraformState],
+      ["POST", "/projects/:id/terraform/state/:name/lock", lockTerraformState],
+      ["DELETE", "/projects/:id/terraform/state/:name/lock", unlockTerraformState],
+    ] as const
+  ).map(([method, template, handler]) =>
+    route(method, template, handler, "always", { basicAuth: true }),
+  ),
+  graphqlRoute("GET"),
+  graphqlRoute("POST"),
 ];
 
 function dispatch(model: GitlabModel, entities: Entities, req: RecordedRequest): Reply {
@@ -2350,8 +3381,22 @@ function dispatch(model: GitlabModel, entities: Entities, req: RecordedRequest):
           throw grapeError(404, "404 Not Found");
         }
       }
-      const token = tokenOf(req);
-      if (token !== undefined && (token !== model.token || !model.tokenValid)) throw unauthorized();
+      const token = tokenOf(req, candidate.basicAuth);
+      const tokenValid = token === model.token && model.tokenValid;
+      if (candidate.auth === "graphql") {
+        if (token !== undefined && !tokenValid) {
+          return graphqlReply(401, { errors: [{ message: "Invalid token" }] });
+        }
+        return candidate.handler({
+          req,
+          params,
+          caller: { authenticated: token !== undefined },
+          model,
+          entities,
+          input: {},
+        });
+      }
+      if (token !== undefined && !tokenValid) throw unauthorized();
       if (token === undefined && (candidate.auth === "always" || req.method !== "GET"))
         throw unauthorized();
       for (const key of candidate.keys) {
@@ -2592,6 +3637,61 @@ export async function startFakeGitlab(options: FakeGitlabOptions): Promise<FakeG
       const project = model.projects.find((p) => p.id === projectId);
       if (!project) throw new Error(`no project ${projectId} in the fake GitLab`);
       project.role = role;
+    },
+    addUser: (user) => model.addUser(user),
+    terraformStates: model.terraformStates,
+    addTerraformState: (projectIdOrPath, name, stateOptions = {}) => {
+      const project = model.projectByIdOrPath(projectIdOrPath);
+      if (model.findTerraformState(project, name)) {
+        throw new Error(`project ${project.path} already has a Terraform state ${name}`);
+      }
+      const holder =
+        stateOptions.lockedBy === undefined
+          ? undefined
+          : model.userByUsername(stateOptions.lockedBy);
+      const now = model.now();
+      const lockedAt = stateOptions.lockedAt ?? now;
+      const createdAt =
+        stateOptions.createdAt ?? (holder !== undefined && lockedAt < now ? lockedAt : now);
+      const state = model.findOrCreateTerraformState(project, name, createdAt);
+      const content =
+        stateOptions.content === undefined ? emptyTerraformState() : stateOptions.content;
+      if (content !== null) {
+        const text =
+          typeof content === "string" ? content : `${JSON.stringify(content, null, 2)}\n`;
+        model.storeTerraformState(state, text, null, createdAt);
+      }
+      if (holder !== undefined) {
+        model.lockTerraformState(state, stateOptions.lockId ?? randomUUID(), holder, lockedAt);
+      }
+      return state;
+    },
+    terraformState: (projectIdOrPath, name) =>
+      model.findTerraformState(model.projectByIdOrPath(projectIdOrPath), name),
+    lockTerraformState: (projectIdOrPath, name, lock) => {
+      const project = model.projectByIdOrPath(projectIdOrPath);
+      const holder = model.userByUsername(lock.lockedBy);
+      const state = model.findOrCreateTerraformState(project, name, lock.lockedAt);
+      if (state.lock !== null) {
+        throw new Error(
+          `Terraform state ${name} of ${project.path} is already locked by ${state.lock.user.username}`,
+        );
+      }
+      model.lockTerraformState(state, lock.info?.ID ?? randomUUID(), holder, lock.lockedAt);
+      return state;
+    },
+    unlockTerraformState: (projectIdOrPath, name) => {
+      const project = model.projectByIdOrPath(projectIdOrPath);
+      const state = model.findTerraformState(project, name);
+      if (!state) throw new Error(`project ${project.path} has no Terraform state ${name}`);
+      model.unlockTerraformState(state);
+      return state;
+    },
+    deleteTerraformState: (projectIdOrPath, name) => {
+      const project = model.projectByIdOrPath(projectIdOrPath);
+      const state = model.findTerraformState(project, name);
+      if (!state) throw new Error(`project ${project.path} has no Terraform state ${name}`);
+      model.removeTerraformState(state);
     },
     pipeline: (pipelineId) => model.pipelineById(pipelineId),
     job: (pipelineId, jobName) => model.jobByName(pipelineId, jobName),
