@@ -53,7 +53,8 @@ export function createCapacityCommand(deps: CapacityDeps) {
       return;
     }
     try {
-      const nodes = await deps.nodes.nodes();
+      // Asked for explicitly: live figures, not the form's cached list.
+      const nodes = await deps.nodes.refresh();
       await respond({
         response_type: visibility === "public" ? "in_channel" : "ephemeral",
         ...capacityMessage({ nodes, source: deps.nodes.proxmox.url, at: now() }),

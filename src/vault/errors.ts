@@ -20,14 +20,18 @@ const hasResponse = (error: unknown): error is VaultResponseError =>
   typeof (error as { response?: { statusCode?: unknown } } | null)?.response?.statusCode ===
   "number";
 
-/** Vault's own words, e.g. "permission denied"; never a value (Vault does not echo secrets). */
+/**
+ * Vault's own words, e.g. "permission denied; invalid token" out of its multi-error text
+ * ("2 errors occurred:\n\t* permission denied\n\t* invalid token"). Vault never echoes a secret.
+ */
 function vaultWords(error: VaultResponseError): string {
   const errors = error.response.body?.errors;
   if (!Array.isArray(errors)) return "";
   return errors
     .filter((item): item is string => typeof item === "string")
-    .map((item) => item.replace(/\s+/g, " ").trim())
-    .filter((item) => item !== "")
+    .flatMap((item) => item.split("\n"))
+    .map((line) => line.trim().replace(/^\*\s*/, ""))
+    .filter((line) => line !== "" && !/^\d+ errors? occurred:$/.test(line))
     .join("; ")
     .slice(0, 200);
 }

@@ -14,7 +14,8 @@ import {
 import { startFakeProxmox, type FakeProxmox, type FakeProxmoxOptions } from "../fakes/proxmox.js";
 import { createSlackSigner, stateValuesFor, type SlackSigner } from "../fakes/slack-signer.js";
 import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
-import { captureLogs } from "./logs.js";
+import { startFakeVault, type FakeVault, type FakeVaultOptions } from "../fakes/vault.js";
+import { captureLogs, recordSlackPayload } from "./logs.js";
 import { TEST_SECRETS } from "./secrets.js";
 
 export const REQUESTER = "U0REQUESTER";
@@ -67,6 +68,8 @@ export interface Harness {
   gitlab: FakeGitlab;
   /** Started when the options ask for it; the bot then has PROXMOX_URL and PROXMOX_TOKEN. */
   proxmox: FakeProxmox | undefined;
+  /** Started when the options ask for it; the bot then reads its GitLab and Proxmox tokens there. */
+  vault: FakeVault | undefined;
   bot: RunningVmbot;
   signer: SlackSigner;
   config: Config;
@@ -76,12 +79,37 @@ export interface Harness {
 }
 
 export interface HarnessOptions {
-  env?: Record<string, string>;
+  /** Variables to set, or to remove with `undefined`. */
+  env?: Record<string, string | undefined>;
   project?: Partial<FakeProjectOptions>;
   gitlabTimeoutMs?: number;
   /** Starts a fake Proxmox (its token defaults to the test token) and points the bot at it. */
   proxmox?: Partial<FakeProxmoxOptions> | true;
   proxmoxTimeoutMs?: number;
+  /**
+   * Starts a fake Vault holding `secret/gitlab` (token) and `secret/proxmox` (api_token) with an
+   * AppRole login (`VAULT_TEST_ROLE_ID` and the test secret ID); the bot logs in with it and
+   * reads both tokens there instead of GITLAB_TOKEN and PROXMOX_TOKEN.
+   */
+  vault?: Partial<FakeVaultOptions> | true;
+  vaultTimeoutMs?: number;
+  /** Runs once the fakes are up and before the bot starts, e.g. to seal the fake Vault. */
+  prepare?: (fakes: { vault: FakeVault | undefined; proxmox: FakeProxmox | undefined }) => void;
+}
+
+export const VAULT_TEST_ROLE_ID = "4f6c2a1e-vmbot-role-id";
+
+/** The fake Vault of `HarnessOptions.vault`: AppRole, and the bot's two secrets. */
+function vaultOptions(options: Partial<FakeVaultOptions> | true): FakeVaultOptions {
+  return {
+    appRole: { roleId: VAULT_TEST_ROLE_ID, secretId: TEST_SECRETS.vaultSecretId },
+    secrets: [
+      { path: "gitlab", data: { token: TEST_SECRETS.gitlabToken } },
+      { path: "proxmox", data: { api_token: TEST_SECRETS.proxmoxToken } },
+    ],
+    rootToken: TEST_SECRETS.vaultToken,
+    ...(options === true ? {} : options),
+  };
 }
 
 /**
@@ -101,6 +129,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           token: TEST_SECRETS.proxmoxToken,
           ...(options.proxmox === true ? {} : options.proxmox),
         });
+  const vault =
+    options.vault === undefined ? undefined : await startFakeVault(vaultOptions(options.vault));
+  const closeFakes = () =>
+    Promise.all([slack.close(), gitlab.close(), proxmox?.close(), vault?.close()]);
   const dir = mkdtempSync(join(tmpdir(), "vmbot-it-"));
   const config = loadConfig(
     fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
@@ -109,15 +141,34 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...(proxmox === undefined
         ? {}
         : { PROXMOX_URL: proxmox.url, PROXMOX_TOKEN: TEST_SECRETS.proxmoxToken }),
+      ...(vault === undefined
+        ? {}
+        : {
+            VAULT_ADDR: vault.url,
+            VAULT_ROLE_ID: VAULT_TEST_ROLE_ID,
+            VAULT_SECRET_ID: TEST_SECRETS.vaultSecretId,
+            VAULT_GITLAB_PATH: "gitlab",
+            GITLAB_TOKEN: undefined,
+            PROXMOX_TOKEN: undefined,
+          }),
       ...options.env,
     }),
   );
+  options.prepare?.({ vault, proxmox });
   const captured = captureLogs();
-  const bot = await startVmbot(config, {
-    logDestination: captured.stream,
-    gitlabTimeoutMs: options.gitlabTimeoutMs ?? 5_000,
-    proxmoxTimeoutMs: options.proxmoxTimeoutMs ?? 3_000,
-  });
+  let bot: RunningVmbot;
+  try {
+    bot = await startVmbot(config, {
+      logDestination: captured.stream,
+      gitlabTimeoutMs: options.gitlabTimeoutMs ?? 5_000,
+      proxmoxTimeoutMs: options.proxmoxTimeoutMs ?? 3_000,
+      vaultTimeoutMs: options.vaultTimeoutMs ?? 3_000,
+    });
+  } catch (error) {
+    await closeFakes();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   const baseUrl = `http://127.0.0.1:${bot.port}`;
   const signer = createSlackSigner({
     eventsUrl: `${baseUrl}/slack/events`,
@@ -128,6 +179,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     slack,
     gitlab,
     proxmox,
+    vault,
     bot,
     signer,
     config,
@@ -135,7 +187,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     baseUrl,
     async close() {
       await bot.stop(2_000);
-      await Promise.all([slack.close(), gitlab.close(), proxmox?.close()]);
+      for (const call of slack.calls) recordSlackPayload(call.method, call.args);
+      for (const post of slack.responses) recordSlackPayload("response_url", post.body);
+      for (const upload of slack.uploads) recordSlackPayload("upload", upload);
+      await closeFakes();
       rmSync(dir, { recursive: true, force: true });
     },
   };

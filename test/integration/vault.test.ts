@@ -1,0 +1,296 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { StartupError } from "../../src/start.js";
+import { fakeNode } from "../fakes/proxmox.js";
+import {
+  askForVm,
+  CHANNEL,
+  eventually,
+  harnessPerTest,
+  REQUESTER,
+  VAULT_TEST_ROLE_ID,
+  type Harness,
+  type HarnessOptions,
+} from "../support/harness.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+const start = harnessPerTest();
+
+const ROTATED_GITLAB_TOKEN = "glpat-RotatedGitlabToken00002";
+const ROTATED_PROXMOX_TOKEN = "vmbot@pve!capacity=7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
+
+/** Starts a bot whose start-up must fail, and returns the StartupError's message. */
+async function startupFailure(options: HarnessOptions): Promise<string> {
+  const failure = await start(options).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  expect(failure).toBeInstanceOf(StartupError);
+  const message = (failure as Error).message;
+  for (const secret of Object.values(TEST_SECRETS)) expect(message).not.toContain(secret);
+  return message;
+}
+
+async function capacityText(h: Harness): Promise<string> {
+  const delivery = await h.signer.slashCommand({
+    text: "capacity",
+    userId: REQUESTER,
+    channelId: CHANNEL,
+  });
+  const post = await h.slack.waitForResponse((p) => p.url === delivery.responseUrl);
+  return `${String(post.body.text)}\n${JSON.stringify(post.body.blocks)}`;
+}
+
+const privateToken = (h: Harness) => h.gitlab.requests.at(-1)?.headers["private-token"];
+
+describe("secrets from Vault", () => {
+  it("logs in with AppRole and uses the GitLab and Proxmox tokens it reads", async () => {
+    const h = await start({ vault: true, proxmox: true });
+    const logins = h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/);
+    expect(logins).toHaveLength(1);
+    expect(JSON.parse(logins[0]!.body)).toEqual({
+      role_id: VAULT_TEST_ROLE_ID,
+      secret_id: TEST_SECRETS.vaultSecretId,
+    });
+    // The token Vault issued is the one the reads carry.
+    const issued = h.vault!.requestsTo("GET", /^\/v1\/secret\/data\/gitlab$/)[0];
+    expect(issued?.headers["x-vault-token"]).toMatch(/^hvs\./);
+    await askForVm(h);
+    expect(privateToken(h)).toBe(TEST_SECRETS.gitlabToken);
+    expect(await capacityText(h)).toContain("*pve1*");
+    expect(h.proxmox!.requests.at(-1)?.headers.authorization).toBe(
+      `PVEAPIToken=${TEST_SECRETS.proxmoxToken}`,
+    );
+  });
+
+  it("picks up a GitLab token rotated in Vault on the next GitLab call, without a restart", async () => {
+    const h = await start({ vault: true });
+    await askForVm(h, "web-01");
+    h.vault!.writeSecret("gitlab", { token: ROTATED_GITLAB_TOKEN });
+    h.gitlab.rotateToken(ROTATED_GITLAB_TOKEN);
+    const pipelines = h.gitlab.pipelines.length;
+    await askForVm(h, "web-02");
+    // One refused attempt with the old token, then the same call with the new one: one pipeline.
+    expect(h.gitlab.pipelines).toHaveLength(pipelines + 1);
+    const creates = h.gitlab.requestsTo("POST", /\/pipeline$/).slice(-2);
+    expect(creates.map((request) => request.headers["private-token"])).toEqual([
+      TEST_SECRETS.gitlabToken,
+      ROTATED_GITLAB_TOKEN,
+    ]);
+    expect(h.bot.store.listActive().every((request) => request.status !== "failed")).toBe(true);
+  });
+
+  it("picks up a Proxmox token rotated in Vault on the next Proxmox call", async () => {
+    const h = await start({ vault: true, proxmox: { nodes: [fakeNode("pve1")] } });
+    expect(await capacityText(h)).toContain("*pve1*");
+    h.vault!.writeSecret("proxmox", { api_token: ROTATED_PROXMOX_TOKEN });
+    h.proxmox!.setToken(ROTATED_PROXMOX_TOKEN);
+    expect(await capacityText(h)).toContain("*pve1*");
+    expect(h.proxmox!.requests.at(-1)?.headers.authorization).toBe(
+      `PVEAPIToken=${ROTATED_PROXMOX_TOKEN}`,
+    );
+    // One refused attempt with the old token, one with the new.
+    expect(h.proxmox!.requests.map((request) => request.headers.authorization)).toEqual([
+      `PVEAPIToken=${TEST_SECRETS.proxmoxToken}`,
+      `PVEAPIToken=${TEST_SECRETS.proxmoxToken}`,
+      `PVEAPIToken=${ROTATED_PROXMOX_TOKEN}`,
+    ]);
+  });
+
+  it("renews its token before it expires, and logs in again once renewal stops extending it", async () => {
+    // Tokens live 2 s and at most 4 s; the fake's clock follows the real one second by second.
+    const h = await start({
+      vault: {
+        appRole: {
+          roleId: VAULT_TEST_ROLE_ID,
+          secretId: TEST_SECRETS.vaultSecretId,
+          tokenTtl: 2,
+          tokenMaxTtl: 4,
+        },
+      },
+    });
+    const clock = setInterval(() => {
+      h.vault!.advance(1);
+    }, 1_000);
+    try {
+      const login = /^\/v1\/auth\/approle\/login$/;
+      await eventually(
+        () => (h.vault!.requestsTo("POST", login).length >= 2 ? true : undefined),
+        "a second login after the token reached its max TTL",
+        10_000,
+      );
+      const renewals = h.vault!.requestsTo("POST", /^\/v1\/auth\/token\/renew-self$/);
+      expect(renewals.length).toBeGreaterThanOrEqual(1);
+      // Every renewal was made while the token was still valid.
+      for (const renewal of renewals) {
+        expect(h.vault!.token(String(renewal.headers["x-vault-token"]))?.revoked).not.toBe(true);
+      }
+      // After the re-login, reads carry the new token.
+      h.vault!.writeSecret("gitlab", { token: ROTATED_GITLAB_TOKEN });
+      h.gitlab.rotateToken(ROTATED_GITLAB_TOKEN);
+      await askForVm(h);
+      const reads = h.vault!.requestsTo("GET", /^\/v1\/secret\/data\/gitlab$/);
+      const tokens = new Set(reads.map((read) => read.headers["x-vault-token"]));
+      expect(tokens.size).toBe(2);
+    } finally {
+      clearInterval(clock);
+    }
+  }, 20_000);
+
+  it("logs in again when Vault refuses to renew the token", async () => {
+    const h = await start({
+      vault: {
+        appRole: { roleId: VAULT_TEST_ROLE_ID, secretId: TEST_SECRETS.vaultSecretId, tokenTtl: 2 },
+      },
+    });
+    h.vault!.refuseRenewal("permission-denied");
+    await eventually(
+      () =>
+        h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/).length >= 2 ? true : undefined,
+      "a login after the refused renewal",
+      6_000,
+    );
+    expect(
+      h.vault!.requestsTo("POST", /^\/v1\/auth\/token\/renew-self$/).length,
+    ).toBeGreaterThanOrEqual(1);
+    expect(h.logs.some((line) => line.includes("Vault refused to renew the token"))).toBe(true);
+  }, 10_000);
+
+  it("logs in with VAULT_TOKEN, and with Kubernetes auth from the service-account token file", async () => {
+    const withToken = await start({
+      vault: true,
+      env: {
+        VAULT_ROLE_ID: undefined,
+        VAULT_SECRET_ID: undefined,
+        VAULT_TOKEN: TEST_SECRETS.vaultToken,
+      },
+    });
+    expect(withToken.vault!.requestsTo("GET", /^\/v1\/auth\/token\/lookup-self$/)).toHaveLength(1);
+    await withToken.close();
+
+    const dir = mkdtempSync(join(tmpdir(), "vmbot-k8s-"));
+    const jwtFile = join(dir, "token");
+    writeFileSync(jwtFile, "eyJhbGciOiJSUzI1NiJ9.service-account.signature\n");
+    try {
+      const withK8s = await start({
+        vault: {
+          kubernetes: { role: "vmbot", jwt: "eyJhbGciOiJSUzI1NiJ9.service-account.signature" },
+        },
+        env: {
+          VAULT_ROLE_ID: undefined,
+          VAULT_SECRET_ID: undefined,
+          VAULT_K8S_ROLE: "vmbot",
+          VAULT_K8S_TOKEN_FILE: jwtFile,
+        },
+      });
+      const [login] = withK8s.vault!.requestsTo("POST", /^\/v1\/auth\/kubernetes\/login$/);
+      expect(JSON.parse(login!.body)).toEqual({
+        role: "vmbot",
+        jwt: "eyJhbGciOiJSUzI1NiJ9.service-account.signature",
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("Vault failures name the path and the cause, never the secret", () => {
+  it("stops start-up when Vault is sealed", async () => {
+    const message = await startupFailure({
+      vault: true,
+      prepare: ({ vault }) => {
+        vault?.seal();
+      },
+    });
+    expect(message).toMatch(
+      /^Vault: Vault at http:\/\/127\.0\.0\.1:\d+ is sealed \(503\), so vmbot could not log in\. It works again once Vault is unsealed\.$/,
+    );
+  });
+
+  it("stops start-up when Vault is unreachable", async () => {
+    const message = await startupFailure({
+      vault: true,
+      env: { VAULT_ADDR: "http://127.0.0.1:9" },
+    });
+    expect(message).toBe(
+      "Vault: Vault at http://127.0.0.1:9 could not be reached (ECONNREFUSED) when vmbot tried to log in. Check that Vault is up and VAULT_ADDR is right.",
+    );
+  });
+
+  it("stops start-up when the AppRole login is refused", async () => {
+    const message = await startupFailure({
+      vault: true,
+      env: { VAULT_SECRET_ID: "00000000-wrong-secret-id" },
+    });
+    expect(message).toBe(
+      "Vault: Vault refused vmbot's login when it tried to log in (400: invalid role or secret ID). Check VAULT_ROLE_ID and VAULT_SECRET_ID, VAULT_K8S_ROLE or VAULT_TOKEN.",
+    );
+  });
+
+  it("stops start-up when the GitLab token's path is denied, missing, or lacks the key", async () => {
+    expect(
+      await startupFailure({
+        vault: true,
+        prepare: ({ vault }) => {
+          vault?.denyPath("secret/data/gitlab");
+        },
+      }),
+    ).toBe(
+      "Vault: Vault denied vmbot permission to read `secret/gitlab` (403: permission denied). Check the policy attached to vmbot's Vault login.",
+    );
+    expect(await startupFailure({ vault: true, env: { VAULT_GITLAB_PATH: "ci/gitlab" } })).toBe(
+      "Vault: Vault has no secret `secret/ci/gitlab` (404): check VAULT_KV_MOUNT and the path, and that the mount is KV version 2.",
+    );
+    expect(
+      await startupFailure({
+        vault: true,
+        prepare: ({ vault }) => {
+          vault?.writeSecret("gitlab", { api_token: "not-the-key-vmbot-reads" });
+        },
+      }),
+    ).toBe(
+      "Vault: The Vault secret `secret/gitlab` has no key `token`: add it there (KV version 2).",
+    );
+  });
+
+  it("starts without the Proxmox token, and /vm capacity says why", async () => {
+    const h = await start({
+      vault: true,
+      proxmox: true,
+      prepare: ({ vault }) => {
+        vault?.deleteSecretMetadata("proxmox");
+      },
+    });
+    expect(await capacityText(h)).toContain(
+      "vmbot could not read the nodes' capacity. Vault has no secret `secret/proxmox` (404)",
+    );
+    expect(h.proxmox!.requests).toHaveLength(0);
+  });
+
+  it("refuses a Proxmox token in Vault that is not one, without sending it anywhere", async () => {
+    const h = await start({
+      vault: true,
+      proxmox: true,
+      prepare: ({ vault }) => {
+        vault?.writeSecret("proxmox", { api_token: "just-a-password-123" });
+      },
+    });
+    expect(await capacityText(h)).toContain(
+      "The `api_token` in the Vault secret `secret/proxmox` does not look like a Proxmox API token (user@realm!tokenid=secret).",
+    );
+    expect(h.proxmox!.requests).toHaveLength(0);
+    expect(h.logs.join("\n")).not.toContain("just-a-password-123");
+  });
+
+  it("tells the person in Slack when Vault is sealed while the bot runs, and recovers", async () => {
+    const h = await start({ vault: true, proxmox: true });
+    h.vault!.writeSecret("proxmox", { api_token: ROTATED_PROXMOX_TOKEN });
+    h.proxmox!.setToken(ROTATED_PROXMOX_TOKEN);
+    h.vault!.seal();
+    expect(await capacityText(h)).toContain("is sealed (503)");
+    h.vault!.unseal();
+    expect(await capacityText(h)).toContain("*pve1*");
+  });
+});
