@@ -159,6 +159,60 @@ describe("fake Slack Web API, through the real WebClient", () => {
     await fake.close();
   });
 
+  it("reads messages back with conversations.history and .replies, metadata on request", async () => {
+    const metadata = { event_type: "vmbot_request", event_payload: { request_id: "vm-1" } };
+    const parent = await client.chat.postMessage({ channel: CHANNEL, text: "parent", metadata });
+    const reply = await client.chat.postMessage({
+      channel: CHANNEL,
+      thread_ts: parent.ts!,
+      text: "reply",
+      metadata: { event_type: "vmbot_step", event_payload: { step: "applied" } },
+    });
+    await client.filesUploadV2({
+      channel_id: CHANNEL,
+      thread_ts: parent.ts!,
+      filename: "plan.txt",
+      content: "plan",
+    });
+    await client.chat.postMessage({ channel: CHANNEL, text: "later" });
+
+    const history = await client.conversations.history({ channel: CHANNEL });
+    expect(history.messages?.map((m) => m.text)).toEqual(["later", "parent"]);
+    expect(history.messages?.[1]?.metadata).toBeUndefined();
+    const withMetadata = await client.conversations.history({
+      channel: CHANNEL,
+      include_all_metadata: true,
+      oldest: String(Number(parent.ts) - 1),
+      limit: 1,
+    });
+    expect(withMetadata.messages?.map((m) => m.text)).toEqual(["later"]);
+    expect(withMetadata.has_more).toBe(true);
+    const next = await client.conversations.history({
+      channel: CHANNEL,
+      include_all_metadata: true,
+      cursor: withMetadata.response_metadata?.next_cursor ?? "",
+    });
+    expect(next.messages?.[0]?.metadata).toEqual(metadata);
+
+    const thread = await client.conversations.replies({
+      channel: CHANNEL,
+      ts: parent.ts!,
+      include_all_metadata: true,
+    });
+    expect(thread.messages?.map((m) => m.ts)).toEqual([
+      parent.ts,
+      reply.ts,
+      expect.any(String) as string,
+    ]);
+    expect(thread.messages?.[1]?.metadata?.event_type).toBe("vmbot_step");
+    expect(thread.messages?.[2]?.files?.[0]?.name).toBe("plan.txt");
+    await expect(
+      client.conversations.replies({ channel: CHANNEL, ts: "1.000001" }),
+    ).rejects.toMatchObject({
+      data: { error: "thread_not_found" },
+    });
+  });
+
   it("answers auth.test with the bot's identity", async () => {
     const result = await client.auth.test();
 

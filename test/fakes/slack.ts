@@ -63,6 +63,8 @@ export interface FakeMessage {
   attachments?: JsonObject[];
   thread_ts?: string;
   metadata?: JsonObject;
+  /** Files shared by this message (a completed upload into a channel or thread). */
+  files?: JsonObject[];
   user: string;
   bot_id: string;
   app_id: string;
@@ -793,6 +795,22 @@ export function messageObject(message: FakeMessage, teamId: string): JsonObject 
 
 type MethodHandler = (args: JsonObject) => JsonObject;
 
+/** Orders message timestamps ("1700000000.000100") numerically. */
+function compareTs(a: string, b: string): number {
+  return Number(a) - Number(b);
+}
+
+/** `oldest` / `latest` / `inclusive` as conversations.history and .replies read them. */
+function timeRange(args: JsonObject): (ts: string) => boolean {
+  const oldest = Number(args.oldest ?? 0);
+  const latest = args.latest === undefined ? Infinity : Number(args.latest);
+  const inclusive = args.inclusive === true || args.inclusive === "true";
+  return (ts) => {
+    const at = Number(ts);
+    return inclusive ? at >= oldest && at <= latest : at > oldest && at < latest;
+  };
+}
+
 interface WorkspaceOptions {
   botToken: string;
   triggerTtlMs: number;
@@ -830,6 +848,8 @@ class SlackWorkspace {
     ["views.push", (args) => this.pushView(args)],
     ["views.update", (args) => this.updateView(args)],
     ["conversations.info", (args) => this.conversationInfo(args)],
+    ["conversations.history", (args) => this.history(args)],
+    ["conversations.replies", (args) => this.replies(args)],
     ["users.info", (args) => this.userInfo(args)],
     ["usergroups.users.list", (args) => this.usergroupMembers(args)],
     ["files.getUploadURLExternal", (args) => this.startUpload(args)],
@@ -1034,6 +1054,64 @@ class SlackWorkspace {
     };
   }
 
+  // --- conversations: reading messages back ---------------------------------
+
+  /**
+   * conversations.history: the channel's top-level messages (thread replies are not listed),
+   * newest first, between `oldest` and `latest` (exclusive unless `inclusive`), `limit` per page
+   * with a cursor. Metadata only with `include_all_metadata`.
+   */
+  private history(args: JsonObject): JsonObject {
+    const channel = this.resolveChannel(args.channel);
+    if (!channel.is_member) throw new SlackApiError("not_in_channel");
+    const inRange = timeRange(args);
+    const listed = this.messages
+      .filter(
+        (m) => m.channel === channel.id && (m.thread_ts === undefined || m.thread_ts === m.ts),
+      )
+      .filter((m) => inRange(m.ts))
+      .sort((a, b) => compareTs(b.ts, a.ts));
+    return this.page(listed, args, 100);
+  }
+
+  /** conversations.replies: a thread's parent and its replies, oldest first. */
+  private replies(args: JsonObject): JsonObject {
+    const channel = this.resolveChannel(args.channel);
+    const ts = stringArg(args, "ts");
+    if (ts === undefined) throw missingArgument("ts");
+    const parent = this.message(channel.id, ts);
+    if (parent === undefined) throw new SlackApiError("thread_not_found");
+    const root = parent.thread_ts ?? parent.ts;
+    const inRange = timeRange(args);
+    const thread = this.messages
+      .filter((m) => m.channel === channel.id && (m.ts === root || m.thread_ts === root))
+      .filter((m) => m.ts === root || inRange(m.ts))
+      .sort((a, b) => compareTs(a.ts, b.ts));
+    return this.page(thread, args, 1000);
+  }
+
+  private page(messages: FakeMessage[], args: JsonObject, defaultLimit: number): JsonObject {
+    const limit = Math.min(Math.max(Number(args.limit ?? defaultLimit) || defaultLimit, 1), 999);
+    const cursor = stringArg(args, "cursor");
+    const offset = cursor === undefined ? 0 : Number(Buffer.from(cursor, "base64").toString());
+    if (!Number.isInteger(offset) || offset < 0) throw new SlackApiError("invalid_cursor");
+    const withMetadata = args.include_all_metadata === true || args.include_all_metadata === "true";
+    const slice = messages.slice(offset, offset + limit).map((message) => {
+      const object = this.messageObject(message);
+      if (message.files !== undefined) object.files = structuredClone(message.files);
+      if (!withMetadata) delete object.metadata;
+      return object;
+    });
+    const more = offset + limit < messages.length;
+    return {
+      messages: slice,
+      has_more: more,
+      response_metadata: {
+        next_cursor: more ? Buffer.from(String(offset + limit)).toString("base64") : "",
+      },
+    };
+  }
+
   // --- views --------------------------------------------------------------
 
   private openView(args: JsonObject): JsonObject {
@@ -1228,6 +1306,21 @@ class SlackWorkspace {
     if (channel !== undefined) upload.channel = channel;
     upload.initial_comment = stringArg(args, "initial_comment");
     upload.thread_ts = stringArg(args, "thread_ts");
+    if (channel !== undefined) {
+      // Sharing a file posts a message from the app that carries it, in the thread if given.
+      const message: FakeMessage = {
+        channel,
+        ts: this.clock.next(),
+        text: upload.initial_comment ?? "",
+        blocks: [],
+        files: [{ id: upload.id, name: upload.filename, title: upload.title }],
+        user: this.identity.botUserId,
+        bot_id: this.identity.botId,
+        app_id: this.identity.appId,
+      };
+      if (upload.thread_ts !== undefined) message.thread_ts = upload.thread_ts;
+      this.messages.push(message);
+    }
     return {
       id: upload.id,
       name: upload.filename,

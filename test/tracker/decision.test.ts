@@ -65,11 +65,12 @@ describe("approving and rejecting a plan", () => {
     expect(message().text).toBe("VM web-01 — Ready");
     expect(JSON.stringify(message().blocks)).toContain("Ready: *web-01* at `192.168.1.50`");
     const thread = h.slack.messages.filter((m) => m.thread_ts === done.messageTs);
-    expect(thread.map((m) => m.text.split("\n")[0])).toEqual([
+    expect(thread.map((m) => m.files?.[0]?.name ?? m.text.split("\n")[0])).toEqual([
+      "web-01-plan.txt",
       ":gear: Terraform applied: the VM has address 192.168.1.50.",
       ":white_check_mark: Configured.",
     ]);
-    expect(thread[1]!.text).toMatch(/ok=\d+ changed=\d+ unreachable=0 failed=0/);
+    expect(thread[2]!.text).toMatch(/ok=\d+ changed=\d+ unreachable=0 failed=0/);
     expect(h.bot.store.listAudit(requestId).map((a) => a.action)).toEqual([
       "requested",
       "pipeline_created",
@@ -92,7 +93,7 @@ describe("approving and rejecting a plan", () => {
     runUntilSettled(h, pipelineId, "ansible:configure");
     await h.bot.tracker.tick();
     expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
-    const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts);
+    const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts && !m.files);
     expect(thread.map((m) => m.text.split("\n")[0]!.split(":")[1])).toEqual([
       "gear",
       "white_check_mark",
