@@ -12,16 +12,20 @@ import { registerPlanDecisions } from "./actions/plan-decision.js";
 import { registerUnlockActions } from "./commands/unlock.js";
 import { registerVmCommand } from "./commands/vm.js";
 import type { Config } from "./config.js";
+import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
 import type { Store } from "./store/store.js";
+import { createRequestStarter, type RequestStarter } from "./tracker/starter.js";
 
 export interface AppDeps {
   config: Config;
   log: Logger;
   store: Store;
   gitlab: GitlabPort;
+  /** Records every outside effect's intent and result, for exactly-once across crashes. */
+  effects: Effects;
   /** Live nodes from Proxmox; undefined when PROXMOX_URL is not set. */
   nodes?: NodeDirectory | undefined;
   /** Who may do what; built over the app's Slack client when not given. */
@@ -33,6 +37,8 @@ export interface VmbotApp {
   /** HTTP mode: the handler for `POST /slack/events`. Undefined in Socket Mode. */
   slackEvents: RequestListener | undefined;
   socket: SocketModeReceiver | undefined;
+  /** Posts request messages and creates pipelines (also for requests a crash interrupted). */
+  starter: RequestStarter;
   /** Resolves when every event being handled has finished. */
   drain(): Promise<void>;
 }
@@ -100,7 +106,15 @@ export function createApp(deps: AppDeps): VmbotApp {
   });
 
   const access = deps.access ?? createAccess({ lists: config.access, client: app.client, log });
-  const listenerDeps = { ...deps, access };
+  const starter = createRequestStarter({
+    config,
+    store: deps.store,
+    gitlab: deps.gitlab,
+    client: app.client,
+    effects: deps.effects,
+    log,
+  });
+  const listenerDeps = { ...deps, access, starter };
   registerVmCommand(app, listenerDeps);
   registerCreateSubmission(app, listenerDeps);
   registerPlanDecisions(app, listenerDeps);
@@ -110,6 +124,7 @@ export function createApp(deps: AppDeps): VmbotApp {
     app,
     slackEvents: http?.requestListener,
     socket,
+    starter,
     drain: async () => {
       await Promise.allSettled([...inflight]);
     },

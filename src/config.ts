@@ -165,6 +165,7 @@ const EnvSchema = z.object({
     blankToUndefined,
     z.enum(["variables", "inputs"], { error: "must be variables or inputs" }).default("variables"),
   ),
+  GITLAB_REQUEST_ID_VARIABLE: boolean(true),
   GITLAB_PLAN_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:plan")),
   GITLAB_APPLY_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:apply")),
   GITLAB_CONFIGURE_JOB: z.preprocess(
@@ -257,6 +258,14 @@ const EnvSchema = z.object({
   ),
   ALLOW_SELF_APPROVAL: boolean(false),
   VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
+  VMBOT_CRASH_AT: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .trim()
+      .regex(/^[a-z_]+:(before|after)$/, { error: "must look like create_pipeline:after" })
+      .optional(),
+  ),
   LOG_LEVEL: z.preprocess(
     blankToUndefined,
     z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
@@ -349,6 +358,8 @@ export interface Config {
     pipelineParams: "inputs" | "variables";
     /** How cores, memory, disk and DNS reach Terraform: TF_VAR_* variables, or inputs. */
     sizingParams: "variables" | "inputs";
+    /** Send VMBOT_REQUEST_ID with each pipeline, so a restart finds the one it created. */
+    requestIdVariable: boolean;
     jobs: { plan: string; apply: string; configure: string };
     webhookSecret: string | undefined;
     /** Path of `terraform show -json` output in the plan job's artifacts, when the job keeps one. */
@@ -387,6 +398,8 @@ export interface Config {
   };
   dbPath: string;
   logLevel: (typeof LOG_LEVELS)[number];
+  /** For crash tests only: the process kills itself at this point (e.g. `create_pipeline:after`). */
+  crashAt: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -428,6 +441,7 @@ function toConfig(env: Env): Config {
       ref: env.GITLAB_REF,
       pipelineParams: env.GITLAB_PIPELINE_PARAMS,
       sizingParams: env.GITLAB_SIZING_PARAMS,
+      requestIdVariable: env.GITLAB_REQUEST_ID_VARIABLE,
       jobs: {
         plan: env.GITLAB_PLAN_JOB,
         apply: env.GITLAB_APPLY_JOB,
@@ -468,6 +482,7 @@ function toConfig(env: Env): Config {
     },
     dbPath: env.VMBOT_DB,
     logLevel: env.LOG_LEVEL,
+    crashAt: env.VMBOT_CRASH_AT,
   };
 }
 

@@ -24,6 +24,9 @@ export type CreateField = keyof typeof CREATE_FIELDS;
 /** Message metadata event type for request messages (Slack `metadata.event_type`). */
 export const REQUEST_EVENT_TYPE = "vmbot_request";
 
+/** Message metadata event type for a request's thread replies, with the request ID and step. */
+export const STEP_EVENT_TYPE = "vmbot_request_step";
+
 /** The plan message's buttons; each carries only the request ID as its value. */
 export const PLAN_ACTIONS_BLOCK = "plan_actions";
 export const PLAN_APPROVE = "plan_approve";

@@ -26,8 +26,18 @@ async function main(): Promise<void> {
     throw error;
   }
   let bot;
+  const crashAt = config.crashAt;
   try {
-    bot = await startVmbot(config);
+    bot = await startVmbot(config, {
+      ...(crashAt === undefined
+        ? {}
+        : {
+            // Crash tests: die here as a power cut would, with nothing flushed or closed.
+            onCrashPoint: (point: string) => {
+              if (point === crashAt) process.kill(process.pid, "SIGKILL");
+            },
+          }),
+    });
   } catch (error) {
     if (error instanceof StartupError) fail(`vmbot cannot start: ${error.message}`);
     throw error;

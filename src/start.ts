@@ -3,6 +3,7 @@ import type { DestinationStream } from "pino";
 import { webApi } from "@slack/bolt";
 import { createApp, slackClientOptions } from "./app.js";
 import { configSecrets, type Config } from "./config.js";
+import { createEffects, type CrashPoint } from "./effects.js";
 import { userMessage, VmbotError } from "./errors.js";
 import { createGitlab } from "./gitlab/gitlab.js";
 import { createWebhookHandler } from "./gitlab/webhook.js";
@@ -23,6 +24,8 @@ export interface StartOptions {
   gitlabTimeoutMs?: number;
   vaultTimeoutMs?: number;
   proxmoxTimeoutMs?: number;
+  /** Fault injection for crash tests, called at every effect's crash points. */
+  onCrashPoint?: (point: CrashPoint) => void;
 }
 
 export interface RunningVmbot {
@@ -171,9 +174,14 @@ export async function startVmbot(
     project: config.gitlab.project,
     ref: config.gitlab.ref,
     pipelineParams: config.gitlab.pipelineParams,
+    tagRequests: config.gitlab.requestIdVariable,
     ...(options.gitlabTimeoutMs === undefined ? {} : { timeoutMs: options.gitlabTimeoutMs }),
   });
-  const vmbot = createApp({ config, log, store, gitlab, nodes: platform.nodes });
+  const effects = createEffects({
+    store,
+    ...(options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint }),
+  });
+  const vmbot = createApp({ config, log, store, gitlab, effects, nodes: platform.nodes });
   const tracker = createTracker({
     config,
     store,
@@ -181,6 +189,8 @@ export async function startVmbot(
     client: vmbot.app.client,
     log: log.child({ component: "tracker" }),
     redact: redactor,
+    effects,
+    starter: vmbot.starter,
   });
 
   const slack = { connected: false, reason: "connecting to Slack" };

@@ -7,14 +7,13 @@ import type {
 import { z } from "zod";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
-import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
-import { CREATE_FIELDS, CREATE_MODAL, REQUEST_EVENT_TYPE } from "../ids.js";
+import { CREATE_FIELDS, CREATE_MODAL } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
-import type { RequestRecord, Store } from "../store/store.js";
-import { requestMessage } from "../views/request-message.js";
-import { pipelineParams, validateVmForm, type VmFormValues } from "../vm/spec.js";
+import type { Store } from "../store/store.js";
+import type { RequestStarter } from "../tracker/starter.js";
+import { validateVmForm, type VmFormValues } from "../vm/spec.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
 const CreateMetadataSchema = z.object({
@@ -64,6 +63,8 @@ export interface CreateSubmitDeps {
   log: Logger;
   /** Live nodes from Proxmox, when PROXMOX_URL is set: the form may have offered them. */
   nodes?: NodeDirectory | undefined;
+  /** Posts the request message and creates the pipeline, each exactly once. */
+  starter: RequestStarter;
 }
 
 /** How long a submission waits for Proxmox's node list (it is usually cached from the form). */
@@ -101,7 +102,7 @@ type ViewArgs = SlackViewMiddlewareArgs<ViewSubmitAction> & AllMiddlewareArgs;
  * valid input becomes a stored request, a posted message, and a GitLab pipeline.
  */
 export function createCreateSubmission(deps: CreateSubmitDeps) {
-  return async ({ ack, body, view, client }: ViewArgs) => {
+  return async ({ ack, body, view }: ViewArgs) => {
     const userId = body.user.id;
     const log = deps.log.child({ user: userId, command: "create" });
     const form = readCreateForm(view.state.values);
@@ -171,7 +172,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       log.info({ requestId: request.id }, "repeated submission of a form already handled");
       return;
     }
-    await startRequest({ ...deps, client, log: log.child({ requestId: request.id }) }, request);
+    await deps.starter.start(request);
   };
 }
 
@@ -181,98 +182,6 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-type SlackClient = AllMiddlewareArgs["client"];
-
-/** Posts the request message, starts the pipeline, and records each step's outcome. */
-async function startRequest(
-  deps: CreateSubmitDeps & { client: SlackClient },
-  initial: RequestRecord,
-): Promise<void> {
-  const { store, client, log } = deps;
-  let request = initial;
-
-  try {
-    const posted = await client.chat.postMessage({
-      channel: request.channel,
-      ...requestMessage(request),
-      metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
-    });
-    if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");
-    request = store.updateRequest(request.id, { messageTs: posted.ts });
-  } catch (error) {
-    log.error({ err: error }, "could not post the request message");
-    const reason = slackErrorCode(error);
-    const message =
-      reason === "not_in_channel" || reason === "channel_not_found"
-        ? `vmbot could not post your request for ${request.spec.name} in <#${request.channel}> (${reason}): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`
-        : `vmbot could not post your request for ${request.spec.name} (${reason ?? "Slack error"}), so no pipeline was started. Please try again.`;
-    store.updateRequest(request.id, { status: "failed", error: message });
-    store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
-    await client.chat
-      .postMessage({ channel: request.requester, text: message })
-      .catch((dmError: unknown) => {
-        log.error({ err: dmError }, "could not tell the requester");
-      });
-    return;
-  }
-
-  try {
-    const pipeline = await deps.gitlab.triggerPipeline(
-      pipelineParams(request.spec, deps.config.gitlab.sizingParams),
-    );
-    request = store.updateRequest(request.id, {
-      pipelineId: pipeline.id,
-      pipelineUrl: pipeline.webUrl,
-    });
-    store.audit({
-      requestId: request.id,
-      actor: "vmbot",
-      action: "pipeline_created",
-      detail: { pipelineId: pipeline.id, webUrl: pipeline.webUrl },
-    });
-    log.info({ pipelineId: pipeline.id }, "pipeline created");
-  } catch (error) {
-    const code = error instanceof VmbotError ? error.code : "internal";
-    log.error({ err: error, code }, "could not create the pipeline");
-    request = store.updateRequest(request.id, { status: "failed", error: userMessage(error) });
-    store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
-  }
-
-  await updateRequestMessage(client, request, log);
-}
-
-/**
- * Re-renders the request message in place. When Slack refuses the update, the requester is
- * told directly, so a failure never hides behind a message that looks like it is still working.
- */
-export async function updateRequestMessage(
-  client: SlackClient,
-  request: RequestRecord,
-  log: Logger,
-): Promise<void> {
-  if (request.messageTs === null) return;
-  const message = requestMessage(request);
-  try {
-    await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
-  } catch (error) {
-    log.error({ err: error }, "could not update the request message; telling the requester");
-    await client.chat
-      .postMessage({
-        channel: request.requester,
-        text: `vmbot could not update the message of your request ${request.id}. Its status: ${message.text}.`,
-        blocks: message.blocks,
-      })
-      .catch((dmError: unknown) => {
-        log.error({ err: dmError }, "could not tell the requester either");
-      });
-  }
-}
-
-function slackErrorCode(error: unknown): string | undefined {
-  const data = (error as { data?: { error?: unknown } } | undefined)?.data;
-  return typeof data?.error === "string" ? data.error : undefined;
 }
 
 export function registerCreateSubmission(app: App, deps: CreateSubmitDeps): void {

@@ -7,6 +7,7 @@ import type {
 import { z } from "zod";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import { PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
@@ -19,6 +20,7 @@ export interface PlanDecisionDeps {
   access: Access;
   store: Store;
   gitlab: GitlabPort;
+  effects: Effects;
   log: Logger;
   now?: () => Date;
 }
@@ -117,9 +119,15 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     const user = args.body.user.id;
     const log = deps.log.child({ requestId: found.id, user, command: "approve" });
     const decision = { kind: "approved" as const, by: user, at: now().toISOString() };
-    const claimed = deps.store.transition(found.id, ["awaiting_approval"], "applying", {
-      decision,
-    });
+    // The claim and the intent to play are one write: after a crash, the tracker finishes it.
+    const step = `play_apply:${decision.at}`;
+    const claimed = deps.store.transition(
+      found.id,
+      ["awaiting_approval"],
+      "applying",
+      { decision },
+      { step },
+    );
     if (!claimed) {
       const current = deps.store.getRequest(found.id) ?? found;
       await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
@@ -138,6 +146,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
           error: words,
           decision: null,
         });
+        deps.store.complete(found.id, step, { abandoned: apply.status });
         deps.store.audit({
           requestId: found.id,
           actor: user,
@@ -148,8 +157,14 @@ export function createApproveAction(deps: PlanDecisionDeps) {
         if (ended) await render(args.client, ended, log);
         return;
       }
-      // Played already (in GitLab, or by a click before a restart): do not play it again.
-      if (apply.status === "manual") await deps.gitlab.playJob(apply.id);
+      // Played already (in GitLab, or by the tracker finishing this approval): not again.
+      await deps.effects.once(found.id, step, {
+        fresh: true,
+        act: async () =>
+          apply.status === "manual"
+            ? { jobId: apply.id, status: (await deps.gitlab.playJob(apply.id)).status }
+            : { jobId: apply.id, status: apply.status, playedElsewhere: true },
+      });
       deps.store.audit({
         requestId: found.id,
         actor: user,
@@ -160,6 +175,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
       await render(args.client, claimed, log);
     } catch (error) {
       log.error({ err: error }, "could not start the apply job; releasing the approval");
+      deps.store.complete(found.id, step, { failed: true });
       const released = deps.store.transition(found.id, ["applying"], "awaiting_approval", {
         decision: null,
       });
@@ -184,9 +200,13 @@ export function createRejectAction(deps: PlanDecisionDeps) {
     const user = args.body.user.id;
     const log = deps.log.child({ requestId: found.id, user, command: "reject" });
     const decision = { kind: "rejected" as const, by: user, at: now().toISOString() };
-    const claimed = deps.store.transition(found.id, ["awaiting_approval"], "rejected", {
-      decision,
-    });
+    const claimed = deps.store.transition(
+      found.id,
+      ["awaiting_approval"],
+      "rejected",
+      { decision },
+      { step: "cancel_pipeline" },
+    );
     if (!claimed) {
       const current = deps.store.getRequest(found.id) ?? found;
       await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
@@ -196,11 +216,17 @@ export function createRejectAction(deps: PlanDecisionDeps) {
     await render(args.client, claimed, log);
     try {
       const pipelineId = found.pipelineId ?? 0;
-      await deps.gitlab.cancelPipeline(pipelineId);
       // GitLab answers 200 to a cancel whatever the state: read it back to be sure. A pipeline
       // still waiting on its manual apply job is fine too: GitLab does not cancel manual jobs,
       // and nothing applies unless someone plays it.
-      const after = await deps.gitlab.pipeline(pipelineId);
+      const after = await deps.effects.once(found.id, "cancel_pipeline", {
+        fresh: true,
+        act: async () => {
+          await deps.gitlab.cancelPipeline(pipelineId);
+          const read = await deps.gitlab.pipeline(pipelineId);
+          return { status: read.status, webUrl: read.webUrl };
+        },
+      });
       if (!["canceled", "manual", "skipped", "failed"].includes(after.status)) {
         await tell(
           args.client,
@@ -215,7 +241,7 @@ export function createRejectAction(deps: PlanDecisionDeps) {
         args.client,
         found.channel,
         user,
-        `The request is rejected, but vmbot could not cancel its pipeline. ${userMessage(error)}`,
+        `The request is rejected, but vmbot could not cancel its pipeline yet; it keeps trying in the background. ${userMessage(error)}`,
       );
     }
   };

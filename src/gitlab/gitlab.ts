@@ -70,7 +70,16 @@ export interface GitlabPort {
    * Starts the VM pipeline on the configured ref. In variables mode the inputs travel as
    * variables named after them in upper case.
    */
-  triggerPipeline(params: PipelineParams): Promise<Pipeline>;
+  triggerPipeline(params: PipelineParams, requestId?: string): Promise<Pipeline>;
+  /**
+   * The pipeline vmbot created for a request, found after a crash between creating it and
+   * recording it: by its VMBOT_REQUEST_ID variable, or (when requests are not tagged) the first
+   * API pipeline on the ref created since `createdAfter`, marked `sure: false`.
+   */
+  findPipeline(
+    requestId: string,
+    createdAfter: string,
+  ): Promise<(Pipeline & { sure: boolean }) | undefined>;
   /** The project's pipelines on the configured ref changed since `updatedAfter` (ISO 8601). */
   changedPipelines(updatedAfter: string): Promise<PipelineSummary[]>;
   pipeline(pipelineId: number): Promise<PipelineSummary>;
@@ -132,9 +141,23 @@ export interface GitlabOptions {
   project: string;
   ref: string;
   pipelineParams: "inputs" | "variables";
+  /** Send VMBOT_REQUEST_ID with every pipeline (needs pipeline variables allowed). Default true. */
+  tagRequests?: boolean;
   timeoutMs?: number;
   retry?: RetryPolicy;
 }
+
+/** The pipeline variable that carries the request ID, so a restart can find its pipeline. */
+export const REQUEST_ID_VARIABLE = "VMBOT_REQUEST_ID";
+
+const CandidateSchema = z.object({
+  id: z.number().int(),
+  iid: z.number().int().optional(),
+  status: z.string(),
+  source: z.string().optional(),
+  created_at: z.string(),
+  web_url: z.url(),
+});
 
 /** A CI/CD variable key for an input name: `vm_name` → `VM_NAME`. */
 export function variableKey(inputName: string): string {
@@ -332,10 +355,50 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       }
     },
 
-    async triggerPipeline(params) {
+    async findPipeline(requestId, createdAfter) {
+      const listed = await call("look for the request's pipeline", z.array(CandidateSchema), () =>
+        api.Pipelines.all(options.project, {
+          ref: options.ref,
+          updatedAfter: createdAfter,
+          orderBy: "id",
+          sort: "asc",
+          perPage: 100,
+        }),
+      );
+      const candidates = listed.filter(
+        (p) => (p.source === undefined || p.source === "api") && p.created_at >= createdAfter,
+      );
+      const toPipeline = (p: z.infer<typeof CandidateSchema>) => ({
+        id: p.id,
+        iid: p.iid,
+        status: p.status,
+        webUrl: p.web_url,
+      });
+      if (options.tagRequests === false) {
+        const first = candidates[0];
+        return first === undefined ? undefined : { ...toPipeline(first), sure: false };
+      }
+      for (const candidate of candidates) {
+        const variables = await call(
+          `read the variables of pipeline #${candidate.id}`,
+          z.array(z.object({ key: z.string(), value: z.string().nullish() })),
+          () => api.Pipelines.allVariables(options.project, candidate.id),
+        );
+        if (variables.some((v) => v.key === REQUEST_ID_VARIABLE && v.value === requestId)) {
+          return { ...toPipeline(candidate), sure: true };
+        }
+      }
+      return undefined;
+    },
+
+    async triggerPipeline(params, requestId) {
+      const tagged =
+        requestId === undefined || options.tagRequests === false
+          ? params.variables
+          : { ...params.variables, [REQUEST_ID_VARIABLE]: requestId };
       const variables =
         options.pipelineParams === "inputs"
-          ? params.variables
+          ? tagged
           : {
               ...Object.fromEntries(
                 Object.entries(params.inputs).map(([name, value]) => [
@@ -343,7 +406,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
                   String(value),
                 ]),
               ),
-              ...params.variables,
+              ...tagged,
             };
       const variableList = Object.entries(variables).map(([key, value]) => ({
         key,

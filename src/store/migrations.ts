@@ -38,4 +38,17 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN address TEXT;
   `,
+  `
+  CREATE TABLE effects (
+    subject     TEXT NOT NULL,
+    step        TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    intent      TEXT NOT NULL DEFAULT '{}',
+    result      TEXT,
+    intended_at TEXT NOT NULL,
+    done_at     TEXT,
+    PRIMARY KEY (subject, step)
+  );
+  CREATE INDEX effects_state ON effects (state);
+  `,
 ];

@@ -11,6 +11,7 @@ import {
   REQUEST_STATUSES,
   type AuditEntry,
   type AuditRecord,
+  type EffectRecord,
   type NewRequest,
   type RequestPatch,
   type RequestRecord,
@@ -50,6 +51,33 @@ const AuditRowSchema = z.object({
   detail: z.string().transform((text) => z.record(z.string(), z.unknown()).parse(JSON.parse(text))),
   at: z.string(),
 });
+
+const JsonObjectSchema = z
+  .string()
+  .transform((text) => z.record(z.string(), z.unknown()).parse(JSON.parse(text)));
+
+const EffectRowSchema = z.object({
+  subject: z.string(),
+  step: z.string(),
+  state: z.enum(["intended", "done"]),
+  intent: JsonObjectSchema,
+  result: JsonObjectSchema.nullable(),
+  intended_at: z.string(),
+  done_at: z.string().nullable(),
+});
+
+function toEffect(row: unknown): EffectRecord {
+  const r = EffectRowSchema.parse(row);
+  return {
+    subject: r.subject,
+    step: r.step,
+    state: r.state,
+    intent: r.intent,
+    result: r.result,
+    intendedAt: r.intended_at,
+    doneAt: r.done_at,
+  };
+}
 
 function toRecord(row: unknown): RequestRecord {
   const r = RequestRowSchema.parse(row);
@@ -116,6 +144,22 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
   const insertAudit = db.prepare(
     "INSERT INTO audit_log (request_id, actor, action, detail, at) VALUES (?, ?, ?, ?, ?)",
   );
+  const selectEffect = db.prepare("SELECT * FROM effects WHERE subject = ? AND step = ?");
+  const insertIntent = db.prepare(
+    `INSERT INTO effects (subject, step, state, intent, intended_at) VALUES (?, ?, 'intended', ?, ?)
+     ON CONFLICT (subject, step) DO NOTHING`,
+  );
+  const completeEffect = db.prepare(
+    `INSERT INTO effects (subject, step, state, result, intended_at, done_at) VALUES (@subject, @step, 'done', @result, @now, @now)
+     ON CONFLICT (subject, step) DO UPDATE SET state = 'done', result = @result, done_at = @now`,
+  );
+  const selectPending = db.prepare(
+    "SELECT * FROM effects WHERE state = 'intended' ORDER BY intended_at, rowid",
+  );
+  const intend = (subject: string, step: string, detail: Record<string, unknown> = {}) => {
+    insertIntent.run(subject, step, JSON.stringify(detail), clock().toISOString());
+    return toEffect(selectEffect.get(subject, step));
+  };
   const columns = {
     status: "status",
     messageTs: "message_ts",
@@ -125,6 +169,7 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     review: "review",
     decision: "decision",
     address: "address",
+    notes: "notes",
   } as const satisfies Record<keyof RequestPatch, string>;
 
   /** One UPDATE of the patched columns, only when the status is among `from` if given. */
@@ -140,7 +185,9 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
     const values = entries.map(([key, value]) => [
       key,
-      (key === "review" || key === "decision") && value !== null ? JSON.stringify(value) : value,
+      (key === "review" || key === "decision" || key === "notes") && value !== null
+        ? JSON.stringify(value)
+        : value,
     ]);
     const result = db
       .prepare(`UPDATE requests SET ${assignments.join(", ")} WHERE id = @id${guard}`)
@@ -182,8 +229,33 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
       return toRecord(selectById.get(id));
     },
 
-    transition(id, from, to, patch = {}) {
-      return update(id, { ...patch, status: to }, from) ? toRecord(selectById.get(id)) : undefined;
+    transition(id, from, to, patch = {}, intent) {
+      return db.transaction(() => {
+        if (!update(id, { ...patch, status: to }, from)) return undefined;
+        if (intent !== undefined) intend(id, intent.step, intent.detail);
+        return toRecord(selectById.get(id));
+      })();
+    },
+
+    effect(subject, step) {
+      const row = selectEffect.get(subject, step);
+      return row === undefined ? undefined : toEffect(row);
+    },
+
+    intend,
+
+    complete(subject, step, result) {
+      completeEffect.run({
+        subject,
+        step,
+        result: JSON.stringify(result),
+        now: clock().toISOString(),
+      });
+      return toEffect(selectEffect.get(subject, step));
+    },
+
+    pendingEffects() {
+      return selectPending.all().map(toEffect);
     },
 
     listActive() {

@@ -67,6 +67,7 @@ export type RequestPatch = Partial<
     | "review"
     | "decision"
     | "address"
+    | "notes"
   >
 >;
 
@@ -81,6 +82,25 @@ export interface AuditEntry {
 export interface AuditRecord extends Required<AuditEntry> {
   id: number;
   at: string;
+}
+
+/**
+ * One outside effect (a pipeline created, a message posted, a job played, a lock removed): its
+ * intent is recorded before the bot acts and its result after, so that after a crash an intent
+ * without a result is reconciled with the outside world instead of being repeated blindly.
+ */
+export interface EffectRecord {
+  /** What the effect belongs to: a request ID, or e.g. `unlock:general`. */
+  subject: string;
+  /** What it does, e.g. `create_pipeline`, `reply:applied`. */
+  step: string;
+  state: "intended" | "done";
+  /** What the bot needs to finish or reconcile it after a restart. */
+  intent: Record<string, unknown>;
+  /** What came of it, once done. */
+  result: Record<string, unknown> | null;
+  intendedAt: string;
+  doneAt: string | null;
 }
 
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
@@ -98,10 +118,19 @@ export interface Store {
     from: readonly RequestStatus[],
     to: RequestStatus,
     patch?: Omit<RequestPatch, "status">,
+    /** An effect to record as intended in the same transaction, when the move happens. */
+    intent?: { step: string; detail?: Record<string, unknown> },
   ): RequestRecord | undefined;
   /** Requests that are not in a final status, oldest first. */
   listActive(): RequestRecord[];
   audit(entry: AuditEntry): void;
+  effect(subject: string, step: string): EffectRecord | undefined;
+  /** Records the intent, or returns the record already there (intended or done). */
+  intend(subject: string, step: string, detail?: Record<string, unknown>): EffectRecord;
+  /** Records the result of an intended (or unrecorded) effect. */
+  complete(subject: string, step: string, result: Record<string, unknown>): EffectRecord;
+  /** Effects intended and not done, oldest first: what a restart must reconcile. */
+  pendingEffects(): EffectRecord[];
   listAudit(requestId?: string): AuditRecord[];
   isOpen(): boolean;
   close(): void;

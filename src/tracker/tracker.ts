@@ -1,5 +1,6 @@
 import type { webApi } from "@slack/bolt";
 import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
 import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { cleanTrace } from "../gitlab/trace.js";
@@ -11,7 +12,10 @@ import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
 import { recapText } from "../views/recap.js";
 import { renderRequest } from "../views/render.js";
+import { STEP_EVENT_TYPE } from "../ids.js";
+import { metadataOf } from "../slack/metadata.js";
 import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+import type { RequestStarter } from "./starter.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -22,6 +26,9 @@ export interface TrackerDeps {
   client: SlackClient;
   log: Logger;
   redact: Redactor;
+  effects: Effects;
+  /** Finishes requests a crash left without their message or pipeline. */
+  starter: RequestStarter;
   now?: () => Date;
 }
 
@@ -151,30 +158,36 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const text = cleanTrace(await gitlab.jobLog(job.id));
     const { plan, nodes } = await readPlan(job, text);
     let planFile: PlanReviewRecord["planFile"] = "none";
-    // A restart between the upload and the status change must not upload the plan twice.
-    const uploaded = store
-      .listAudit(request.id)
-      .some((entry) => entry.action === "plan_uploaded" && entry.detail.jobId === job.id);
-    if (uploaded) {
-      planFile = "uploaded";
-    } else if (request.messageTs !== null) {
+    const threadTs = request.messageTs;
+    if (threadTs !== null) {
+      const filename = `${request.spec.name}-plan.txt`;
       try {
-        await client.filesUploadV2({
-          channel_id: request.channel,
-          thread_ts: request.messageTs,
-          filename: `${request.spec.name}-plan.txt`,
-          title: `Terraform plan for ${request.spec.name}`,
-          content: deps.redact(text),
+        await deps.effects.once<Record<string, unknown>>(request.id, `upload_plan:${job.id}`, {
+          reconcile: () =>
+            findInThread(request, (message) =>
+              (message.files ?? []).some((file) => file.name === filename),
+            ),
+          act: async () => {
+            await client.filesUploadV2({
+              channel_id: request.channel,
+              thread_ts: threadTs,
+              filename,
+              title: `Terraform plan for ${request.spec.name}`,
+              content: deps.redact(text),
+            });
+            store.audit({
+              requestId: request.id,
+              actor: "vmbot",
+              action: "plan_uploaded",
+              detail: { jobId: job.id },
+            });
+            return { jobId: job.id };
+          },
         });
         planFile = "uploaded";
-        store.audit({
-          requestId: request.id,
-          actor: "vmbot",
-          action: "plan_uploaded",
-          detail: { jobId: job.id },
-        });
       } catch (error) {
         log.warn({ err: error, requestId: request.id }, "could not upload the plan");
+        store.complete(request.id, `upload_plan:${job.id}`, { failed: true });
         planFile = "failed";
       }
     }
@@ -230,16 +243,19 @@ export function createTracker(deps: TrackerDeps): Tracker {
         await failJob(request, apply, "apply");
       } else if (apply.status === "success") {
         const address = await vmAddress(apply.id);
+        // The reply first: a crash after it finds it posted; a crash before it posts it.
+        await postResult(
+          request,
+          "applied",
+          `:gear: Terraform applied${address === undefined ? "" : `: the VM has address ${address}`}.`,
+        );
         const next = move(request, configure ? "configuring" : "ready", {
           ...(address === undefined ? {} : { address }),
         });
-        if (next) {
-          await render(next);
-          await postResult(
-            next,
-            `:gear: Terraform applied${address === undefined ? "" : `: the VM has address ${address}`}.`,
-          );
-        }
+        if (next) await render(next);
+      } else if (apply.status === "manual" && request.decision?.kind === "approved") {
+        // Approved here, but the bot stopped before GitLab started the job: finish the approval.
+        await playApproved(request, apply);
       }
       return;
     }
@@ -262,13 +278,61 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
   }
 
-  async function postResult(request: RequestRecord, text: string): Promise<void> {
-    if (request.messageTs === null) return;
-    try {
-      await client.chat.postMessage({
+  /** A message of the request's thread that `matches`, found through conversations.replies. */
+  async function findInThread(
+    request: RequestRecord,
+    matches: (message: { files?: { name?: string }[]; metadata?: unknown }) => boolean,
+  ): Promise<{ ts: string } | undefined> {
+    if (request.messageTs === null) return undefined;
+    let cursor: string | undefined;
+    for (let page = 0; page < 10; page += 1) {
+      const replies = await client.conversations.replies({
         channel: request.channel,
-        thread_ts: request.messageTs,
-        text,
+        ts: request.messageTs,
+        include_all_metadata: true,
+        limit: 200,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      const found = replies.messages?.find(
+        (message) => message.ts !== request.messageTs && matches(message),
+      );
+      if (found?.ts !== undefined) return { ts: found.ts };
+      cursor = replies.response_metadata?.next_cursor;
+      if (replies.has_more !== true || cursor === undefined || cursor === "") return undefined;
+    }
+    return undefined;
+  }
+
+  /**
+   * A reply in the request's thread, posted once: it carries metadata naming the request and the
+   * step, so that after a crash the bot finds it in the thread instead of posting it again.
+   */
+  async function postResult(request: RequestRecord, step: string, text: string): Promise<void> {
+    if (request.messageTs === null) return;
+    const threadTs = request.messageTs;
+    try {
+      await deps.effects.once(request.id, `reply:${step}`, {
+        reconcile: () =>
+          findInThread(request, (message) => {
+            const metadata = metadataOf(message);
+            return (
+              metadata?.eventType === STEP_EVENT_TYPE &&
+              metadata.payload.request_id === request.id &&
+              metadata.payload.step === step
+            );
+          }),
+        act: async () => {
+          const posted = await client.chat.postMessage({
+            channel: request.channel,
+            thread_ts: threadTs,
+            text,
+            metadata: {
+              event_type: STEP_EVENT_TYPE,
+              event_payload: { request_id: request.id, step },
+            },
+          });
+          return { ts: posted.ts ?? "" };
+        },
       });
     } catch (error) {
       log.warn({ err: error, requestId: request.id }, "could not post in the request's thread");
@@ -279,15 +343,59 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const run = parseAnsibleOutput(cleanTrace(await gitlab.jobLog(job.id)));
     const summary = recapText(run);
     if (job.status === "success") {
+      await postResult(
+        request,
+        "configured",
+        deps.redact(`:white_check_mark: Configured.\n${summary}`),
+      );
       const next = move(request, "ready");
-      if (next) {
-        await render(next);
-        await postResult(next, deps.redact(`:white_check_mark: Configured.\n${summary}`));
-      }
+      if (next) await render(next);
       return;
     }
-    await postResult(request, deps.redact(`:x: Configuration failed.\n${summary}`));
+    await postResult(
+      request,
+      "configure_failed",
+      deps.redact(`:x: Configuration failed.\n${summary}`),
+    );
     await failJob(request, job, "configure");
+  }
+
+  /** Plays the apply job of an approved request, once per approval. */
+  async function playApproved(request: RequestRecord, apply: Job): Promise<void> {
+    const at = request.decision?.at ?? "";
+    await deps.effects.once(request.id, `play_apply:${at}`, {
+      act: async () => {
+        const played = await gitlab.playJob(apply.id);
+        log.info({ requestId: request.id, jobId: apply.id }, "played the approved apply job");
+        return { jobId: apply.id, status: played.status };
+      },
+    });
+  }
+
+  /**
+   * Cancels left to do after a crash: the request was rejected here, and the pipeline may still
+   * be waiting. A pipeline already canceled (or finished) needs nothing more.
+   */
+  async function finishCancels(): Promise<void> {
+    for (const effect of store.pendingEffects()) {
+      if (effect.step !== "cancel_pipeline") continue;
+      const request = store.getRequest(effect.subject);
+      if (request?.pipelineId === null || request === undefined) continue;
+      const pipelineId = request.pipelineId;
+      try {
+        await deps.effects.once(request.id, effect.step, {
+          reconcile: async () => {
+            const pipeline = await gitlab.pipeline(pipelineId);
+            return pipeline.status === "running" || pipeline.status === "pending"
+              ? undefined
+              : { status: pipeline.status };
+          },
+          act: async () => ({ status: (await gitlab.cancelPipeline(pipelineId)).status }),
+        });
+      } catch (error) {
+        log.warn({ err: error, requestId: request.id }, "could not cancel a rejected pipeline");
+      }
+    }
   }
 
   /** The pipeline's jobs; undefined (and the request ended) when the pipeline is gone. */
@@ -305,6 +413,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function pass(): Promise<void> {
+    await deps.starter.resume();
+    await finishCancels();
     const active = store
       .listActive()
       .flatMap((r) => (r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }]));

@@ -178,6 +178,8 @@ describe("/vm create", () => {
         { key: "TF_VAR_memory_mb", value: "4096", variable_type: "env_var" },
         { key: "TF_VAR_disk_size_gb", value: "40", variable_type: "env_var" },
         { key: "TF_VAR_dns_server", value: "192.168.1.1", variable_type: "env_var" },
+        // So that a restart finds the pipeline it created instead of creating a second one.
+        { key: "VMBOT_REQUEST_ID", value: request.id, variable_type: "env_var" },
       ],
     });
     const pipeline = h.gitlab.pipelines[0]!;
@@ -208,7 +210,7 @@ describe("/vm create", () => {
       env: { GITLAB_PIPELINE_PARAMS: "variables" },
       project: { inputs: {} },
     });
-    await submitAndSettle(h);
+    const { request } = await submitAndSettle(h);
     const body = JSON.parse(h.gitlab.requestsTo("POST", /\/pipeline$/)[0]!.body) as {
       variables: { key: string; value: string }[];
     };
@@ -226,8 +228,9 @@ describe("/vm create", () => {
       TF_VAR_memory_mb: "4096",
       TF_VAR_disk_size_gb: "40",
       TF_VAR_dns_server: "192.168.1.1",
+      VMBOT_REQUEST_ID: request.id,
     });
-    expect(h.gitlab.pipelines[0]!.variables).toHaveLength(12);
+    expect(h.gitlab.pipelines[0]!.variables).toHaveLength(13);
   });
 
   it("sends sizing as inputs to a pipeline that declares them (GITLAB_SIZING_PARAMS=inputs)", async () => {
@@ -240,7 +243,14 @@ describe("/vm create", () => {
       string,
       unknown
     >;
-    expect(body).not.toHaveProperty("variables");
+    // Only the request's ID travels as a variable.
+    expect(body.variables).toEqual([
+      {
+        key: "VMBOT_REQUEST_ID",
+        value: expect.stringMatching(/^vm-/) as string,
+        variable_type: "env_var",
+      },
+    ]);
     expect(body.inputs).toMatchObject({
       vm_name: "web-01",
       cpu_cores: 4,
@@ -249,6 +259,17 @@ describe("/vm create", () => {
       dns_server: "192.168.1.1",
     });
     expect(h.gitlab.pipelines[0]!.inputs).toMatchObject({ cpu_cores: 4, vm_name: "web-01" });
+  });
+
+  it("sends no variable at all with GITLAB_SIZING_PARAMS=inputs and GITLAB_REQUEST_ID_VARIABLE=false", async () => {
+    const h = await start({
+      env: { GITLAB_SIZING_PARAMS: "inputs", GITLAB_REQUEST_ID_VARIABLE: "false" },
+      project: { inputs: PLATFORM_INPUTS, pipelineVariablesMinimumRole: "no_one_allowed" },
+    });
+    const { request } = await submitAndSettle(h);
+    const body = JSON.parse(h.gitlab.requestsTo("POST", /\/pipeline$/)[0]!.body) as object;
+    expect(body).not.toHaveProperty("variables");
+    expect(request.pipelineId).toBe(h.gitlab.pipelines[0]!.id);
   });
 
   it("creates one request when Slack delivers the same submission twice", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createEffects } from "../../src/effects.js";
 import { createApp } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { startVmbot } from "../../src/start.js";
@@ -133,6 +134,7 @@ describe("start-up mode", () => {
       log,
       store,
       gitlab: createGitlab({ ...config.gitlab, token: TEST_SECRETS.gitlabToken }),
+      effects: createEffects({ store }),
     });
     expect(vmbot.socket).toBeDefined();
     expect(vmbot.slackEvents).toBeUndefined();

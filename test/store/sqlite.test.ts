@@ -75,7 +75,7 @@ describe("the SQLite store", () => {
     first.close();
     const db = new Database(path);
     db.exec(
-      "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address;",
+      "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address; DROP TABLE effects;",
     );
     db.pragma("user_version = 1");
     db.close();
@@ -85,6 +85,49 @@ describe("the SQLite store", () => {
     const decision = { kind: "approved" as const, by: "U0APPROVER", at: "2026-12-02T10:05:00Z" };
     expect(upgraded.updateRequest(request.id, { decision }).decision).toEqual(decision);
     upgraded.close();
+  });
+
+  it("records an effect's intent, then its result, and lists what a crash left pending", () => {
+    const store = openSqliteStore(":memory:");
+    const { request } = store.createRequest(newRequest());
+    expect(store.effect(request.id, "create_pipeline")).toBeUndefined();
+    const intended = store.intend(request.id, "create_pipeline", { ref: "main" });
+    expect(intended).toMatchObject({ state: "intended", intent: { ref: "main" }, result: null });
+    // A second intent keeps the first.
+    expect(store.intend(request.id, "create_pipeline", { ref: "other" }).intent).toEqual({
+      ref: "main",
+    });
+    store.intend(request.id, "reply:applied");
+    expect(store.pendingEffects().map((e) => e.step)).toEqual(["create_pipeline", "reply:applied"]);
+    const done = store.complete(request.id, "create_pipeline", { id: 7 });
+    expect(done).toMatchObject({ state: "done", result: { id: 7 } });
+    expect(done.doneAt).not.toBeNull();
+    expect(store.pendingEffects().map((e) => e.step)).toEqual(["reply:applied"]);
+    store.close();
+  });
+
+  it("records a transition's intent in the same write, and none when the transition loses", () => {
+    const store = openSqliteStore(":memory:");
+    const { request } = store.createRequest(newRequest());
+    store.updateRequest(request.id, { status: "awaiting_approval" });
+    const won = store.transition(
+      request.id,
+      ["awaiting_approval"],
+      "applying",
+      {},
+      { step: "play_apply:1" },
+    );
+    const lost = store.transition(
+      request.id,
+      ["awaiting_approval"],
+      "rejected",
+      {},
+      { step: "cancel_pipeline" },
+    );
+    expect(won?.status).toBe("applying");
+    expect(lost).toBeUndefined();
+    expect(store.pendingEffects().map((e) => e.step)).toEqual(["play_apply:1"]);
+    store.close();
   });
 
   it("creates one request for a form delivered twice", () => {

@@ -1,3 +1,5 @@
+import { WebClient } from "@slack/web-api";
+import { TEST_SECRETS } from "../support/secrets.js";
 import { describe, expect, it } from "vitest";
 import type { Tracker } from "../../src/tracker/tracker.js";
 import {
@@ -81,19 +83,27 @@ describe("the tracker", () => {
     await trackerFor(h).tick();
     runUntilSettled(h, pipelineId, "tf:plan");
     const planJob = h.gitlab.job(pipelineId, "tf:plan");
-    // What a bot that uploaded the plan and died before moving on leaves in the store.
-    h.bot.store.audit({
-      requestId: requestOf(h, pipelineId).id,
-      actor: "vmbot",
-      action: "plan_uploaded",
-      detail: { jobId: planJob.id },
+    // What a bot that uploaded the plan and died before recording it leaves: the intent in the
+    // store, and the file in the request's thread.
+    const request = requestOf(h, pipelineId);
+    h.bot.store.intend(request.id, `upload_plan:${planJob.id}`);
+    await new WebClient(TEST_SECRETS.botToken, { slackApiUrl: h.slack.apiUrl }).filesUploadV2({
+      channel_id: CHANNEL,
+      thread_ts: request.messageTs!,
+      filename: "web-01-plan.txt",
+      content: "the plan",
     });
     await trackerFor(h).tick();
     expect(requestOf(h, pipelineId)).toMatchObject({
       status: "awaiting_approval",
       review: expect.objectContaining({ planFile: "uploaded" }) as unknown,
     });
-    expect(h.slack.uploads).toHaveLength(0);
+    expect(h.slack.uploads).toHaveLength(1);
+    expect(h.slack.callsTo("conversations.replies")).toHaveLength(1);
+    expect(h.bot.store.effect(request.id, `upload_plan:${planJob.id}`)).toMatchObject({
+      state: "done",
+      result: { reconciled: true },
+    });
   });
 
   it("ends the request with the plan job's last log lines when the plan fails", async () => {

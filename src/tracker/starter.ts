@@ -1,0 +1,234 @@
+import type { webApi } from "@slack/bolt";
+import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
+import { userMessage, VmbotError } from "../errors.js";
+import type { GitlabPort } from "../gitlab/gitlab.js";
+import { REQUEST_EVENT_TYPE } from "../ids.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { metadataOf } from "../slack/metadata.js";
+import { requestMessage } from "../views/request-message.js";
+import { pipelineParams } from "../vm/spec.js";
+
+type SlackClient = webApi.WebClient;
+
+/**
+ * Takes a stored request to its first two outside effects, each exactly once: the request
+ * message in the channel, then the GitLab pipeline. Runs right after the form is submitted, and
+ * again for any request a crash left without its message or pipeline.
+ */
+export interface RequestStarter {
+  start(request: RequestRecord): Promise<void>;
+  /** Requests that are queued without a message or a pipeline: what a crash interrupted. */
+  resume(): Promise<void>;
+}
+
+export interface StarterDeps {
+  config: Config;
+  store: Store;
+  gitlab: GitlabPort;
+  client: SlackClient;
+  effects: Effects;
+  log: Logger;
+}
+
+/** How far back a restart looks for its own message and pipeline, around the intent's time. */
+const LOOKBACK_MS = 5 * 60_000;
+const HISTORY_PAGES = 5;
+
+/** GitLab errors after which the pipeline may exist all the same (the answer was lost). */
+const UNCERTAIN = new Set(["gitlab_timeout", "gitlab_unreachable", "gitlab_unavailable"]);
+
+const slackErrorCode = (error: unknown): string | undefined => {
+  const data = (error as { data?: { error?: unknown } } | undefined)?.data;
+  return typeof data?.error === "string" ? data.error : undefined;
+};
+
+const before = (iso: string, ms: number) => new Date(Date.parse(iso) - ms).toISOString();
+
+export function createRequestStarter(deps: StarterDeps): RequestStarter {
+  const { store, client, gitlab, effects, config } = deps;
+  const starting = new Map<string, Promise<void>>();
+
+  /** The request message a crash left unrecorded, found by its metadata in the channel. */
+  async function findRequestMessage(request: RequestRecord): Promise<{ ts: string } | undefined> {
+    const oldest = String((Date.parse(request.createdAt) - LOOKBACK_MS) / 1000);
+    let cursor: string | undefined;
+    for (let page = 0; page < HISTORY_PAGES; page += 1) {
+      const history = await client.conversations.history({
+        channel: request.channel,
+        oldest,
+        include_all_metadata: true,
+        limit: 200,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      const found = history.messages?.find((message) => {
+        const metadata = metadataOf(message);
+        return (
+          metadata?.eventType === REQUEST_EVENT_TYPE && metadata.payload.request_id === request.id
+        );
+      });
+      if (found?.ts !== undefined) return { ts: found.ts };
+      cursor = history.response_metadata?.next_cursor;
+      if (history.has_more !== true || cursor === undefined || cursor === "") return undefined;
+    }
+    return undefined;
+  }
+
+  async function postRequestMessage(request: RequestRecord): Promise<RequestRecord | undefined> {
+    try {
+      const { ts } = await effects.once(request.id, "post_request_message", {
+        reconcile: () => findRequestMessage(request),
+        act: async () => {
+          const posted = await client.chat.postMessage({
+            channel: request.channel,
+            ...requestMessage(request),
+            metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
+          });
+          if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");
+          return { ts: posted.ts };
+        },
+      });
+      return store.updateRequest(request.id, { messageTs: ts });
+    } catch (error) {
+      deps.log.error({ err: error }, "could not post the request message");
+      const reason = slackErrorCode(error);
+      const message =
+        reason === "not_in_channel" || reason === "channel_not_found"
+          ? `vmbot could not post your request for ${request.spec.name} in <#${request.channel}> (${reason}): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`
+          : `vmbot could not post your request for ${request.spec.name} (${reason ?? "Slack error"}), so no pipeline was started. Please try again.`;
+      store.updateRequest(request.id, { status: "failed", error: message });
+      store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
+      store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
+      await client.chat
+        .postMessage({ channel: request.requester, text: message })
+        .catch((dmError: unknown) => {
+          deps.log.error({ err: dmError }, "could not tell the requester");
+        });
+      return undefined;
+    }
+  }
+
+  async function createPipeline(request: RequestRecord): Promise<RequestRecord> {
+    const intended = store.effect(request.id, "create_pipeline")?.intendedAt ?? request.createdAt;
+    const find = async () => {
+      const found = await gitlab.findPipeline(request.id, before(intended, 60_000));
+      return found === undefined
+        ? undefined
+        : { id: found.id, webUrl: found.webUrl, sure: found.sure };
+    };
+    try {
+      const pipeline = await effects.once(request.id, "create_pipeline", {
+        reconcile: find,
+        act: async () => {
+          try {
+            const created = await gitlab.triggerPipeline(
+              pipelineParams(request.spec, config.gitlab.sizingParams),
+              request.id,
+            );
+            return { id: created.id, webUrl: created.webUrl, sure: true };
+          } catch (error) {
+            // The answer may be lost while the pipeline exists: look before calling it failed.
+            if (!(error instanceof VmbotError) || !UNCERTAIN.has(error.code)) throw error;
+            const found = await find().catch(() => undefined);
+            if (found === undefined) throw error;
+            return found;
+          }
+        },
+      });
+      const id = pipeline.id;
+      const notes = !pipeline.sure
+        ? [
+            ...request.notes,
+            `vmbot restarted while starting this request and took pipeline #${id}, the first one created after it, as its own: check that it is.`,
+          ]
+        : undefined;
+      const updated = store.updateRequest(request.id, {
+        pipelineId: id,
+        pipelineUrl: pipeline.webUrl,
+        ...(notes === undefined ? {} : { notes }),
+      });
+      store.audit({
+        requestId: request.id,
+        actor: "vmbot",
+        action: "pipeline_created",
+        detail: {
+          pipelineId: id,
+          webUrl: pipeline.webUrl,
+          ...(store.effect(request.id, "create_pipeline")?.result?.reconciled === true
+            ? { reconciled: true }
+            : {}),
+        },
+      });
+      deps.log.info({ pipelineId: id }, "pipeline created");
+      return updated;
+    } catch (error) {
+      const code = error instanceof VmbotError ? error.code : "internal";
+      deps.log.error({ err: error, code }, "could not create the pipeline");
+      store.complete(request.id, "create_pipeline", { failed: code });
+      store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
+      return store.updateRequest(request.id, { status: "failed", error: userMessage(error) });
+    }
+  }
+
+  async function run(initial: RequestRecord): Promise<void> {
+    let request = initial;
+    if (request.messageTs === null) {
+      const posted = await postRequestMessage(request);
+      if (posted === undefined) return;
+      request = posted;
+    }
+    if (request.pipelineId === null) request = await createPipeline(request);
+    await updateRequestMessage(client, request, deps.log.child({ requestId: request.id }));
+  }
+
+  const start = (request: RequestRecord): Promise<void> => {
+    let inflight = starting.get(request.id);
+    if (inflight === undefined) {
+      inflight = run(request).finally(() => starting.delete(request.id));
+      starting.set(request.id, inflight);
+    }
+    return inflight;
+  };
+
+  return {
+    start,
+    async resume() {
+      const unstarted = store
+        .listActive()
+        .filter((r) => r.status === "queued" && (r.messageTs === null || r.pipelineId === null));
+      for (const request of unstarted) {
+        await start(request).catch((error: unknown) => {
+          deps.log.warn({ err: error, requestId: request.id }, "could not resume a request");
+        });
+      }
+    },
+  };
+}
+
+/**
+ * Re-renders the request message in place. When Slack refuses the update, the requester is
+ * told directly, so a failure never hides behind a message that looks like it is still working.
+ */
+export async function updateRequestMessage(
+  client: SlackClient,
+  request: RequestRecord,
+  log: Logger,
+): Promise<void> {
+  if (request.messageTs === null) return;
+  const message = requestMessage(request);
+  try {
+    await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
+  } catch (error) {
+    log.error({ err: error }, "could not update the request message; telling the requester");
+    await client.chat
+      .postMessage({
+        channel: request.requester,
+        text: `vmbot could not update the message of your request ${request.id}. Its status: ${message.text}.`,
+        blocks: message.blocks,
+      })
+      .catch((dmError: unknown) => {
+        log.error({ err: dmError }, "could not tell the requester either");
+      });
+  }
+}
