@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import type { DestinationStream } from "pino";
 import { webApi } from "@slack/bolt";
 import { createApp, slackClientOptions } from "./app.js";
+import { resumeUnlocks } from "./commands/unlock.js";
 import { configSecrets, type Config } from "./config.js";
 import { createEffects, type CrashPoint } from "./effects.js";
 import { userMessage, VmbotError } from "./errors.js";
@@ -286,6 +287,16 @@ export async function startVmbot(
 
   const port = (server.address() as AddressInfo).port;
   tracker.start();
+  // Unlocks a crash interrupted: finished (or found done) once, in the background.
+  const resumed = resumeUnlocks({
+    store,
+    gitlab,
+    effects,
+    client: vmbot.app.client,
+    log: log.child({ component: "unlock" }),
+  }).catch((error: unknown) => {
+    log.warn({ err: error }, "could not resume interrupted unlocks");
+  });
   log.info({ port, mode: vmbot.socket ? "socket" : "http", db: config.dbPath }, "vmbot is running");
 
   return {
@@ -300,6 +311,7 @@ export async function startVmbot(
       clearTimeout(retryTimer);
       log.info("stopping: finishing in-flight work");
       await tracker.stop();
+      await resumed;
       // No new events: Socket Mode disconnects, and the HTTP server stops accepting below.
       if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
       const closed = new Promise<void>((resolve) => {

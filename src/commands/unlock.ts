@@ -9,6 +9,7 @@ import type {
 import { z } from "zod";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
 import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import { UNLOCK_CANCEL, UNLOCK_CONFIRM } from "../ids.js";
@@ -40,6 +41,7 @@ export interface UnlockDeps {
   access: Access;
   store: Store;
   gitlab: GitlabPort;
+  effects: Effects;
   log: Logger;
   now?: () => Date;
 }
@@ -157,6 +159,9 @@ interface Clicker {
   log: Logger;
 }
 
+/** States being unlocked by this process: a second confirmation waits its turn politely. */
+const unlocking = new Set<string>();
+
 async function forceUnlock(
   deps: UnlockDeps & { now: () => Date },
   target: UnlockTarget,
@@ -164,6 +169,15 @@ async function forceUnlock(
 ): Promise<void> {
   const { respond, log } = clicker;
   const name = target.state;
+  if (unlocking.has(name)) {
+    await respond({
+      replace_original: false,
+      response_type: "ephemeral",
+      ...failure(`An unlock of \`${name}\` is already under way.`),
+    });
+    return;
+  }
+  unlocking.add(name);
   try {
     // The lock may have moved on since the prompt: unlock only the one the admin saw.
     const { state } = await findState(deps.gitlab, name);
@@ -184,38 +198,146 @@ async function forceUnlock(
     }
     const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
     deps.store.audit({ requestId: null, actor: clicker.user, action: "unlock_requested", detail });
-    await deps.gitlab.unlockTerraformState(name);
-    const after = lockedState((await findState(deps.gitlab, name)).state);
-    if (after !== undefined && after.lockedAt !== locked.lockedAt) {
-      deps.store.audit({
-        requestId: null,
-        actor: clicker.user,
-        action: "unlocked",
-        detail: { ...detail, relockedAt: after.lockedAt },
-      });
-      log.warn({ state: name }, "state unlocked, and locked again at once");
-      await respond(replace(stillLocked(name)));
-      return;
+    await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {
+      detail: { ...detail, user: clicker.user, channel: clicker.channel ?? null },
+      act: async () => {
+        await deps.gitlab.unlockTerraformState(name);
+        return {};
+      },
+    });
+    const outcome = await confirmUnlock(deps, locked, clicker.user, log);
+    await respond(replace(outcome.reply));
+    if (outcome.tellChannel) {
+      await tellChannel(clicker, unlockedNotice(clicker.user, locked, deps.now()));
     }
-    if (after !== undefined) {
-      deps.store.audit({ requestId: null, actor: clicker.user, action: "unlock_failed", detail });
-      log.warn({ state: name }, "GitLab accepted the unlock, but the same lock is still there");
-      await respond(
-        replace(
-          failure(
-            `GitLab accepted the unlock, but \`${name}\` is still locked by the same holder. Try again, or remove the lock in GitLab (Operate → Terraform states).`,
-          ),
-        ),
-      );
-      return;
-    }
-    deps.store.audit({ requestId: null, actor: clicker.user, action: "unlocked", detail });
-    log.info({ state: name, holder: locked.lockedBy }, "force-unlocked a Terraform state");
-    await respond(replace(unlocked(name)));
-    await tellChannel(clicker, unlockedNotice(clicker.user, locked, deps.now()));
   } catch (error) {
     log.warn({ err: error, state: name }, "could not force-unlock a Terraform state");
+    deps.store.audit({
+      requestId: null,
+      actor: clicker.user,
+      action: "unlock_failed",
+      detail: { state: name, code: (error as { code?: unknown }).code ?? "internal" },
+    });
     await respond(replace(failure(userMessage(error))));
+  } finally {
+    unlocking.delete(name);
+  }
+}
+
+/**
+ * After GitLab accepted the unlock: reads the lock again, writes the audit log, and says what
+ * to tell the admin and whether to tell the channel. A failed read does not hide the unlock.
+ */
+async function confirmUnlock(
+  deps: Pick<UnlockDeps, "store" | "gitlab">,
+  locked: TerraformState & { lockedAt: string },
+  actor: string,
+  log: Logger,
+): Promise<{ reply: Reply; tellChannel: boolean }> {
+  const name = locked.name;
+  const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
+  let after: (TerraformState & { lockedAt: string }) | undefined;
+  try {
+    after = lockedState((await findState(deps.gitlab, name)).state);
+  } catch (error) {
+    log.warn({ err: error, state: name }, "unlocked, but could not read the lock again");
+    deps.store.audit({
+      requestId: null,
+      actor,
+      action: "unlocked",
+      detail: { ...detail, verified: false },
+    });
+    return {
+      reply: failure(
+        `GitLab accepted the unlock of \`${name}\`, but vmbot could not read the state again to confirm it: ${userMessage(error)}`,
+      ),
+      tellChannel: true,
+    };
+  }
+  if (after !== undefined && after.lockedAt !== locked.lockedAt) {
+    deps.store.audit({
+      requestId: null,
+      actor,
+      action: "unlocked",
+      detail: { ...detail, relockedAt: after.lockedAt },
+    });
+    log.warn({ state: name }, "state unlocked, and locked again at once");
+    return { reply: stillLocked(name), tellChannel: true };
+  }
+  if (after !== undefined) {
+    deps.store.audit({ requestId: null, actor, action: "unlock_failed", detail });
+    log.warn({ state: name }, "GitLab accepted the unlock, but the same lock is still there");
+    return {
+      reply: failure(
+        `GitLab accepted the unlock, but \`${name}\` is still locked by the same holder. Try again, or remove the lock in GitLab (Operate → Terraform states).`,
+      ),
+      tellChannel: false,
+    };
+  }
+  deps.store.audit({ requestId: null, actor, action: "unlocked", detail });
+  log.info({ state: name, holder: locked.lockedBy }, "force-unlocked a Terraform state");
+  return { reply: unlocked(name), tellChannel: true };
+}
+
+const PendingUnlockSchema = z.object({
+  state: z.string().regex(STATE_NAME),
+  lockedAt: z.string().min(1),
+  holder: z.string().nullable(),
+  user: z.string(),
+  channel: z.string().nullable(),
+});
+
+/**
+ * Unlocks a crash interrupted: the admin confirmed one particular lock. If that lock is still
+ * there, it is removed as confirmed; if it is gone, the unlock happened (or someone else did
+ * it). Either way the audit log and the channel are told once.
+ */
+export async function resumeUnlocks(
+  deps: Pick<UnlockDeps, "store" | "gitlab" | "effects" | "log" | "now"> & {
+    client: ButtonArgs["client"];
+  },
+): Promise<void> {
+  for (const effect of deps.store.pendingEffects()) {
+    if (!effect.subject.startsWith("unlock:")) continue;
+    const pending = PendingUnlockSchema.safeParse(effect.intent);
+    if (!pending.success) {
+      deps.store.complete(effect.subject, effect.step, { abandoned: "unreadable intent" });
+      continue;
+    }
+    const { state: name, lockedAt, holder, user, channel } = pending.data;
+    const log = deps.log.child({ command: "unlock", state: name });
+    try {
+      const result = await deps.effects.once<{ gone?: boolean }>(effect.subject, effect.step, {
+        reconcile: async () => {
+          const current = lockedState((await findState(deps.gitlab, name)).state);
+          return current?.lockedAt === lockedAt ? undefined : { gone: true };
+        },
+        act: async () => {
+          await deps.gitlab.unlockTerraformState(name);
+          return {};
+        },
+      });
+      const locked = { name, lockedAt, lockedBy: holder };
+      if (result.gone === true) {
+        deps.store.audit({
+          requestId: null,
+          actor: user,
+          action: "unlocked",
+          detail: { state: name, holder, lockedAt, foundAfterRestart: true },
+        });
+      } else {
+        await confirmUnlock(deps, locked, user, log);
+      }
+      if (channel !== null) {
+        await deps.client.chat
+          .postMessage({ channel, ...unlockedNotice(user, locked, deps.now?.() ?? new Date()) })
+          .catch((error: unknown) => {
+            log.warn({ err: error }, "could not tell the channel about a resumed unlock");
+          });
+      }
+    } catch (error) {
+      log.warn({ err: error }, "could not finish an unlock interrupted by a restart");
+    }
   }
 }
 

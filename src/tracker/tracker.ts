@@ -386,9 +386,11 @@ export function createTracker(deps: TrackerDeps): Tracker {
         await deps.effects.once(request.id, effect.step, {
           reconcile: async () => {
             const pipeline = await gitlab.pipeline(pipelineId);
-            return pipeline.status === "running" || pipeline.status === "pending"
-              ? undefined
-              : { status: pipeline.status };
+            // A pipeline left waiting on its manual job reads the same before and after a
+            // cancel: cancel it (again); GitLab's cancel is idempotent.
+            return ["canceled", "success", "failed", "skipped"].includes(pipeline.status)
+              ? { status: pipeline.status }
+              : undefined;
           },
           act: async () => ({ status: (await gitlab.cancelPipeline(pipelineId)).status }),
         });
