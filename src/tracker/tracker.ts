@@ -311,7 +311,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     if (request.messageTs === null) return;
     const threadTs = request.messageTs;
     try {
-      await deps.effects.once(request.id, `reply:${step}`, {
+      await deps.effects.once(request.id, `reply_${step}`, {
         reconcile: () =>
           findInThread(request, (message) => {
             const metadata = metadataOf(message);

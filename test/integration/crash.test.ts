@@ -1,0 +1,314 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../fakes/gitlab.js";
+import { createSlackSigner, stateValuesFor, type SlackSigner } from "../fakes/slack-signer.js";
+import { startFakeSlack, type FakeMessage, type FakeSlack } from "../fakes/slack.js";
+import {
+  ADMIN,
+  APPROVER,
+  CHANNEL,
+  fakeBotEnv,
+  PROJECT_PATH,
+  REQUESTER,
+} from "../support/harness.js";
+import { runBot, type BotProcess } from "../support/process.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+/**
+ * Crash tests: the real bot, as a process, kills itself (SIGKILL, nothing flushed) at one crash
+ * point of one outside effect, just before or just after it; it is started again on the same
+ * database file, and the flow is finished. Over the whole flow there must be no duplicate
+ * pipeline, message, thread reply, upload or play, and no lost request.
+ */
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Every crash point the flows below pass through, each exercised by one test. */
+const APPROVE_FLOW_POINTS = [
+  "post_request_message",
+  "create_pipeline",
+  "upload_plan",
+  "play_apply",
+  "reply_applied",
+  "reply_configured",
+] as const;
+const exercised = new Set<string>();
+
+interface World {
+  slack: FakeSlack;
+  gitlab: FakeGitlab;
+  db: string;
+  /** The bot now running; replaced when it crashes. */
+  bot: BotProcess;
+  signer: SlackSigner;
+  crashes: number;
+  close(): Promise<void>;
+}
+
+async function portOf(bot: BotProcess): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < 20_000) {
+    for (const line of bot.stdout().split("\n")) {
+      if (line.includes('"vmbot is running"')) return (JSON.parse(line) as { port: number }).port;
+    }
+    if (bot.child.exitCode !== null || bot.child.signalCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
+}
+
+async function startWorld(crashAt: string | undefined): Promise<World> {
+  const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
+  const gitlab = await startFakeGitlab({
+    token: TEST_SECRETS.gitlabToken,
+    projects: [{ id: 42, path: PROJECT_PATH, role: "maintainer", inputs: VM_PIPELINE_INPUTS }],
+  });
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-crash-"));
+  dirs.push(dir);
+  const db = join(dir, "vmbot.sqlite");
+  const env = (crash: boolean) =>
+    fakeBotEnv({ slack, gitlab }, db, {
+      POLL_INTERVAL_MS: "500",
+      LOG_LEVEL: "info",
+      ...(crash && crashAt !== undefined ? { VMBOT_CRASH_AT: crashAt } : {}),
+    });
+  const signerFor = (port: number) =>
+    createSlackSigner({
+      eventsUrl: `http://127.0.0.1:${port}/slack/events`,
+      signingSecret: TEST_SECRETS.signingSecret,
+      slack,
+    });
+  const bot = runBot(env(true), dir);
+  const world: World = {
+    slack,
+    gitlab,
+    db,
+    bot,
+    signer: signerFor(await portOf(bot)),
+    crashes: 0,
+    async close() {
+      world.bot.child.kill("SIGTERM");
+      await world.bot.exited;
+      await Promise.all([slack.close(), gitlab.close()]);
+    },
+  };
+  // When the bot dies at its crash point, start it again (without the crash point), at once.
+  const watch = (current: BotProcess) => {
+    void current.exited.then(async () => {
+      if (current.child.signalCode !== "SIGKILL") return;
+      world.crashes += 1;
+      world.bot = runBot(env(false), dir);
+      watch(world.bot);
+      world.signer = signerFor(await portOf(world.bot));
+    });
+  };
+  watch(bot);
+  return world;
+}
+
+/** Waits for `check` while the bot may crash and restart underneath. */
+async function until<T>(check: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const requestMessages = (w: World) =>
+  w.slack.messages.filter(
+    (m) =>
+      m.channel === CHANNEL &&
+      m.thread_ts === undefined &&
+      m.metadata?.event_type === "vmbot_request",
+  );
+const requestMessage = (w: World) => requestMessages(w)[0];
+const threadOf = (w: World, parent: FakeMessage) =>
+  w.slack.messages.filter((m) => m.thread_ts === parent.ts);
+
+function settle(w: World, pipelineId: number, job: string): void {
+  for (let i = 0; i < 30; i += 1) {
+    const status = w.gitlab.job(pipelineId, job).status;
+    if (["success", "failed", "canceled", "manual"].includes(status)) return;
+    w.gitlab.advance(pipelineId);
+  }
+}
+
+/** `/vm create`, the form, and the request message showing its pipeline. */
+async function ask(w: World): Promise<{ message: FakeMessage; pipelineId: number }> {
+  await w.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
+  await w.slack.waitFor("views.open");
+  const view = w.slack.views.at(-1)!;
+  await w.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
+    userId: REQUESTER,
+  });
+  const pipelineId = await until(() => w.gitlab.pipelines[0]?.id, "the pipeline");
+  const message = await until(() => {
+    const m = requestMessage(w);
+    return m !== undefined && JSON.stringify(m.blocks).includes(`pipeline #${pipelineId}`)
+      ? m
+      : undefined;
+  }, "the request message with its pipeline");
+  return { message, pipelineId };
+}
+
+async function planned(w: World, pipelineId: number): Promise<FakeMessage> {
+  settle(w, pipelineId, "tf:plan");
+  return until(() => {
+    const m = requestMessage(w);
+    return m?.text.endsWith("Awaiting approval") === true ? m : undefined;
+  }, "the plan message");
+}
+
+function audit(w: World): { requestId: string | null; action: string }[] {
+  const store = openSqliteStore(w.db);
+  try {
+    return store.listAudit();
+  } finally {
+    store.close();
+  }
+}
+
+async function approveFlow(crashAt: string | undefined) {
+  const w = await startWorld(crashAt);
+  try {
+    const { pipelineId } = await ask(w);
+    const plan = await planned(w, pipelineId);
+    await w.signer.blockAction({ message: plan, userId: APPROVER, actionId: "plan_approve" });
+    await until(
+      () => (w.gitlab.job(pipelineId, "tf:apply").status !== "manual" ? true : undefined),
+      "the apply job to start",
+    );
+    settle(w, pipelineId, "tf:apply");
+    settle(w, pipelineId, "ansible:configure");
+    await until(
+      () => (requestMessage(w)?.text.endsWith("Ready") === true ? true : undefined),
+      "the request to be ready",
+    );
+    // A few more passes: nothing may be posted twice after the end either.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+
+    expect(w.gitlab.pipelines).toHaveLength(1);
+    expect(requestMessages(w)).toHaveLength(1);
+    const thread = threadOf(w, requestMessage(w)!);
+    expect(thread.filter((m) => m.files !== undefined)).toHaveLength(1);
+    expect(w.slack.uploads).toHaveLength(1);
+    const steps = thread.flatMap((m) =>
+      m.metadata?.event_type === "vmbot_request_step"
+        ? [(m.metadata.event_payload as { step: string }).step]
+        : [],
+    );
+    expect(steps).toEqual(["applied", "configured"]);
+    expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
+    expect(w.gitlab.requestsTo("POST", /\/pipeline$/).length).toBeLessThanOrEqual(1);
+    const actions = audit(w).map((entry) => entry.action);
+    expect(actions.filter((a) => a === "requested")).toHaveLength(1);
+    expect(actions.at(-1)).toBe("ready");
+    return w.crashes;
+  } finally {
+    await w.close();
+  }
+}
+
+describe("crash between the intent and the result of each outside effect", () => {
+  it("runs the whole flow without a crash as the baseline", async () => {
+    expect(await approveFlow(undefined)).toBe(0);
+  }, 60_000);
+
+  for (const point of APPROVE_FLOW_POINTS) {
+    for (const moment of ["before", "after"] as const) {
+      it(`crashes at ${point}:${moment}, restarts, and finishes with nothing twice`, async () => {
+        const crashes = await approveFlow(`${point}:${moment}`);
+        expect(crashes).toBeGreaterThanOrEqual(1);
+        exercised.add(`${point}:${moment}`);
+      }, 60_000);
+    }
+  }
+
+  for (const moment of ["before", "after"] as const) {
+    it(`crashes at cancel_pipeline:${moment} after a rejection, and the pipeline is canceled`, async () => {
+      const w = await startWorld(`cancel_pipeline:${moment}`);
+      try {
+        const { pipelineId } = await ask(w);
+        const plan = await planned(w, pipelineId);
+        await w.signer.blockAction({ message: plan, userId: APPROVER, actionId: "plan_reject" });
+        await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
+        await until(
+          () => (w.gitlab.requestsTo("POST", /\/cancel$/).length >= 1 ? true : undefined),
+          "the cancel",
+        );
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        // Canceled once, or again after the restart: GitLab's cancel is idempotent, and a
+        // pipeline waiting on its manual job reads the same before and after one.
+        expect(w.gitlab.requestsTo("POST", /\/cancel$/).length).toBeLessThanOrEqual(2);
+        expect(w.gitlab.pipeline(pipelineId).status).not.toBe("running");
+        expect(requestMessage(w)?.text.endsWith("Rejected")).toBe(true);
+        expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(0);
+        expect(requestMessages(w)).toHaveLength(1);
+        exercised.add(`cancel_pipeline:${moment}`);
+      } finally {
+        await w.close();
+      }
+    }, 60_000);
+
+    it(`crashes at unlock:${moment}, and the unlock is finished and told once`, async () => {
+      const w = await startWorld(`unlock:${moment}`);
+      try {
+        w.gitlab.addUser({ username: "alice" });
+        w.gitlab.addTerraformState(PROJECT_PATH, "general", {
+          lockedBy: "alice",
+          lockedAt: new Date(Math.floor(Date.now() / 1000 - 3600) * 1000),
+        });
+        const command = await w.signer.slashCommand({
+          text: "unlock",
+          userId: ADMIN,
+          channelId: CHANNEL,
+        });
+        const prompt = await w.slack.waitForResponse((post) => post.url === command.responseUrl);
+        await w.signer.blockAction({
+          message: {
+            channel: CHANNEL,
+            ts: "1796205600.000100",
+            text: prompt.body.text as string,
+            blocks: prompt.body.blocks as FakeMessage["blocks"],
+            user: w.slack.identity.botUserId,
+            bot_id: w.slack.identity.botId,
+            app_id: w.slack.identity.appId,
+          },
+          ephemeral: true,
+          actionId: "unlock_confirm",
+          userId: ADMIN,
+        });
+        await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
+        const notice = await until(
+          () => w.slack.messages.find((m) => m.text.includes("force-unlocked")),
+          "the channel to be told",
+        );
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        expect(notice.channel).toBe(CHANNEL);
+        expect(w.slack.messages.filter((m) => m.text.includes("force-unlocked"))).toHaveLength(1);
+        expect(w.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
+        expect(w.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
+        expect(audit(w).filter((entry) => entry.action === "unlocked")).toHaveLength(1);
+        exercised.add(`unlock:${moment}`);
+      } finally {
+        await w.close();
+      }
+    }, 60_000);
+  }
+
+  it("exercised every crash point", () => {
+    // 6 effects of the approval flow, the rejection's cancel and the unlock, each before and after.
+    expect(exercised.size).toBe((APPROVE_FLOW_POINTS.length + 2) * 2);
+  });
+});
