@@ -7,10 +7,12 @@ export interface SecretSource {
   /** The current value. */
   get(): Promise<string>;
   /**
-   * The system this secret unlocks refused it: read it again. True when the value changed, so
-   * the refused call is worth one more try; false when it is the same (or cannot change).
+   * The system this secret unlocks refused `used`, the value the refused call sent: read it
+   * again. True when the value now differs, so the call is worth one more try; false when it is
+   * the same (or cannot change). Comparing with what was sent, not with the cache, keeps two
+   * calls refused at once from hiding a rotation from each other.
    */
-  refresh(): Promise<boolean>;
+  refresh(used: string): Promise<boolean>;
 }
 
 /** A secret from the environment: it never changes, so a refusal is final. */

@@ -25,6 +25,8 @@ export interface StartOptions {
   gitlabTimeoutMs?: number;
   vaultTimeoutMs?: number;
   proxmoxTimeoutMs?: number;
+  /** How long a Proxmox node list is reused (15 seconds by default). */
+  nodeListMaxAgeMs?: number;
   /** Fault injection for crash tests, called at every effect's crash points. */
   onCrashPoint?: (point: CrashPoint) => void;
 }
@@ -72,7 +74,7 @@ function proxmoxTokenFromVault(vault: Vault, mount: string, path: string): Secre
       }
       return token;
     },
-    refresh: () => source.refresh(),
+    refresh: (used) => source.refresh(used),
   };
 }
 
@@ -112,8 +114,16 @@ async function connectPlatform(
         await gitlabToken.get();
       }
     } catch (error) {
-      vault.stop();
-      throw new StartupError(`Vault: ${userMessage(error)}`, { cause: error });
+      if (settings.gitlabPath !== undefined) {
+        vault.stop();
+        throw new StartupError(`Vault: ${userMessage(error)}`, { cause: error });
+      }
+      // Vault holds only the Proxmox token: vmbot works without it, and keeps trying.
+      log.warn(
+        { err: error },
+        "could not log in to Vault; the form offers VM_NODES and /vm capacity says why until it can",
+      );
+      vault.retryInBackground();
     }
   }
   if (config.proxmox.url === undefined) return { vault, gitlabToken, nodes: undefined };
@@ -140,7 +150,14 @@ async function connectPlatform(
       log: log.child({ component: "proxmox" }),
       ...(options.proxmoxTimeoutMs === undefined ? {} : { timeoutMs: options.proxmoxTimeoutMs }),
     });
-    return { vault, gitlabToken, nodes: createNodeDirectory(proxmox) };
+    return {
+      vault,
+      gitlabToken,
+      nodes: createNodeDirectory(
+        proxmox,
+        options.nodeListMaxAgeMs === undefined ? {} : { maxAgeMs: options.nodeListMaxAgeMs },
+      ),
+    };
   } catch (error) {
     vault?.stop();
     throw new StartupError(userMessage(error), { cause: error });

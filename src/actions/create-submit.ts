@@ -86,7 +86,8 @@ async function acceptedNodes(
     deps.nodes.nodes().catch(() => undefined),
     NODE_CHECK_BUDGET_MS,
   );
-  const seen = answer === "late" || answer === undefined ? [] : answer;
+  // Proxmox slow or down: the last list it gave (what the form was updated with) still counts.
+  const seen = answer === "late" || answer === undefined ? (deps.nodes.last() ?? []) : answer;
   const online = seen.filter((node) => node.status === "online").map((node) => node.name);
   const node = seen.find((candidate) => candidate.name === chosen);
   return {
@@ -106,7 +107,11 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
     const userId = body.user.id;
     const log = deps.log.child({ user: userId, command: "create" });
     const form = readCreateForm(view.state.values);
-    const accepted = await acceptedNodes(deps, form.node?.trim());
+    // Both within Slack's three seconds, side by side: the node check and the access check.
+    const [accepted, decision] = await Promise.all([
+      acceptedNodes(deps, form.node?.trim()),
+      deps.access.decide("requester", userId, 1_500),
+    ]);
     const result = validateVmForm(form, {
       nodes: accepted.nodes,
       templates: deps.config.vm.templates,
@@ -138,7 +143,6 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       });
       return;
     }
-    const decision = await deps.access.decide("requester", userId, 2_000);
     if (decision !== "allowed") {
       log.info({ decision }, "create form refused: requester not confirmed");
       await ack({

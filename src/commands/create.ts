@@ -25,8 +25,10 @@ export interface CreateCommandDeps {
  * the access check runs alongside, and views.open itself needs some of them.
  */
 export const NODE_LIST_BUDGET_MS = 1_200;
+/** With an older list at hand, Proxmox gets only this long before the form opens with it. */
+const STALE_LIST_BUDGET_MS = 100;
 
-type NodeAnswer = ProxmoxNode[] | "late" | { failed: unknown };
+type NodeAnswer = ProxmoxNode[] | "late" | { failed: unknown } | { stale: ProxmoxNode[]; at: Date };
 
 /** The form's node list and its hint, from what Proxmox answered (or did not). */
 function nodeChoice(
@@ -41,6 +43,16 @@ function nodeChoice(
       nodeHint:
         "Proxmox has not answered yet: these are the configured nodes (VM_NODES). The list updates with free CPU and memory when it answers.",
     };
+  }
+  if ("stale" in answer) {
+    const live = liveNodeOptions(answer.stale, config.vm.nodes);
+    if (live.length > 0) {
+      return {
+        nodes: live,
+        nodeHint: `Free CPU and memory as of ${answer.at.toISOString().slice(11, 16)} UTC; Proxmox is being asked again and the list updates when it answers.`,
+      };
+    }
+    return nodeChoice(config, "late");
   }
   if ("failed" in answer) {
     return {
@@ -75,10 +87,18 @@ export function createCreateCommand(deps: CreateCommandDeps) {
     );
     // Only a sure "no" stops the form: the trigger_id expires in three seconds, and the
     // submission checks again.
-    const [decision, early] = await Promise.all([
+    // A form that opens at once with a list a few minutes old beats one that waits for Proxmox.
+    const snapshot = deps.nodes?.snapshot();
+    const [decision, answered] = await Promise.all([
       deps.access.decide("requester", command.user_id, 1_000),
-      live === undefined ? undefined : within(live, NODE_LIST_BUDGET_MS),
+      live === undefined
+        ? undefined
+        : within(live, snapshot === undefined ? NODE_LIST_BUDGET_MS : STALE_LIST_BUDGET_MS),
     ]);
+    const early: NodeAnswer | undefined =
+      answered === "late" && snapshot !== undefined
+        ? { stale: snapshot.nodes, at: snapshot.at }
+        : answered;
     if (early !== undefined && early !== "late" && "failed" in early) {
       log.warn(
         { err: early.failed },
@@ -121,7 +141,8 @@ export function createCreateCommand(deps: CreateCommandDeps) {
       });
       return;
     }
-    if (early !== "late" || live === undefined || opened === undefined) return;
+    const waiting = early === "late" || (early !== undefined && "stale" in early);
+    if (!waiting || live === undefined || opened === undefined) return;
     // Proxmox answered after the form opened: show its list now. Slack keeps what was typed,
     // since no block changes its ID; the hash makes Slack refuse if the form moved on meanwhile.
     const answer = await live;

@@ -37,6 +37,8 @@ const seconds = (ms: number) =>
 
 /** Turns whatever gitbeaker threw into words a person can act on. */
 export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError {
+  // Already in words (e.g. Vault could not give the token): keep them.
+  if (error instanceof VmbotError) return error;
   const project = `\`${escapeMrkdwn(ctx.project)}\``;
   if (error instanceof GitbeakerRequestError) {
     const status = error.cause?.response.status ?? 0;

@@ -179,19 +179,22 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
    * (rotated in Vault), runs it once more. GitLab acted on nothing it answered 401 to.
    */
   async function withToken<T>(run: () => Promise<T>): Promise<T> {
+    const used = await token.get();
     try {
       return await run();
     } catch (error) {
       if (
         error instanceof GitbeakerRequestError &&
         error.cause?.response.status === 401 &&
-        (await token.refresh().catch(() => false))
+        // A Vault failure here says more than GitLab's 401: it propagates.
+        (await token.refresh(used))
       ) {
         return run();
       }
       throw error;
     }
   }
+
   const context = (doing: string) => ({
     url: options.url,
     project: options.project,

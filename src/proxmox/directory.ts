@@ -13,6 +13,8 @@ export interface NodeDirectory {
   refresh(): Promise<ProxmoxNode[]>;
   /** The last answer Proxmox gave, however old; undefined before the first. */
   last(): ProxmoxNode[] | undefined;
+  /** The last answer with when it came. */
+  snapshot(): { nodes: ProxmoxNode[]; at: Date } | undefined;
 }
 
 export function createNodeDirectory(
@@ -43,6 +45,8 @@ export function createNodeDirectory(
       latest !== undefined && now() - latest.at < maxAgeMs ? Promise.resolve(latest.nodes) : read(),
     refresh: read,
     last: () => latest?.nodes,
+    snapshot: () =>
+      latest === undefined ? undefined : { nodes: latest.nodes, at: new Date(latest.at) },
   };
 }
 

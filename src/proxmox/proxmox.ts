@@ -218,14 +218,15 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
     url: base,
     async nodes() {
       try {
+        const used = await options.token.get();
         try {
-          return await listNodes(await options.token.get());
+          return await listNodes(used);
         } catch (error) {
           // A token rotated in Vault: read it again, and try once more if it changed.
           if (
             error instanceof HttpStatus &&
             error.status === 401 &&
-            (await options.token.refresh())
+            (await options.token.refresh(used))
           ) {
             return await listNodes(await options.token.get());
           }

@@ -1,16 +1,17 @@
 import { readFile } from "node:fs/promises";
 import nodeVault from "node-vault";
 import type { VaultAuth } from "../config.js";
+import { VmbotError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
 import type { SecretSource } from "../secrets.js";
 import { vaultError, type VaultCall } from "./errors.js";
 
 /**
- * Vault through node-vault: one login (token, AppRole or Kubernetes), kept alive by node-vault's
- * own token renewal, and a fresh login whenever renewal is refused or the token reaches its
- * maximum TTL. KV v2 secrets are cached for a few minutes, and re-read at once when the system
- * they unlock refuses them.
+ * Vault through node-vault: one login (token, AppRole or Kubernetes) kept alive by renewing the
+ * token at 80% of its life, and a fresh login when renewal is refused or the token reaches its
+ * maximum TTL. KV v2 secrets are cached for a few minutes, re-read at once when the system they
+ * unlock refuses them, and served from the cache for a while when Vault itself is down.
  */
 
 export interface VaultOptions {
@@ -33,12 +34,18 @@ export interface Vault {
   secret(path: string, key: string): Promise<string>;
   /** A source for one key, for the clients that need it. */
   source(path: string, key: string): SecretSource;
+  /** Keeps trying to log in, in the background, after a failed start. */
+  retryInBackground(): void;
   stop(): void;
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DEFAULT_CACHE_MS = 5 * 60_000;
-const RELOGIN_RETRY_MS = { min: 1_000, max: 60_000 };
+/** How long a cached secret stands in for Vault while Vault is sealed or unreachable. */
+const OUTAGE_GRACE_MS = 60 * 60_000;
+const RETRY_MS = { min: 1_000, max: 60_000 };
+/** Node timers cannot wait longer than 2^31-1 ms; a day is well inside, and renews early enough. */
+const LONGEST_WAIT_MS = 24 * 3_600_000;
 
 interface AuthBlock {
   client_token?: unknown;
@@ -48,6 +55,14 @@ interface AuthBlock {
 
 const seconds = (value: unknown): number =>
   typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
+
+const statusOf = (error: unknown): number | undefined => {
+  const status = (error as { response?: { statusCode?: unknown } } | null)?.response?.statusCode;
+  return typeof status === "number" ? status : undefined;
+};
+
+/** Vault answered that the token or the login is not good (as opposed to being unreachable). */
+const refused = (error: unknown) => [400, 401, 403].includes(statusOf(error) ?? 0);
 
 /** `team/proxmox` → `team/proxmox` with each segment URL-encoded. */
 const encodePath = (path: string) =>
@@ -66,6 +81,8 @@ export function createVault(options: VaultOptions): Vault {
     apiVersion: "v1",
     endpoint: options.addr,
     requestOptions: { timeout: timeoutMs },
+    // node-vault's own debug output would print login bodies (secret IDs, JWTs).
+    debug: () => undefined,
   });
   // node-vault falls back to the process's VAULT_TOKEN; vmbot uses only the login it was given.
   client.token = auth.method === "token" ? auth.token : "";
@@ -81,21 +98,68 @@ export function createVault(options: VaultOptions): Vault {
   let grantedSeconds = 0;
   let stopped = false;
   let loggingIn: Promise<void> | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let retryDelay = RELOGIN_RETRY_MS.min;
+  let timer: NodeJS.Timeout | undefined;
+  let retryDelay = RETRY_MS.min;
+
+  function later(delayMs: number, work: () => Promise<void>): void {
+    clearTimeout(timer);
+    if (stopped) return;
+    timer = setTimeout(
+      () => {
+        void work();
+      },
+      Math.min(Math.max(0, delayMs), LONGEST_WAIT_MS),
+    );
+    timer.unref();
+  }
+
+  /** After a failure Vault may recover from: the same work again, a little later each time. */
+  function backOff(work: () => Promise<void>): void {
+    const wait = retryDelay;
+    retryDelay = Math.min(RETRY_MS.max, retryDelay * 2);
+    later(wait, work);
+  }
 
   function adopt(block: AuthBlock | undefined): void {
     const token = block?.client_token;
     if (typeof token === "string" && token !== "") redactor.add(token);
     grantedSeconds = seconds(block?.lease_duration);
-    client.stopTokenRenewal();
-    if (stopped || grantedSeconds === 0) return;
+    retryDelay = RETRY_MS.min;
+    if (grantedSeconds === 0) return; // A token that never expires (root, or periodic 0).
     if (block?.renewable === false) {
-      // Not renewable: log in again before it runs out.
-      if (canLogIn) scheduleRelogin(grantedSeconds * 800);
+      if (canLogIn) later(grantedSeconds * 800, relogInInBackground);
+      else log.warn({ ttlSeconds: grantedSeconds }, "VAULT_TOKEN is not renewable; it will expire");
       return;
     }
-    void client.startTokenRenewal({ ttl: grantedSeconds }).catch(() => undefined);
+    later(grantedSeconds * 800, renew);
+  }
+
+  async function renew(): Promise<void> {
+    try {
+      const result = (await client.tokenRenewSelf()) as { auth?: AuthBlock };
+      const granted = seconds(result.auth?.lease_duration);
+      log.debug({ ttlSeconds: granted }, "renewed the Vault token");
+      // Renewal no longer extends the token (it reached its max TTL): a login gives a fresh one.
+      if (canLogIn && granted < grantedSeconds) {
+        await relogInInBackground();
+        return;
+      }
+      adopt({ ...result.auth, client_token: undefined });
+    } catch (error) {
+      const failure = vaultError(error, call("renew its token"));
+      if (refused(error) && canLogIn) {
+        log.info({ err: failure }, "Vault refused to renew the token; logging in again");
+        await relogInInBackground();
+      } else if (refused(error)) {
+        log.error(
+          { err: failure },
+          "Vault refused to renew VAULT_TOKEN; reads fail once it expires: give vmbot a new token or use AppRole",
+        );
+      } else {
+        log.warn({ err: failure }, "could not renew the Vault token; trying again shortly");
+        backOff(renew);
+      }
+    }
   }
 
   async function logIn(): Promise<void> {
@@ -106,75 +170,55 @@ export function createVault(options: VaultOptions): Vault {
       adopt({ lease_duration: lookup.data?.ttl, renewable: lookup.data?.renewable });
       return;
     }
-    const response = (
-      auth.method === "approle"
-        ? await client.approleLogin({ role_id: auth.roleId, secret_id: auth.secretId })
-        : await client.kubernetesLogin({
-            // node-vault builds this path from the arguments alone: without it, /auth//login.
-            mount_point: "kubernetes",
-            role: auth.role,
-            jwt: await serviceAccountToken(auth.jwtFile),
-          })
-    ) as { auth?: AuthBlock };
+    let response: { auth?: AuthBlock };
+    if (auth.method === "approle") {
+      response = (await client.approleLogin({
+        role_id: auth.roleId,
+        secret_id: auth.secretId,
+      })) as { auth?: AuthBlock };
+    } else {
+      const jwt = await serviceAccountToken(auth.jwtFile);
+      redactor.add(jwt);
+      response = (await client.kubernetesLogin({
+        // node-vault builds this path from the arguments alone: without it, /auth//login.
+        mount_point: "kubernetes",
+        role: auth.role,
+        jwt,
+      })) as { auth?: AuthBlock };
+    }
     adopt(response.auth);
     log.info({ method: auth.method, ttlSeconds: grantedSeconds }, "logged in to Vault");
   }
 
   /** One login at a time; callers that arrive meanwhile share it. */
   function relogin(): Promise<void> {
-    loggingIn ??= logIn()
-      .then(() => {
-        retryDelay = RELOGIN_RETRY_MS.min;
-      })
-      .finally(() => {
-        loggingIn = undefined;
-      });
+    loggingIn ??= logIn().finally(() => {
+      loggingIn = undefined;
+    });
     return loggingIn;
   }
 
-  function scheduleRelogin(delayMs: number): void {
-    clearTimeout(retryTimer);
-    if (stopped) return;
-    retryTimer = setTimeout(() => {
-      relogin().catch((error: unknown) => {
-        const failure = vaultError(error, call("log in again"));
-        log.error({ err: failure, retryInMs: retryDelay }, "could not log in to Vault again");
-        const wait = retryDelay;
-        retryDelay = Math.min(RELOGIN_RETRY_MS.max, retryDelay * 2);
-        scheduleRelogin(wait);
-      });
-    }, delayMs);
-    retryTimer.unref();
+  async function relogInInBackground(): Promise<void> {
+    try {
+      await relogin();
+    } catch (error) {
+      log.error(
+        { err: vaultError(error, call("log in again")), retryInMs: retryDelay },
+        "could not log in to Vault; trying again",
+      );
+      backOff(relogInInBackground);
+    }
   }
 
-  client.on("token:renewed", (result: { auth?: AuthBlock }) => {
-    const granted = seconds(result.auth?.lease_duration);
-    log.debug({ ttlSeconds: granted }, "renewed the Vault token");
-    // Renewal no longer extends the token (it reached its max TTL): a new login gives a fresh one.
-    if (canLogIn && granted < grantedSeconds) {
-      scheduleRelogin(0);
-      return;
+  /** Whether the bot's own token is still good: a 403 on a read may be a policy, not the token. */
+  async function tokenIsGood(): Promise<boolean> {
+    try {
+      await client.tokenLookupSelf();
+      return true;
+    } catch (error) {
+      return !refused(error);
     }
-    grantedSeconds = granted;
-  });
-  client.on("token:error:renew", (error: unknown) => {
-    if (canLogIn) {
-      log.info(
-        { err: vaultError(error, call("renew its token")) },
-        "Vault refused to renew the token; logging in again",
-      );
-      scheduleRelogin(0);
-    } else {
-      log.error(
-        { err: vaultError(error, call("renew its token")) },
-        "Vault refused to renew VAULT_TOKEN; reads will fail once it expires: give vmbot a new token or use AppRole",
-      );
-    }
-  });
-  client.on("token:expired", () => {
-    if (canLogIn) scheduleRelogin(0);
-    else log.warn("VAULT_TOKEN can no longer be renewed; it will expire");
-  });
+  }
 
   const cache = new Map<string, { data: Record<string, unknown>; at: number }>();
   const reading = new Map<string, Promise<Record<string, unknown>>>();
@@ -182,12 +226,13 @@ export function createVault(options: VaultOptions): Vault {
   async function readOnce(path: string): Promise<Record<string, unknown>> {
     const response = (await client.read(
       `${encodePath(options.kvMount)}/data/${encodePath(path)}`,
-    )) as {
-      data?: { data?: unknown };
-    };
+    )) as { data?: { data?: unknown } };
     const data = response.data?.data;
     if (data === null || typeof data !== "object") {
-      throw vaultError(new Error("not a KV version 2 secret"), call("read", path));
+      throw new VmbotError(
+        "vault_failed",
+        `The Vault secret \`${options.kvMount}/${path}\` is not a KV version 2 secret: check VAULT_KV_MOUNT.`,
+      );
     }
     return data as Record<string, unknown>;
   }
@@ -197,9 +242,10 @@ export function createVault(options: VaultOptions): Vault {
     try {
       data = await readOnce(path);
     } catch (error) {
-      const status = (error as { response?: { statusCode?: unknown } }).response?.statusCode;
-      // An expired token reads as permission denied: a fresh login is worth one more try.
-      if (status !== 403 || !canLogIn) throw vaultError(error, call("read", path));
+      // Permission denied is also what an expired token reads as: log in again only then.
+      if (statusOf(error) !== 403 || !canLogIn || (await tokenIsGood())) {
+        throw vaultError(error, call("read", path));
+      }
       try {
         await relogin();
         data = await readOnce(path);
@@ -207,7 +253,6 @@ export function createVault(options: VaultOptions): Vault {
         throw vaultError(again, call("read", path));
       }
     }
-    for (const value of Object.values(data)) if (typeof value === "string") redactor.add(value);
     cache.set(path, { data, at: now() });
     return data;
   }
@@ -220,7 +265,19 @@ export function createVault(options: VaultOptions): Vault {
       pending = read(path).finally(() => reading.delete(path));
       reading.set(path, pending);
     }
-    return pending;
+    try {
+      return await pending;
+    } catch (error) {
+      // Vault sealed or unreachable: a secret read a little while ago still opens the door.
+      const outage =
+        error instanceof VmbotError &&
+        ["vault_sealed", "vault_unreachable", "vault_timeout"].includes(error.code);
+      if (!fresh && outage && cached && now() - cached.at < OUTAGE_GRACE_MS) {
+        log.warn({ err: error, path }, "Vault is not answering; using the secret read before");
+        return cached.data;
+      }
+      throw error;
+    }
   }
 
   async function secret(path: string, key: string, fresh = false): Promise<string> {
@@ -229,6 +286,7 @@ export function createVault(options: VaultOptions): Vault {
     if (typeof value !== "string" || value === "") {
       throw vaultError(new Error(`missing key ${key}`), { ...call("read", path), key });
     }
+    redactor.add(value);
     return value;
   }
 
@@ -244,17 +302,17 @@ export function createVault(options: VaultOptions): Vault {
     source(path, key) {
       return {
         get: () => secret(path, key),
-        async refresh() {
-          const before = cache.get(path)?.data[key];
-          const after = await secret(path, key, true);
-          return after !== before;
+        async refresh(used) {
+          return (await secret(path, key, true)) !== used;
         },
       };
     },
+    retryInBackground() {
+      backOff(relogInInBackground);
+    },
     stop() {
       stopped = true;
-      clearTimeout(retryTimer);
-      client.stopTokenRenewal();
+      clearTimeout(timer);
     },
   };
 }

@@ -37,8 +37,10 @@ async function openForm(h: Harness) {
     userId: REQUESTER,
     channelId: CHANNEL,
   });
-  const call = await h.slack.waitFor("views.open");
-  expect(call.args.trigger_id).toBe(delivery.triggerId);
+  const call = await h.slack.waitFor(
+    "views.open",
+    (candidate) => candidate.args.trigger_id === delivery.triggerId,
+  );
   return { view: h.slack.views.at(-1)!, openedAfterMs: call.at - sent };
 }
 
@@ -83,6 +85,46 @@ describe("the create form's node list", () => {
     expect(updated.private_metadata).toBe(view.private_metadata);
     expect(h.proxmox!.requests).toHaveLength(1);
   }, 20_000);
+
+  it("opens at once with the last list when Proxmox has become slow, and updates it after", async () => {
+    const h = await start({ proxmox: { nodes: NODES }, nodeListMaxAgeMs: 0 });
+    await openForm(h);
+    h.proxmox!.updateNode("pve2", { cpu: 0.0 });
+    h.proxmox!.setDelay(2_000);
+    const { view, openedAfterMs } = await openForm(h);
+    expect(openedAfterMs).toBeLessThan(1_000);
+    const stale = nodeBlock(view);
+    expect(stale.element.options.map((option) => option.text.text)).toContain(
+      "pve2 — 4.0 of 8 cores, 4.0 GiB free",
+    );
+    expect(stale.hint?.text).toMatch(
+      /^Free CPU and memory as of \d\d:\d\d UTC; Proxmox is being asked again and the list updates when it answers\.$/,
+    );
+    await h.slack.waitFor("views.update", (call) => call.args.view_id === view.id, 5_000);
+    const fresh = nodeBlock(h.slack.view(view.id)!);
+    expect(fresh.element.options.map((option) => option.text.text)).toContain(
+      "pve2 — 8.0 of 8 cores, 4.0 GiB free",
+    );
+    expect(fresh.hint?.text).toBe("Free CPU and memory, live from Proxmox.");
+  });
+
+  it("accepts, at submission, a node of the last list when Proxmox is slow to answer", async () => {
+    const h = await start({
+      proxmox: { nodes: NODES },
+      nodeListMaxAgeMs: 0,
+      env: { VM_NODES: "pve" },
+    });
+    const { view } = await openForm(h);
+    h.proxmox!.setDelay(5_000);
+    const delivery = await h.signer.viewSubmission({
+      view,
+      values: stateValuesFor(view, { vm_node: "pve1", vm_ip: "192.168.1.50/24" }),
+      userId: REQUESTER,
+    });
+    expect(delivery.json).toBeUndefined();
+    const pipeline = await eventually(() => h.gitlab.pipelines.at(-1), "the pipeline");
+    expect(pipeline.inputs.proxmox_node).toBe("pve1");
+  });
 
   it("falls back to VM_NODES and says so when Proxmox refuses", async () => {
     const h = await start({ proxmox: { nodes: NODES } });

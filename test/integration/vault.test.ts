@@ -2,13 +2,18 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { createGitlab } from "../../src/gitlab/gitlab.js";
+import { createLogger } from "../../src/logger.js";
+import { createRedactor } from "../../src/redact.js";
 import { StartupError } from "../../src/start.js";
+import { createVault } from "../../src/vault/vault.js";
 import { fakeNode } from "../fakes/proxmox.js";
 import {
   askForVm,
   CHANNEL,
   eventually,
   harnessPerTest,
+  PROJECT_PATH,
   REQUESTER,
   VAULT_TEST_ROLE_ID,
   type Harness,
@@ -42,6 +47,8 @@ async function capacityText(h: Harness): Promise<string> {
   const post = await h.slack.waitForResponse((p) => p.url === delivery.responseUrl);
   return `${String(post.body.text)}\n${JSON.stringify(post.body.blocks)}`;
 }
+
+const silentLogger = () => createLogger({ level: "silent", redactor: createRedactor() });
 
 const privateToken = (h: Harness) => h.gitlab.requests.at(-1)?.headers["private-token"];
 
@@ -197,6 +204,104 @@ describe("secrets from Vault", () => {
   });
 });
 
+describe("keeping the Vault login healthy", () => {
+  it("waits out Vault's default 768-hour TTL instead of renewing in a loop", async () => {
+    const h = await start({ vault: true });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(h.vault!.requestsTo("POST", /^\/v1\/auth\/token\/renew-self$/)).toHaveLength(0);
+    expect(h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/)).toHaveLength(1);
+  });
+
+  it("tries a failed renewal of VAULT_TOKEN again when Vault was only unreachable", async () => {
+    const h = await start({
+      vault: { tokens: [{ id: "hvs.ShortLivedDeployToken000001", ttl: 2 }] },
+      env: {
+        VAULT_ROLE_ID: undefined,
+        VAULT_SECRET_ID: undefined,
+        VAULT_TOKEN: "hvs.ShortLivedDeployToken000001",
+      },
+    });
+    h.vault!.failNext({ path: /renew-self$/ }, { status: 500 });
+    await eventually(
+      () =>
+        h.vault!.requestsTo("POST", /^\/v1\/auth\/token\/renew-self$/).length >= 2
+          ? true
+          : undefined,
+      "a second renewal",
+      6_000,
+    );
+    expect(h.vault!.token("hvs.ShortLivedDeployToken000001")?.renewals).toBeGreaterThanOrEqual(1);
+    expect(
+      h.logs.some((line) => line.includes("could not renew the Vault token; trying again")),
+    ).toBe(true);
+  });
+
+  it("does not log in again when a policy, not the token, denies a read", async () => {
+    const h = await start({
+      vault: true,
+      proxmox: true,
+      prepare: ({ vault }) => {
+        vault?.denyPath("secret/data/proxmox");
+      },
+    });
+    for (let i = 0; i < 3; i += 1) {
+      expect(await capacityText(h)).toContain(
+        "Vault denied vmbot permission to read `secret/proxmox`",
+      );
+    }
+    expect(h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/)).toHaveLength(1);
+  });
+
+  it("lets two calls refused at once both pick up a rotated GitLab token", async () => {
+    const h = await start({ vault: true });
+    const pipelineId = await askForVm(h);
+    h.vault!.writeSecret("gitlab", { token: ROTATED_GITLAB_TOKEN });
+    h.gitlab.rotateToken(ROTATED_GITLAB_TOKEN);
+    const vault = createVault({
+      addr: h.vault!.url,
+      auth: { method: "approle", roleId: VAULT_TEST_ROLE_ID, secretId: TEST_SECRETS.vaultSecretId },
+      kvMount: "secret",
+      log: silentLogger(),
+      redactor: createRedactor(),
+    });
+    await vault.start();
+    const source = vault.source("gitlab", "token");
+    // The cache holds the old token, as a bot that read it before the rotation would.
+    h.vault!.writeSecret("gitlab", { token: TEST_SECRETS.gitlabToken });
+    await source.get();
+    h.vault!.writeSecret("gitlab", { token: ROTATED_GITLAB_TOKEN });
+    const gitlab = createGitlab({
+      url: h.gitlab.url,
+      token: source,
+      project: PROJECT_PATH,
+      ref: "main",
+      pipelineParams: "inputs",
+    });
+    const [a, b] = await Promise.all([gitlab.pipeline(pipelineId), gitlab.pipeline(pipelineId)]);
+    expect([a.id, b.id]).toEqual([pipelineId, pipelineId]);
+    vault.stop();
+  });
+
+  it("keeps using a secret it read before while Vault is sealed, for a while", async () => {
+    const h = await start({ vault: true });
+    const vault = createVault({
+      addr: h.vault!.url,
+      auth: { method: "approle", roleId: VAULT_TEST_ROLE_ID, secretId: TEST_SECRETS.vaultSecretId },
+      kvMount: "secret",
+      log: silentLogger(),
+      redactor: createRedactor(),
+      cacheMs: 0,
+    });
+    await vault.start();
+    expect(await vault.secret("gitlab", "token")).toBe(TEST_SECRETS.gitlabToken);
+    h.vault!.seal();
+    expect(await vault.secret("gitlab", "token")).toBe(TEST_SECRETS.gitlabToken);
+    // A secret never read before cannot be made up.
+    await expect(vault.secret("proxmox", "api_token")).rejects.toThrow(/is sealed \(503\)/);
+    vault.stop();
+  });
+});
+
 describe("Vault failures name the path and the cause, never the secret", () => {
   it("stops start-up when Vault is sealed", async () => {
     const message = await startupFailure({
@@ -254,6 +359,26 @@ describe("Vault failures name the path and the cause, never the secret", () => {
     ).toBe(
       "Vault: The Vault secret `secret/gitlab` has no key `token`: add it there (KV version 2).",
     );
+  });
+
+  it("starts while Vault is sealed when Vault holds only the Proxmox token, and recovers", async () => {
+    const h = await start({
+      vault: true,
+      proxmox: true,
+      env: { VAULT_GITLAB_PATH: undefined, GITLAB_TOKEN: TEST_SECRETS.gitlabToken },
+      prepare: ({ vault }) => {
+        vault?.seal();
+      },
+    });
+    expect(await capacityText(h)).toContain("is sealed (503)");
+    h.vault!.unseal();
+    await eventually(
+      () =>
+        h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/).length >= 2 ? true : undefined,
+      "a login once Vault is unsealed",
+      8_000,
+    );
+    expect(await capacityText(h)).toContain("*pve1*");
   });
 
   it("starts without the Proxmox token, and /vm capacity says why", async () => {

@@ -86,6 +86,7 @@ export interface HarnessOptions {
   /** Starts a fake Proxmox (its token defaults to the test token) and points the bot at it. */
   proxmox?: Partial<FakeProxmoxOptions> | true;
   proxmoxTimeoutMs?: number;
+  nodeListMaxAgeMs?: number;
   /**
    * Starts a fake Vault holding `secret/gitlab` (token) and `secret/proxmox` (api_token) with an
    * AppRole login (`VAULT_TEST_ROLE_ID` and the test secret ID); the bot logs in with it and
@@ -162,6 +163,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logDestination: captured.stream,
       gitlabTimeoutMs: options.gitlabTimeoutMs ?? 5_000,
       proxmoxTimeoutMs: options.proxmoxTimeoutMs ?? 3_000,
+      ...(options.nodeListMaxAgeMs === undefined
+        ? {}
+        : { nodeListMaxAgeMs: options.nodeListMaxAgeMs }),
       vaultTimeoutMs: options.vaultTimeoutMs ?? 3_000,
     });
   } catch (error) {
