@@ -185,6 +185,21 @@ const EnvSchema = z.object({
       }),
   ),
   POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
+  PLAN_TTL: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .default("24h")
+      .transform((value) => value.trim().toLowerCase())
+      .refine((value) => /^\d{1,6}(s|m|h|d)$/.test(value), {
+        error: "must be a duration like 24h, 90m or 2d (how long a plan may wait for approval)",
+      })
+      .transform((value) => {
+        const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[value.slice(-1)] ?? 1;
+        return Number(value.slice(0, -1)) * unit;
+      })
+      .refine((ms) => ms >= 60_000, { error: "must be at least 1m" }),
+  ),
   VAULT_ADDR: z.preprocess(blankToUndefined, httpUrl("Vault's address").optional()),
   VAULT_TOKEN: optionalString(),
   VAULT_ROLE_ID: optionalString(),
@@ -367,6 +382,8 @@ export interface Config {
   };
   tfStateName: string;
   pollIntervalMs: number;
+  /** How long a plan may wait for approval (the plan artifact's lifetime on the platform). */
+  planTtlMs: number;
   vault:
     | {
         addr: string;
@@ -452,6 +469,7 @@ function toConfig(env: Env): Config {
     },
     tfStateName: env.TF_STATE_NAME,
     pollIntervalMs: env.POLL_INTERVAL_MS,
+    planTtlMs: env.PLAN_TTL,
     vault:
       env.VAULT_ADDR === undefined
         ? undefined

@@ -9,10 +9,11 @@ import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
-import type { GitlabPort } from "../gitlab/gitlab.js";
+import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
+import { expiredWords, planExpired } from "../tracker/review.js";
 import { renderRequest } from "../views/render.js";
 
 export interface PlanDecisionDeps {
@@ -97,8 +98,22 @@ async function checkDecision(
     await tell(client, channel, user, alreadyDecided(request));
     return undefined;
   }
+  if (verb === "approve" && planExpired(request.review, deps.config.planTtlMs, clock(deps))) {
+    const words = expiredWords(deps.config.planTtlMs);
+    const expired = deps.store.transition(request.id, ["awaiting_approval"], "expired", {
+      error: words,
+    });
+    if (expired) {
+      deps.store.audit({ requestId: request.id, actor: "vmbot", action: "expired", detail: {} });
+      await render(client, expired, deps.log);
+    }
+    await tell(client, channel, user, words);
+    return undefined;
+  }
   return request;
 }
+
+const clock = (deps: PlanDecisionDeps) => (deps.now ?? (() => new Date()))();
 
 async function render(client: SlackClient, request: RequestRecord, log: Logger) {
   if (request.messageTs === null) return;
@@ -107,6 +122,52 @@ async function render(client: SlackClient, request: RequestRecord, log: Logger) 
     .catch((error: unknown) => {
       log.error({ err: error }, "could not update the request message");
     });
+}
+
+/**
+ * An approval that came too late for this plan: the pipeline was canceled in GitLab, or the plan
+ * job ran again after the plan was posted. The clicker is told why; a re-run plan is posted for
+ * approval when it finishes. True when the approval was refused.
+ */
+async function refuseOutdated(
+  deps: PlanDecisionDeps,
+  args: ButtonArgs,
+  request: RequestRecord,
+  step: string,
+  jobs: Job[],
+  pipelineStatus: string,
+  log: Logger,
+): Promise<boolean> {
+  const plan = jobs.find((job) => job.name === deps.config.gitlab.jobs.plan);
+  const rerun =
+    plan !== undefined && request.review !== null && plan.id !== request.review.planJobId;
+  if (pipelineStatus !== "canceled" && !rerun) return false;
+  const words =
+    pipelineStatus === "canceled"
+      ? `This plan can no longer be applied: its pipeline was canceled in GitLab. Run /vm create again for a fresh plan.`
+      : `The plan was run again in GitLab after this one was posted, so this approval does not count: vmbot posts the new plan for approval when it is ready.`;
+  const moved =
+    pipelineStatus === "canceled"
+      ? deps.store.transition(request.id, ["applying"], "canceled", {
+          error: words,
+          decision: null,
+        })
+      : deps.store.transition(request.id, ["applying"], "planning", {
+          review: null,
+          decision: null,
+        });
+  deps.store.complete(request.id, step, {
+    abandoned: pipelineStatus === "canceled" ? "canceled" : "rerun",
+  });
+  deps.store.audit({
+    requestId: request.id,
+    actor: args.body.user.id,
+    action: "approval_refused",
+    detail: { reason: pipelineStatus === "canceled" ? "pipeline_canceled" : "plan_rerun" },
+  });
+  await tell(args.client, args.body.channel?.id ?? "", args.body.user.id, words);
+  if (moved) await render(args.client, moved, log);
+  return true;
 }
 
 /** Approve: claim the request in one conditional update, then play the manual apply job once. */
@@ -134,7 +195,10 @@ export function createApproveAction(deps: PlanDecisionDeps) {
       return;
     }
     try {
-      const jobs = await deps.gitlab.pipelineJobs(found.pipelineId ?? 0);
+      const [jobs, pipeline] = await Promise.all([
+        deps.gitlab.pipelineJobs(found.pipelineId ?? 0),
+        deps.gitlab.pipeline(found.pipelineId ?? 0),
+      ]);
       const apply = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
       if (!apply) {
         throw new Error(`the pipeline has no job named ${deps.config.gitlab.jobs.apply}`);
@@ -157,6 +221,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
         if (ended) await render(args.client, ended, log);
         return;
       }
+      if (await refuseOutdated(deps, args, found, step, jobs, pipeline.status, log)) return;
       // Played already (in GitLab, or by the tracker finishing this approval): not again.
       await deps.effects.once(found.id, step, {
         fresh: true,

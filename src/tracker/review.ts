@@ -53,6 +53,8 @@ export const PlanReviewRecordSchema = z.object({
   planJobId: z.number().int(),
   planJobUrl: z.string(),
   planFile: z.enum(["uploaded", "failed", "none"]),
+  /** When the plan was posted for review; PLAN_TTL counts from here. */
+  reviewedAt: z.string().optional(),
 });
 export type PlanReviewRecord = z.infer<typeof PlanReviewRecordSchema>;
 
@@ -63,3 +65,25 @@ export const DecisionSchema = z.object({
   at: z.string(),
 });
 export type Decision = z.infer<typeof DecisionSchema>;
+
+/** Whether a plan posted at `review.reviewedAt` has outlived PLAN_TTL at `now`. */
+export function planExpired(
+  review: PlanReviewRecord | null,
+  planTtlMs: number,
+  now: Date,
+): boolean {
+  if (review?.reviewedAt === undefined) return false;
+  return now.getTime() - Date.parse(review.reviewedAt) > planTtlMs;
+}
+
+/** How a PLAN_TTL reads to people: 24 h, 90 min, 2 d. */
+export function ttlWords(ms: number): string {
+  if (ms % 86_400_000 === 0 && ms >= 2 * 86_400_000) return `${ms / 86_400_000} d`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  return `${Math.round(ms / 60_000)} min`;
+}
+
+/** What an expired request says. */
+export function expiredWords(planTtlMs: number): string {
+  return `This plan waited longer than PLAN_TTL (${ttlWords(planTtlMs)}) for approval and can no longer be applied: run /vm create again for a fresh plan.`;
+}

@@ -14,7 +14,7 @@ import { recapText } from "../views/recap.js";
 import { renderRequest } from "../views/render.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
 import { metadataOf } from "../slack/metadata.js";
-import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import type { RequestStarter } from "./starter.js";
 
 type SlackClient = webApi.WebClient;
@@ -197,6 +197,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
       planJobId: job.id,
       planJobUrl: job.webUrl,
       planFile,
+      reviewedAt: now().toISOString(),
     };
     const next = move(request, "awaiting_approval", { review });
     if (next) await render(next);
@@ -414,9 +415,20 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
   }
 
+  /** Plans that waited longer than PLAN_TTL: their messages turn to "expired". */
+  async function expirePlans(): Promise<void> {
+    for (const request of store.listActive()) {
+      if (request.status !== "awaiting_approval") continue;
+      if (!planExpired(request.review, config.planTtlMs, now())) continue;
+      const next = move(request, "expired", { error: expiredWords(config.planTtlMs) });
+      if (next) await render(next);
+    }
+  }
+
   async function pass(): Promise<void> {
     await deps.starter.resume();
     await finishCancels();
+    await expirePlans();
     const active = store
       .listActive()
       .flatMap((r) => (r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }]));

@@ -708,6 +708,23 @@ describe("fake GitLab: the simulated runner", () => {
     });
   });
 
+  it("retries a finished job as a new run, which the jobs list shows instead of the old one", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    for (let i = 0; i < 10 && fake.job(id, "tf:plan").status !== "success"; i += 1) fake.advance(id);
+    const first = fake.job(id, "tf:plan");
+    const retried = await api.Jobs.retry(7, first.id);
+    expect(retried).toMatchObject({ name: "tf:plan", status: "pending" });
+    expect(retried.id).not.toBe(first.id);
+    const listed = await api.Jobs.all(7, { pipelineId: id });
+    expect(listed.filter((job) => job.name === "tf:plan").map((job) => job.id)).toEqual([
+      retried.id,
+    ]);
+    // A manual job is played, not retried.
+    expect(await failureOf(api.Jobs.retry(7, fake.job(id, "tf:apply").id))).toMatchObject({
+      status: 403,
+    });
+  });
+
   it("reports each step's job transitions", async () => {
     const { fake, id } = await startWithPipeline();
     const validate = fake.job(id, "tf:validate").id;

@@ -459,6 +459,10 @@ export interface FakeGitlab {
   failJob(pipelineId: number, jobName: string, reason?: string): void;
   /** Plays a manual job as a user clicking ▶ would (the same rules as the API). */
   playJob(pipelineId: number, jobName: string): FakeJob;
+  /** Retries a finished job as a user clicking ↻ would: a new run of it, pending. */
+  retryJob(pipelineId: number, jobName: string): FakeJob;
+  /** Cancels a pipeline as a user clicking Cancel would (manual jobs stay playable). */
+  cancelPipeline(pipelineId: number): void;
   /** Calls `advance` on every pipeline that can move, every `intervalMs`. */
   autoAdvance(options: { intervalMs: number }): void;
   stopAutoAdvance(): void;
@@ -1205,6 +1209,24 @@ class GitlabModel {
       return fresh;
     }
     return undefined;
+  }
+
+  /**
+   * `Ci::RetryJobService`: a finished job (success, failed or canceled) that is not manual gets
+   * a new run, pending; the old one is marked retried. Undefined when it cannot be retried.
+   */
+  retry(job: FakeJob): FakeJob | undefined {
+    if (job.when === "manual" || job.retried) return undefined;
+    if (!["success", "failed", "canceled"].includes(job.status)) return undefined;
+    const pipeline = this.pipelineById(job.pipelineId);
+    job.retried = true;
+    job.updatedAt = this.timestamp();
+    const fresh = this.newJob(pipeline, job);
+    pipeline.jobs.push(fresh);
+    this.onEvent({ kind: "job", job: fresh, pipeline });
+    this.setJobStatus(fresh, "pending");
+    this.process(pipeline);
+    return fresh;
   }
 
   /** `Ci::CancelPipelineService`: cancels the cancelable jobs; manual ones stay playable. */
@@ -2622,6 +2644,17 @@ function playJob(ctx: RouteContext): Reply {
   return json(200, ctx.entities.job(played, pipeline));
 }
 
+/** POST /projects/:id/jobs/:job_id/retry: 201 with the new run, or 403 when it cannot be retried. */
+function retryJob(ctx: RouteContext): Reply {
+  const project = projectFor(ctx);
+  authorize(ctx, project, "read_build");
+  const { job, pipeline } = jobFor(ctx, project);
+  authorize(ctx, project, "update_build", pipeline.ref);
+  const retried = ctx.model.retry(job);
+  if (retried === undefined) throw apiError(403, "403 Forbidden - Job is not retryable");
+  return json(201, ctx.entities.job(retried, pipeline));
+}
+
 /**
  * GET /projects/:id/jobs/:job_id/artifacts/*artifact_path: one file of the archive, sent by
  * Workhorse with the type its extension gives. A job without artifacts is Rails' 404; a path the
@@ -3350,6 +3383,7 @@ const ROUTES: readonly Route[] = [
   route("GET", "/projects/:id/jobs/:job_id", showJob, "always"),
   route("GET", "/projects/:id/jobs/:job_id/trace", jobTrace, "always"),
   route("POST", "/projects/:id/jobs/:job_id/play", playJob, "always"),
+  route("POST", "/projects/:id/jobs/:job_id/retry", retryJob, "always"),
   route("GET", "/projects/:id/jobs/:job_id/artifacts/*artifact_path", jobArtifactFile),
   // Terraform's http backend sends the token as the password of Basic credentials.
   ...(
@@ -3717,6 +3751,17 @@ export async function startFakeGitlab(options: FakeGitlabOptions): Promise<FakeG
     advance: (pipelineId) => model.advance(model.pipelineById(pipelineId)),
     failJob: (pipelineId, jobName, reason = "script_failure") => {
       model.failJob(model.jobByName(pipelineId, jobName), reason);
+    },
+    cancelPipeline: (pipelineId) => {
+      model.cancel(model.pipelineById(pipelineId));
+    },
+    retryJob: (pipelineId, jobName) => {
+      const job = model.jobByName(pipelineId, jobName);
+      const retried = model.retry(job);
+      if (retried === undefined) {
+        throw new Error(`job ${jobName} (#${job.id}) cannot be retried as ${job.status}`);
+      }
+      return retried;
     },
     playJob: (pipelineId, jobName) => {
       const job = model.jobByName(pipelineId, jobName);

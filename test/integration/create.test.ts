@@ -272,11 +272,27 @@ describe("/vm create", () => {
     expect(request.pipelineId).toBe(h.gitlab.pipelines[0]!.id);
   });
 
-  it("creates one request when Slack delivers the same submission twice", async () => {
+  it("creates one request when Slack delivers the same submission three times, at once and as retries", async () => {
     const h = await start();
     const view = await openForm(h);
-    await submit(h, view);
-    await submit(h, view);
+    const values = stateValuesFor(view, goodEntries);
+    await Promise.all([
+      h.signer.viewSubmission({ view, values, userId: REQUESTER }),
+      h.signer.viewSubmission({
+        view,
+        values,
+        userId: REQUESTER,
+        retryNum: 1,
+        retryReason: "http_timeout",
+      }),
+      h.signer.viewSubmission({
+        view,
+        values,
+        userId: REQUESTER,
+        retryNum: 2,
+        retryReason: "http_timeout",
+      }),
+    ]);
     await h.slack.waitFor("chat.update");
     await eventually(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
     expect(allRequests(h)).toHaveLength(1);

@@ -215,3 +215,83 @@ describeWithFixtures("a configuration that fails", () => {
     expect(message().text).toBe("VM web-01 — Failed");
   });
 });
+
+describe("stale approvals", () => {
+  /** What the store holds for a plan posted `hoursAgo` hours ago. */
+  function postedHoursAgo(h: Harness, requestId: string, hoursAgo: number) {
+    const request = h.bot.store.getRequest(requestId)!;
+    h.bot.store.updateRequest(requestId, {
+      review: {
+        ...request.review!,
+        reviewedAt: new Date(Date.now() - hoursAgo * 3_600_000).toISOString(),
+      },
+    });
+  }
+
+  it("refuses to approve a plan older than PLAN_TTL, and the message turns to expired", async () => {
+    const { h, requestId, message } = await planned();
+    postedHoursAgo(h, requestId, 25);
+    await click(h, message(), APPROVER, "plan_approve");
+    const words =
+      "This plan waited longer than PLAN_TTL (24 h) for approval and can no longer be applied: run /vm create again for a fresh plan.";
+    expect((await ephemeralTo(h, APPROVER)).args.text).toBe(words);
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "expired", error: words });
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+    await h.slack.waitFor("chat.update", (call) => call.args.text === "VM web-01 — Expired");
+  });
+
+  it("expires a waiting plan on the tracker's pass, with PLAN_TTL from the configuration", async () => {
+    const { h, requestId } = await planned({ env: { PLAN_TTL: "2h" } });
+    postedHoursAgo(h, requestId, 1);
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    postedHoursAgo(h, requestId, 3);
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "expired",
+      error: expect.stringContaining("PLAN_TTL (2 h)") as string,
+    });
+    await h.slack.waitFor("chat.update", (call) => call.args.text === "VM web-01 — Expired");
+  });
+
+  it("refuses an approval after the plan job ran again in GitLab, and posts the new plan", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    const first = h.bot.store.getRequest(requestId)!.review!.planJobId;
+    h.gitlab.retryJob(pipelineId, "tf:plan");
+    await click(h, message(), APPROVER, "plan_approve");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toBe(
+      "The plan was run again in GitLab after this one was posted, so this approval does not count: vmbot posts the new plan for approval when it is ready.",
+    );
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "planning", review: null });
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    const replanned = h.bot.store.getRequest(requestId)!;
+    expect(replanned.status).toBe("awaiting_approval");
+    expect(replanned.review?.planJobId).not.toBe(first);
+  });
+});
+
+describe("many clicks at once", () => {
+  it("plays once for ten approvers clicking Approve together; nine are told politely", async () => {
+    const approvers = Array.from({ length: 10 }, (_, i) => `U0APPROVER${i}`);
+    const { h, requestId, message } = await planned({ env: { APPROVERS: "S0APPROVERS" } });
+    h.slack.addUsergroup("S0APPROVERS", approvers);
+    const plan = message();
+    await Promise.all(approvers.map((user) => click(h, plan, user, "plan_approve")));
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("Approved by"),
+    );
+    expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
+    const decidedBy = h.bot.store.getRequest(requestId)!.decision!.by;
+    expect(approvers).toContain(decidedBy);
+    const refused = await Promise.all(
+      approvers.filter((user) => user !== decidedBy).map((user) => ephemeralTo(h, user)),
+    );
+    for (const call of refused) {
+      expect(call.args.text).toBe(
+        `This request (web-01) was already approved by <@${decidedBy}>; there is nothing to decide.`,
+      );
+    }
+  });
+});
