@@ -710,7 +710,8 @@ describe("fake GitLab: the simulated runner", () => {
 
   it("retries a finished job as a new run, which the jobs list shows instead of the old one", async () => {
     const { fake, api, id } = await startWithPipeline();
-    for (let i = 0; i < 10 && fake.job(id, "tf:plan").status !== "success"; i += 1) fake.advance(id);
+    for (let i = 0; i < 10 && fake.job(id, "tf:plan").status !== "success"; i += 1)
+      fake.advance(id);
     const first = fake.job(id, "tf:plan");
     const retried = await api.Jobs.retry(7, first.id);
     expect(retried).toMatchObject({ name: "tf:plan", status: "pending" });
