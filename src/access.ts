@@ -10,10 +10,28 @@ export interface AccessLists {
 
 export type Role = "requester" | "approver" | "admin";
 
+/**
+ * Every action a person can take and the role it needs: the one table of who may do what.
+ * Requesters may see capacity too (it is what they need to choose a node); `/vm help` is open.
+ */
+export const ACTION_ROLES = {
+  create: "requester",
+  capacity: "requester",
+  approve: "approver",
+  reject: "approver",
+  unlock: "admin",
+} as const satisfies Record<string, Role>;
+
+export type Action = keyof typeof ACTION_ROLES;
+
 export type Decision = "allowed" | "denied" | "unknown";
 
 /** Who may do what, answered at the moment of asking. User groups (S…) are expanded via Slack. */
 export interface Access {
+  /** Whether `userId` may take `action`, asked at the moment of the click or command. */
+  may(action: Action, userId: string): Promise<boolean>;
+  /** `may` within a time budget, for Slack's three-second windows (see `decide`). */
+  mayWithin(action: Action, userId: string, budgetMs: number): Promise<Decision>;
   allows(role: Role, userId: string): Promise<boolean>;
   /**
    * The same answer within a time budget, for Slack's three-second windows: "unknown" when a
@@ -77,21 +95,25 @@ export function createAccess(options: {
     return groups.some((users) => users.has(userId));
   };
 
+  const decide = async (role: Role, userId: string, budgetMs: number): Promise<Decision> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"unknown">((resolve) => {
+      timer = setTimeout(() => {
+        resolve("unknown");
+      }, budgetMs);
+    });
+    const answer = allows(role, userId).then((ok): Decision => (ok ? "allowed" : "denied"));
+    try {
+      return await Promise.race([answer, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
   return {
     allows,
-    async decide(role, userId, budgetMs) {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<"unknown">((resolve) => {
-        timer = setTimeout(() => {
-          resolve("unknown");
-        }, budgetMs);
-      });
-      const answer = allows(role, userId).then((ok): Decision => (ok ? "allowed" : "denied"));
-      try {
-        return await Promise.race([answer, late]);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    decide,
+    may: (action, userId) => allows(ACTION_ROLES[action], userId),
+    mayWithin: (action, userId, budgetMs) => decide(ACTION_ROLES[action], userId, budgetMs),
   };
 }

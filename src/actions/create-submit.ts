@@ -110,7 +110,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
     // Both within Slack's three seconds, side by side: the node check and the access check.
     const [accepted, decision] = await Promise.all([
       acceptedNodes(deps, form.node?.trim()),
-      deps.access.decide("requester", userId, 1_500),
+      deps.access.mayWithin("create", userId, 1_500),
     ]);
     const result = validateVmForm(form, {
       nodes: accepted.nodes,

@@ -76,7 +76,7 @@ async function checkDecision(
     await tell(client, channel, user, "This button belongs to a request vmbot does not know.");
     return undefined;
   }
-  if (!(await deps.access.allows("approver", user))) {
+  if (!(await deps.access.may(verb, user))) {
     await tell(
       client,
       channel,

@@ -43,7 +43,7 @@ export function createCapacityCommand(deps: CapacityDeps) {
     }
     await ack();
     const log = deps.log.child({ user: command.user_id, command: "capacity" });
-    if (!(await deps.access.allows("requester", command.user_id))) {
+    if (!(await deps.access.may("capacity", command.user_id))) {
       await respond({
         response_type: "ephemeral",
         ...capacityFailure(

@@ -90,7 +90,7 @@ export function createCreateCommand(deps: CreateCommandDeps) {
     // A form that opens at once with a list a few minutes old beats one that waits for Proxmox.
     const snapshot = deps.nodes?.snapshot();
     const [decision, answered] = await Promise.all([
-      deps.access.decide("requester", command.user_id, 1_000),
+      deps.access.mayWithin("create", command.user_id, 1_000),
       live === undefined
         ? undefined
         : within(live, snapshot === undefined ? NODE_LIST_BUDGET_MS : STALE_LIST_BUDGET_MS),

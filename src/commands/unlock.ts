@@ -92,7 +92,7 @@ export function createUnlockCommand(deps: UnlockDeps) {
     }
     await ack();
     const log = deps.log.child({ user: command.user_id, command: "unlock", state: name });
-    if (!(await deps.access.allows("admin", command.user_id))) {
+    if (!(await deps.access.may("unlock", command.user_id))) {
       log.info("refused /vm unlock: not an admin");
       await respond(ephemeral(failure(NOT_ADMIN)));
       return;
@@ -136,7 +136,7 @@ export function registerUnlockActions(app: App, deps: UnlockDeps): void {
     await ack();
     const user = body.user.id;
     const log = deps.log.child({ user, command: "unlock" });
-    if (!(await deps.access.allows("admin", user))) {
+    if (!(await deps.access.may("unlock", user))) {
       log.info("refused a force-unlock: not an admin");
       await respond({ replace_original: false, response_type: "ephemeral", ...failure(NOT_ADMIN) });
       return;
