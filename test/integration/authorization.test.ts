@@ -68,7 +68,8 @@ async function command(h: Harness, text: string, userId: string) {
           .waitForResponse((post) => post.url === delivery.responseUrl)
           .catch(() => undefined)
       : undefined;
-  return String(inline?.text ?? posted?.body.text ?? "");
+  const text = inline?.text ?? posted?.body.text;
+  return typeof text === "string" ? text : "";
 }
 
 /** Each action, run as `userId` on a fresh bot; true when it took effect. */
