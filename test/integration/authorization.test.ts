@@ -68,8 +68,8 @@ async function command(h: Harness, text: string, userId: string) {
           .waitForResponse((post) => post.url === delivery.responseUrl)
           .catch(() => undefined)
       : undefined;
-  const text = inline?.text ?? posted?.body.text;
-  return typeof text === "string" ? text : "";
+  const answer = inline?.text ?? posted?.body.text;
+  return typeof answer === "string" ? answer : "";
 }
 
 /** Each action, run as `userId` on a fresh bot; true when it took effect. */
