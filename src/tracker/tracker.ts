@@ -51,6 +51,8 @@ const FIRST_LOOKBACK_MS = 60_000;
 const LOG_TAIL_LINES = 15;
 /** queued → planning → awaiting approval, or applying → configuring → ready, in one reading. */
 const MAX_STEPS_PER_PASS = 4;
+/** Pipelines followed at once in a pass. */
+const PARALLEL_READS = 4;
 
 export function createTracker(deps: TrackerDeps): Tracker {
   const { store, gitlab, client, config, log } = deps;
@@ -449,11 +451,10 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const activeIds = new Set(active.map((a) => a.pipelineId));
     for (const id of seen.keys()) if (!activeIds.has(id)) seen.delete(id);
 
-    for (const { request, pipelineId } of active) {
-      if (!toRead.has(pipelineId)) continue;
+    const follow = async ({ request, pipelineId }: (typeof active)[number]): Promise<void> => {
       try {
         const jobs = await pipelineJobsOrGone(request, pipelineId);
-        if (jobs === undefined) continue;
+        if (jobs === undefined) return;
         // Several stages may have finished since the last reading (GitLab does not touch a
         // pipeline's updated_at while it keeps running): take every step the jobs allow.
         let current: RequestRecord | undefined = request;
@@ -473,7 +474,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
           .child({ requestId: request.id, pipelineId })
           .warn({ err: error, words: userMessage(error) }, "could not follow a pipeline");
       }
-    }
+    };
+    // A few at a time: one pipeline whose GitLab calls hang does not hold up the others.
+    const queue = active.filter(({ pipelineId }) => toRead.has(pipelineId));
+    const worker = async () => {
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) await follow(next);
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_READS, queue.length) }, worker));
   }
 
   async function tick(): Promise<void> {

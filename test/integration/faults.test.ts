@@ -1,0 +1,142 @@
+import { describe, expect, it } from "vitest";
+import {
+  askForVm,
+  CHANNEL,
+  eventually,
+  harnessPerTest,
+  REQUESTER,
+  runUntilSettled,
+  type Harness,
+} from "../support/harness.js";
+import { stateValuesFor } from "../fakes/slack-signer.js";
+
+/**
+ * The fault matrix: GitLab and Slack misbehaving in the ways they do. Each case ends in the
+ * documented outcome and a clear message; none hangs the bot or leaves a request stuck. (Vault
+ * sealed then unsealed, and Proxmox timing out, are in vault.test.ts and capacity.test.ts.)
+ */
+
+const start = harnessPerTest();
+
+/** Submits the form; returns when the request message shows how it ended (or its pipeline). */
+async function submitForm(h: Harness, name = "web-01") {
+  await h.signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL });
+  await h.slack.waitFor("views.open", (call) => JSON.stringify(call.args.view).includes(name));
+  const view = h.slack.views.at(-1)!;
+  await h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+    userId: REQUESTER,
+  });
+  return eventually(
+    () => h.bot.store.listAudit().find((e) => ["pipeline_created", "failed"].includes(e.action)),
+    "the request to start or fail",
+    20_000,
+  );
+}
+
+const messageOf = (h: Harness) =>
+  h.slack.messages.find((m) => m.channel === CHANNEL && m.thread_ts === undefined);
+
+describe("GitLab faults", () => {
+  it("429 with Retry-After on creating the pipeline: waits, then creates exactly one", async () => {
+    const h = await start();
+    h.gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, { status: 429, retryAfter: 1 });
+    const started = Date.now();
+    expect((await submitForm(h)).action).toBe("pipeline_created");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(h.gitlab.pipelines).toHaveLength(1);
+    expect(h.gitlab.requestsTo("POST", /\/pipeline$/)).toHaveLength(2);
+  });
+
+  it("500 on creating the pipeline: not retried blindly, looked up, then a clear failure", async () => {
+    const h = await start();
+    h.gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, { status: 500 });
+    expect((await submitForm(h)).action).toBe("failed");
+    expect(h.gitlab.pipelines).toHaveLength(0);
+    expect(h.gitlab.requestsTo("POST", /\/pipeline$/)).toHaveLength(1);
+    const request = h.bot.store.getRequest(h.bot.store.listAudit()[0]!.requestId!)!;
+    expect(request.status).toBe("failed");
+    expect(request.error).toBe(
+      "GitLab answered with an error (500) when the bot tried to create the pipeline. GitLab may be down or upgrading; try again later.",
+    );
+    await h.slack.waitFor("chat.update", (call) => call.args.text === "VM web-01 — Failed");
+  });
+
+  it("a dropped connection on creating the pipeline: looked up by request ID first, then a clear failure", async () => {
+    const h = await start();
+    h.gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, "reset");
+    expect((await submitForm(h)).action).toBe("failed");
+    // Not created again blindly: the bot looked for a pipeline carrying its request ID.
+    expect(h.gitlab.requestsTo("POST", /\/pipeline$/)).toHaveLength(1);
+    expect(h.gitlab.requestsTo("GET", /\/pipelines$/)).toHaveLength(1);
+    const requestId = h.bot.store.listAudit()[0]!.requestId!;
+    expect(h.bot.store.getRequest(requestId)?.error).toMatch(
+      /^GitLab at http:\/\/127\.0\.0\.1:\d+ could not be reached \(.+\), so the bot could not create the pipeline\./,
+    );
+  });
+
+  it("500s while following a pipeline: retried on the next passes, and the request moves on", async () => {
+    const h = await start();
+    const pipelineId = await askForVm(h);
+    runUntilSettled(h, pipelineId, "tf:plan");
+    h.gitlab.failNext({ method: "GET", path: /\/jobs$/ }, { status: 500 }, { times: 2 });
+    await h.bot.tracker.tick();
+    await h.bot.tracker.tick();
+    await h.bot.tracker.tick();
+    await eventually(
+      () => (messageOf(h)?.text === "VM web-01 — Awaiting approval" ? true : undefined),
+      "the plan message",
+    );
+  });
+
+  it("a 30-second hang on one pipeline does not hold up the others, and ends in a retry", async () => {
+    const h = await start({ gitlabTimeoutMs: 3_000 });
+    const stuck = await askForVm(h, "web-01");
+    const moving = await askForVm(h, "web-02");
+    await h.bot.tracker.tick();
+    runUntilSettled(h, stuck, "tf:plan");
+    runUntilSettled(h, moving, "tf:plan");
+    h.gitlab.failNext(
+      { method: "GET", path: new RegExp(`/pipelines/${stuck}/jobs$`) },
+      { delayMs: 30_000 },
+    );
+    const pass = h.bot.tracker.tick();
+    // The other request's plan is posted while the first one's read still hangs.
+    await h.slack.waitFor(
+      "chat.update",
+      (call) => call.args.text === "VM web-02 — Awaiting approval",
+      2_500,
+    );
+    const started = Date.now();
+    await pass;
+    // The hung read gave up at the bot's timeout, not after 30 seconds.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await h.bot.tracker.tick();
+    await h.slack.waitFor(
+      "chat.update",
+      (call) => call.args.text === "VM web-01 — Awaiting approval",
+    );
+  }, 20_000);
+});
+
+describe("Slack faults", () => {
+  it("ratelimited on posting the request message: waits as told, and posts once", async () => {
+    const h = await start();
+    h.slack.failNext("chat.postMessage", { status: 429, retryAfter: 1 });
+    expect((await submitForm(h)).action).toBe("pipeline_created");
+    const posts = h.slack.callsTo("chat.postMessage");
+    expect(posts.filter((call) => call.ok)).toHaveLength(1);
+    expect(h.slack.messages.filter((m) => m.channel === CHANNEL)).toHaveLength(1);
+    expect(h.gitlab.pipelines).toHaveLength(1);
+  });
+
+  it("a refused request message: the requester is told, and no pipeline starts", async () => {
+    const h = await start();
+    h.slack.failNext("chat.postMessage", "channel_not_found");
+    expect((await submitForm(h)).action).toBe("failed");
+    expect(h.gitlab.pipelines).toHaveLength(0);
+    const dm = await h.slack.waitFor("chat.postMessage", (call) => call.args.channel === REQUESTER);
+    expect(String(dm.args.text)).toContain("(channel_not_found)");
+  });
+});
