@@ -351,10 +351,11 @@ are shown; the first ${WARM_UP} requests of each round warm up and are not count
 
 vmbot runs twice: with the services it calls besides Slack (${r.slowServices.join(", ")}) fast,
 and with each of them answering every request after ${ms(r.slowDelayMs)}. Of these, the form
-reads only Proxmox's node list, which the bot keeps for ${ms(NODE_LIST_MAX_AGE_MS)}; when it is
-older, the form waits for a new one for up to \`NODE_LIST_BUDGET_MS\`
-(${ms(NODE_LIST_BUDGET_MS)}), then opens with \`VM_NODES\`. Commands back to back keep the list
-fresh, so the last row is commands sent once the list has gone stale, as it has for nearly every
+reads only Proxmox's node list, which the bot keeps for ${ms(NODE_LIST_MAX_AGE_MS)}. When it is
+older, the form opens at once with that older list (saying how old it is) and updates it in place
+when Proxmox answers; only before Proxmox has ever answered does the form wait for it, up to
+\`NODE_LIST_BUDGET_MS\` (${ms(NODE_LIST_BUDGET_MS)}). Commands back to back keep the list fresh,
+so the last row is commands sent once the list has gone stale, as it has for nearly every
 \`/vm create\` in ordinary use, where they come minutes apart (${plural(stale.samples, "command")},
 ${ms(NODE_LIST_MAX_AGE_MS + r.slowDelayMs + 500)} apart; p99 is the slowest).
 

@@ -131,6 +131,16 @@ export function createRecapParser(): RecapParser {
   let task = "";
   let taskSeq = 0;
   let pending: PendingPayload | undefined;
+  /**
+   * Failures of the current task not yet marked by `...ignoring`, latest last: each marks the
+   * latest, found without a search back through every failure the task has had.
+   */
+  let unmarked: FailureRecord[] = [];
+
+  function addRecord(record: FailureRecord): void {
+    records.push(record);
+    unmarked.push(record);
+  }
 
   function failureDraft(label: string, kind: FailureKind, item: string | undefined): FailureDraft {
     return { host: hostName(label), task, play, kind, item, ignored: false, taskSeq };
@@ -146,7 +156,7 @@ export function createRecapParser(): RecapParser {
         return;
       }
     }
-    records.push(finishFailure(draft, text));
+    addRecord(finishFailure(draft, text));
   }
 
   function continuePayload(open: PendingPayload, line: string): void {
@@ -155,15 +165,15 @@ export function createRecapParser(): RecapParser {
     }
     scanBraces(open.scan, line);
     if (open.scan.depth <= 0) {
-      records.push(finishFailure(open.draft, open.text));
+      addRecord(finishFailure(open.draft, open.text));
       pending = undefined;
     }
   }
 
   /** `...ignoring` belongs to the latest failure of the current task not yet marked. */
   function markIgnored(): void {
-    const record = records.findLast((r) => r.taskSeq !== taskSeq || !r.ignored);
-    if (record?.taskSeq === taskSeq) record.ignored = true;
+    const record = unmarked.pop();
+    if (record !== undefined) record.ignored = true;
   }
 
   function readRecapRow(line: string): boolean {
@@ -200,7 +210,7 @@ export function createRecapParser(): RecapParser {
         continuePayload(pending, line);
         return;
       }
-      records.push(finishFailure(pending.draft, pending.text));
+      addRecord(finishFailure(pending.draft, pending.text));
       pending = undefined;
     }
 
@@ -227,12 +237,14 @@ export function createRecapParser(): RecapParser {
       plays.push(play);
       task = "";
       taskSeq++;
+      unmarked = [];
       return;
     }
     const taskBanner = TASK_BANNER.exec(trimmed);
     if (taskBanner) {
       task = taskBanner[1] ?? "";
       taskSeq++;
+      unmarked = [];
       return;
     }
     if (ANY_BANNER.test(trimmed)) return;

@@ -132,7 +132,12 @@ export function createTraceCleaner(): TraceCleaner {
   /** Clean lines emitted so far: the index of the next one. */
   let emitted = 0;
   const seen: TraceSection[] = [];
-  const open: TraceSection[] = [];
+  /**
+   * Sections started and not yet ended, by name, latest last: an end marker finds its section
+   * without a search through every open one, which a log of many unended sections would make
+   * quadratic.
+   */
+  const open = new Map<string, TraceSection[]>();
   /**
    * One copy of each section name. A name cut out of its line would keep the line's whole chunk
    * of log in memory; and the same few names recur in every job.
@@ -188,16 +193,18 @@ export function createTraceCleaner(): TraceCleaner {
           startLine: emitted,
         };
         seen.push(section);
-        open.push(section);
+        const sameName = open.get(section.name);
+        if (sameName === undefined) open.set(section.name, [section]);
+        else sameName.push(section);
       } else {
         // Like GitLab, an end marker for a section that is not open is ignored.
-        const index = open.findLastIndex((section) => section.name === name);
-        const section = open[index];
+        const sameName = open.get(name);
+        const section = sameName?.pop();
         if (section !== undefined) {
           section.endedAt = at;
           section.endLine = emitted;
-          open.splice(index, 1);
         }
+        if (sameName?.length === 0) open.delete(name);
       }
     }
     if (!sawMarker) {

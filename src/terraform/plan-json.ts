@@ -261,17 +261,26 @@ const OUTPUT_ACTIONS: Record<string, ResourceAction> = {
   delete: "delete",
 };
 
+/**
+ * A record's own entry. Output names are the plan's (`constructor` and `toString` are valid
+ * Terraform names), so a plain lookup could find what every object inherits instead.
+ */
+const own = <T>(record: Record<string, T>, key: string): T | undefined =>
+  Object.hasOwn(record, key) ? record[key] : undefined;
+
 function readOutputs(plan: PlanJson): PlanOutput[] {
   const planned = plan.planned_values?.outputs ?? {};
   const changes = plan.output_changes ?? {};
   const names = [...new Set([...Object.keys(changes), ...Object.keys(planned)])].sort();
   return names.map((name) => {
-    const change = changes[name];
-    const plannedOutput = planned[name];
+    const change = own(changes, name);
+    const plannedOutput = own(planned, name);
     const output: PlanOutput = {
       name,
       action:
-        change === undefined ? "no-op" : (OUTPUT_ACTIONS[change.actions.join(",")] ?? "update"),
+        change === undefined
+          ? "no-op"
+          : (own(OUTPUT_ACTIONS, change.actions.join(",")) ?? "update"),
       sensitive: plannedOutput?.sensitive === true || change?.after_sensitive === true,
       known: false,
     };

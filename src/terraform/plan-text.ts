@@ -418,9 +418,9 @@ export function createPlanTextParser(): PlanTextParser {
       if (handled) return;
     }
 
-    // Every pattern below is anchored after optional leading space (or at the very start), so the
-    // first character that is not space decides which of them can match at all: most lines of a
-    // plan (attributes, runner output) are ruled out without running any of them.
+    // The line patterns are anchored at the start, most after optional indentation: the first
+    // character that is not space decides which of them can match at all, so most lines of a plan
+    // (attributes, runner output) are ruled out without running them.
     const trimmed = text.trimStart();
     const first = trimmed.charAt(0);
     if (trimmed === "╷") {
@@ -582,9 +582,17 @@ export function createPlanTextParser(): PlanTextParser {
   };
 }
 
-/** Reads a whole plan text. */
+/**
+ * Reads a whole plan text. A last line without its newline may have been cut short, and a cut
+ * heading can read as another one ("must be replaced" of "must be replaced, but the existing
+ * object will not be destroyed", or "has moved to" a shorter address): a heading there is left
+ * out, so only resources whose heading line is complete are reported.
+ */
 export function parsePlanText(text: string): PlanTextResult {
   const parser = createPlanTextParser();
-  parser.push(text);
+  const lastLine = text.lastIndexOf("\n") + 1;
+  const last = text.slice(lastLine).trimEnd();
+  const cutHeading = HEADING.test(last) || MOVED_HEADING.test(last);
+  parser.push(cutHeading ? text.slice(0, Math.max(0, lastLine - 1)) : text);
   return parser.result();
 }

@@ -14,6 +14,7 @@ import { recapText } from "../views/recap.js";
 import { renderRequest } from "../views/render.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
 import { metadataOf } from "../slack/metadata.js";
+import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import type { RequestStarter } from "./starter.js";
 
@@ -118,10 +119,11 @@ export function createTracker(deps: TrackerDeps): Tracker {
   async function failJob(request: RequestRecord, job: Job, stage: string): Promise<void> {
     const tail = await logTail(job);
     const status = job.status === "canceled" ? "was canceled" : "failed";
-    const excerpt = tail === "" ? "" : `\n\`\`\`${tail.replace(/```/g, "'''")}\`\`\``;
+    // The log is outside text: escaped, so it can neither mention nor close the code block.
+    const excerpt = tail === "" ? "" : `\n\`\`\`${escapeMrkdwn(tail)}\`\`\``;
     await fail(
       request,
-      `The ${stage} job \`${job.name}\` ${status} in GitLab. <${job.webUrl}|Open its log>.${excerpt}`,
+      `The ${stage} job \`${escapeMrkdwn(job.name)}\` ${status} in GitLab. ${link(job.webUrl, "Open its log")}.${excerpt}`,
     );
   }
 

@@ -1,4 +1,5 @@
 import { networkReason, VmbotError } from "../errors.js";
+import { escapeMrkdwn } from "../slack/mrkdwn.js";
 
 /** What the bot was doing with Vault, for the words of an error. */
 export interface VaultCall {
@@ -36,6 +37,9 @@ function vaultWords(error: VaultResponseError): string {
     .slice(0, 200);
 }
 
+/** Vault's words as safe mrkdwn: they reach Slack. */
+const safeWords = (error: VaultResponseError) => escapeMrkdwn(vaultWords(error));
+
 /**
  * Turns whatever node-vault threw into words that name the path and the cause, never the secret.
  * The message reads on its own, after "vmbot could not …" or in a start-up error.
@@ -54,7 +58,7 @@ export function vaultError(error: unknown, call: VaultCall): VmbotError {
   }
   if (hasResponse(error)) {
     const status = error.response.statusCode;
-    const words = vaultWords(error);
+    const words = safeWords(error);
     switch (status) {
       case 503:
         return new VmbotError(
@@ -113,7 +117,7 @@ export function vaultError(error: unknown, call: VaultCall): VmbotError {
   }
   return new VmbotError(
     "vault_failed",
-    `vmbot could not ${doing} in Vault: ${error instanceof Error ? error.message : "unexpected answer"}.`,
+    `vmbot could not ${doing} in Vault: ${error instanceof Error ? escapeMrkdwn(error.message) : "unexpected answer"}.`,
     options,
   );
 }

@@ -1,6 +1,6 @@
 import type { types } from "@slack/bolt";
 import type { ProxmoxNode } from "../proxmox/proxmox.js";
-import { escapeMrkdwn } from "../slack/mrkdwn.js";
+import { escapeMrkdwn, truncate } from "../slack/mrkdwn.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -65,7 +65,10 @@ function maxima(node: ProxmoxNode): string {
 
 /** One node's text: its name and status, then its load, or its maxima when it is not online. */
 export function nodeText(node: ProxmoxNode): string {
-  const head = `*${escapeMrkdwn(node.name)}*  ${STATUS_MARK[node.status]}`;
+  // Node names are hostnames (63 characters at most). Cutting a longer one keeps the node's text
+  // well inside a section, which is then never cut itself: a cut could leave its code block open
+  // into the next node's text.
+  const head = `*${escapeMrkdwn(truncate(node.name, 100))}*  ${STATUS_MARK[node.status]}`;
   if (node.status !== "online") {
     return `${head}\n${maxima(node)} — load unknown while ${node.status === "offline" ? "offline" : "its status is unknown"}`;
   }

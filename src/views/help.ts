@@ -10,7 +10,7 @@ const USAGE = [
 
 /** Command text (which Slack sends entity-encoded) shown safely inside a code span. */
 function quoted(text: string): string {
-  return escapeMrkdwn(unescapeSlack(text).slice(0, 100)).replace(/`/g, "'");
+  return escapeMrkdwn(unescapeSlack(text).slice(0, 100));
 }
 
 /** Usage, optionally headed by what was not understood. */

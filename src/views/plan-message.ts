@@ -29,7 +29,7 @@ const ACTION: Record<ResourceAction, { marker: string; words: string }> = {
   "no-op": { marker: " ", words: "no change" },
 };
 
-const code = (text: string) => `\`${escapeMrkdwn(text).replace(/`/g, "'")}\``;
+const code = (text: string) => `\`${escapeMrkdwn(text)}\``;
 
 function actionWords(resource: PlanResource): string {
   if (resource.action !== "replace") return ACTION[resource.action].words;

@@ -34,7 +34,9 @@ export function statusLine(request: RequestRecord): string {
         : `GitLab ${pipeline} started: waiting for Terraform to plan.`;
     case "failed":
     case "canceled":
-      return `${request.error ?? "The request failed."}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`;
+      // The error is cut, not the line: a long one (GitLab's words, a log excerpt) must leave
+      // room for the pipeline's link, which a cut would break.
+      return `${truncate(request.error ?? "The request failed.", 2500)}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`;
     case "applying":
       return `Terraform is applying the plan${pipeline === undefined ? "" : ` (${pipeline})`}.`;
     case "configuring":
@@ -73,8 +75,8 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
         field("CPU", `${spec.cores} cores`),
         field("Memory", `${spec.memoryMb.toLocaleString("en-US")} MB`),
         field("Disk", `${spec.diskGb.toLocaleString("en-US")} GB`),
-        field("Address", `${spec.ip} via ${spec.gateway}`),
-        field("DNS", spec.dns),
+        field("Address", `${escapeMrkdwn(spec.ip)} via ${escapeMrkdwn(spec.gateway)}`),
+        field("DNS", escapeMrkdwn(spec.dns)),
         field("VM ID", spec.vmId === 0 ? "auto" : String(spec.vmId)),
         field("VLAN", spec.vlanId === 0 ? "untagged" : String(spec.vlanId)),
       ],

@@ -27,11 +27,16 @@ export function age(fromIso: string, now: Date): string {
   return `${Math.floor(hours / 24)} d ${hours % 24} h`;
 }
 
-const code = (name: string) => `\`${escapeMrkdwn(name).replace(/`/g, "'")}\``;
+const code = (name: string) => `\`${escapeMrkdwn(name)}\``;
 const holderOf = (state: TerraformState) =>
   state.lockedBy === null ? "someone GitLab does not name" : escapeMrkdwn(state.lockedBy);
-const when = (iso: string) =>
-  `<!date^${Math.floor(Date.parse(iso) / 1000)}^{date_short_pretty} {time}|${iso}>`;
+/** A time in the reader's time zone, GitLab's own text as the fallback (or alone, if unreadable). */
+const when = (iso: string) => {
+  const at = Date.parse(iso);
+  return Number.isNaN(at)
+    ? escapeMrkdwn(iso)
+    : `<!date^${Math.floor(at / 1000)}^{date_short_pretty} {time}|${escapeMrkdwn(iso).replace(/\|/g, "¦")}>`;
+};
 
 const section = (text: string): KnownBlock => ({ type: "section", text: { type: "mrkdwn", text } });
 
@@ -60,7 +65,7 @@ export function unlockPrompt(state: TerraformState & { lockedAt: string }, now: 
   const text = `:lock: The Terraform state ${code(state.name)} is locked by *${holder}* since ${when(state.lockedAt)} (${held} ago).`;
   const target: UnlockTarget = { state: state.name, lockedAt: state.lockedAt };
   return {
-    text: `The Terraform state ${state.name} is locked by ${state.lockedBy ?? "an unknown holder"} (${held}).`,
+    text: `The Terraform state ${escapeMrkdwn(state.name)} is locked by ${escapeMrkdwn(state.lockedBy ?? "an unknown holder")} (${held}).`,
     blocks: [
       section(text),
       {

@@ -74,8 +74,10 @@ function checkName(raw: string | undefined): { value?: string; error?: string } 
       error: `The name is ${name.length} characters long; a hostname has at most 63 (a-z, 0-9 and -).`,
     };
   }
+  // Checked before folding: some characters lower-case into a-z (the Kelvin sign into k), and the
+  // name sent must be what the person typed, up to case.
+  const bad = [...new Set(name.replace(/[a-zA-Z0-9-]/g, ""))];
   const folded = name.toLowerCase();
-  const bad = [...new Set(folded.replace(/[a-z0-9-]/g, ""))];
   if (bad.length > 0) {
     const shown = bad.map((ch) => (ch === " " ? "space" : `"${ch}"`)).join(", ");
     return { error: `The name may only contain a-z, 0-9 and - (not ${shown}).` };

@@ -213,6 +213,14 @@ describe("cleaning job log lines", () => {
     expect(cleanTrace("a\tb\x07c\x00")).toBe("a\tbc");
   });
 
+  it("removes a control character that first appears late in the log, or in a held line", () => {
+    const cleaner = createTraceCleaner();
+
+    expect(cleaner.push("plain\nbell")).toEqual(["plain"]);
+    expect(cleaner.push("\x07 rings\nback\x08space\n")).toEqual(["bell rings", "backspace"]);
+    expect(cleaner.push("vertical\x0btab\nplain again\n")).toEqual(["verticaltab", "plain again"]);
+  });
+
   it("keeps blank lines from program output", () => {
     expect(cleanTrace("a\n\nb\n")).toBe("a\n\nb\n");
   });

@@ -1,4 +1,9 @@
 import type { RequestRecord } from "../../src/store/store.js";
+import {
+  deriveCounts,
+  type PlanResource,
+  type PlanSummary,
+} from "../../src/terraform/plan-text.js";
 import type { VmSpec } from "../../src/vm/spec.js";
 
 /** A valid request as the form produces it with the platform defaults. */
@@ -36,5 +41,27 @@ export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecor
     createdAt: "2026-12-02T10:00:00.000Z",
     updatedAt: "2026-12-02T10:00:00.000Z",
     ...change,
+  };
+}
+
+/** A plan summary as the parsers produce it for these resources, counts agreeing. */
+export function planSummary(
+  resources: PlanResource[],
+  extra: Partial<PlanSummary> = {},
+): PlanSummary {
+  const derivedCounts = deriveCounts(resources);
+  return {
+    resources,
+    counts: {
+      add: derivedCounts.add,
+      change: derivedCounts.change,
+      destroy: derivedCounts.destroy,
+    },
+    derivedCounts,
+    noChanges: resources.length === 0,
+    errors: [],
+    outputChanges: [],
+    notes: [],
+    ...extra,
   };
 }

@@ -584,6 +584,32 @@ describe("reading plan text", () => {
     ]);
   });
 
+  it("reads headings, markers and Plan: lines whatever the whitespace around them", () => {
+    const result = parsePlanText(
+      [
+        "\t# local_file.a will be created",
+        '\t+ resource "local_file" "a" {',
+        "\t}",
+        "\u00a0 # local_file.b must be replaced",
+        '  -/+ resource "local_file" "b" {  ',
+        '      ~ content = "x" -> "y" # forces replacement   ',
+        "    }",
+        "  Plan: 1 to add, 0 to change, 1 to destroy.  ",
+      ].join("\n"),
+    );
+
+    expect(result.resources).toEqual([
+      { address: "local_file.a", action: "create" },
+      {
+        address: "local_file.b",
+        action: "replace",
+        replaceOrder: "delete-first",
+        reason: "content forces replacement",
+      },
+    ]);
+    expect(result.counts).toEqual({ add: 1, change: 0, destroy: 1 });
+  });
+
   it("ignores a carriage return at the end of a line", () => {
     const result = parsePlanText(
       "  # proxmox_virtual_environment_vm.vm will be created\r\nPlan: 1 to add, 0 to change, 0 to destroy.\r\n",

@@ -1,11 +1,7 @@
 import { describe, expect, it } from "vitest";
-import {
-  deriveCounts,
-  type PlanResource,
-  type PlanSummary,
-} from "../../src/terraform/plan-text.js";
+import type { PlanResource, PlanSummary } from "../../src/terraform/plan-text.js";
 import { LISTED_RESOURCES, planMessage } from "../../src/views/plan-message.js";
-import { sampleRequest } from "../support/requests.js";
+import { planSummary, sampleRequest } from "../support/requests.js";
 
 const request = sampleRequest({
   status: "awaiting_approval",
@@ -14,23 +10,7 @@ const request = sampleRequest({
   pipelineUrl: "https://gitlab.example.com/infra/vms/-/pipelines/1001",
 });
 
-function plan(resources: PlanResource[], extra: Partial<PlanSummary> = {}): PlanSummary {
-  const derivedCounts = deriveCounts(resources);
-  return {
-    resources,
-    counts: {
-      add: derivedCounts.add,
-      change: derivedCounts.change,
-      destroy: derivedCounts.destroy,
-    },
-    derivedCounts,
-    noChanges: resources.length === 0,
-    errors: [],
-    outputChanges: [],
-    notes: [],
-    ...extra,
-  };
-}
+const plan = planSummary;
 
 const create: PlanResource = { address: "proxmox_virtual_environment_vm.vm", action: "create" };
 const replace: PlanResource = {

@@ -1,0 +1,497 @@
+import { GitbeakerRequestError } from "@gitbeaker/rest";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { parseAnsibleOutput, type AnsibleRun } from "../../src/ansible/recap.js";
+import { userMessage } from "../../src/errors.js";
+import { gitlabError } from "../../src/gitlab/errors.js";
+import { REQUEST_STATUSES, type RequestRecord } from "../../src/store/store.js";
+import { deriveCounts, type PlanResource } from "../../src/terraform/plan-text.js";
+import { capacityFailure, capacityMessage } from "../../src/views/capacity.js";
+import { createModal, liveNodeOptions } from "../../src/views/create-modal.js";
+import { helpMessage } from "../../src/views/help.js";
+import { planMessage } from "../../src/views/plan-message.js";
+import { recapText } from "../../src/views/recap.js";
+import { renderRequest } from "../../src/views/render.js";
+import { requestMessage } from "../../src/views/request-message.js";
+import {
+  alreadyUnlocked,
+  failure,
+  leftLocked,
+  lockChanged,
+  notLocked,
+  stateMissing,
+  stillLocked,
+  unlocked,
+  unlockedNotice,
+  unlockPrompt,
+} from "../../src/views/unlock.js";
+import { HOSTILE_STRINGS, hostileText } from "../properties/support.js";
+import { sampleRequest, SAMPLE_SPEC } from "../support/requests.js";
+
+/**
+ * Text from outside the bot (names people type, node names from Proxmox, GitLab usernames and
+ * state names, Terraform addresses, Ansible hosts, tasks and messages, GitLab's error texts) must
+ * reach Slack inert in every view: it can mention nobody, link nowhere, and never close a code
+ * span the bot opened. Each view is rendered with hostile text in every such place, and every
+ * mrkdwn text it produces (the message's `text` included) is checked.
+ */
+
+const REQUESTER = "U0REQ";
+const APPROVER = "U0APPROVER";
+const ADMIN = "U0ADMIN";
+/** The bot's own mentions: of the people in the request, never of anyone named by outside text. */
+const KNOWN_USERS = new Set([REQUESTER, APPROVER, ADMIN]);
+const GITLAB = "https://gitlab.example.com/";
+const PROXMOX = "https://pve.example.com:8006";
+const TRUSTED_URLS = [GITLAB, PROXMOX];
+
+/** Every place a view takes text from outside. */
+interface Outside {
+  vmName: string;
+  node: string;
+  templateName: string;
+  ip: string;
+  gateway: string;
+  dns: string;
+  address: string;
+  note: string;
+  gitlabText: string;
+  resource: string;
+  mismatch: string;
+  nodeName: string;
+  stateName: string;
+  project: string;
+  lockedBy: string;
+  lockedAt: string;
+  host: string;
+  task: string;
+  item: string;
+  message: string;
+  play: string;
+  command: string;
+}
+
+const FIELDS: (keyof Outside)[] = [
+  "vmName",
+  "node",
+  "templateName",
+  "ip",
+  "gateway",
+  "dns",
+  "address",
+  "note",
+  "gitlabText",
+  "resource",
+  "mismatch",
+  "nodeName",
+  "stateName",
+  "project",
+  "lockedBy",
+  "lockedAt",
+  "host",
+  "task",
+  "item",
+  "message",
+  "play",
+  "command",
+];
+
+const everywhere = (text: string): Outside =>
+  Object.fromEntries(FIELDS.map((field) => [field, text])) as unknown as Outside;
+
+/** GitLab refusing a request, with `description` as the body of its answer. */
+function gitlabRefusal(status: number, description: string, project: string): string {
+  const error = new GitbeakerRequestError("refused", {
+    cause: {
+      description,
+      request: new Request(`${GITLAB}api/v4/projects/1/pipeline`),
+      response: new Response(null, { status }),
+    },
+  });
+  return userMessage(
+    gitlabError(error, {
+      url: GITLAB,
+      project,
+      doing: "create the pipeline",
+      timeoutMs: 10_000,
+    }),
+  );
+}
+
+interface Payload {
+  view: string;
+  payload: unknown;
+}
+
+/** Every view the bot posts, fed `o` wherever it takes outside text. */
+function renderAll(o: Outside): Payload[] {
+  const spec = {
+    ...SAMPLE_SPEC,
+    name: o.vmName,
+    node: o.node,
+    templateName: o.templateName,
+    ip: o.ip,
+    gateway: o.gateway,
+    dns: o.dns,
+  };
+  const resources: PlanResource[] = [
+    { address: o.resource, action: "create" },
+    { address: `${o.resource}.db`, action: "delete" },
+    { address: `module.${o.resource}`, action: "replace", replaceOrder: "create-first" },
+    { address: o.resource, action: "update" },
+  ];
+  const plan = {
+    resources,
+    counts: { add: 2, change: 1, destroy: 2 },
+    derivedCounts: deriveCounts(resources),
+    noChanges: false,
+    errors: [{ summary: o.message, detail: o.message }],
+    mismatch: o.mismatch,
+    outputChanges: [{ name: o.resource, action: "create" as const }],
+    notes: [o.note],
+  };
+  const nodes = [
+    { name: o.nodeName, online: true, cpuPercent: 12, memoryUsedGb: 3, memoryTotalGb: 16 },
+    { name: o.node, online: false },
+  ];
+  const base: Partial<RequestRecord> = {
+    requester: REQUESTER,
+    spec,
+    notes: [o.note, `The name was folded to lower case: ${o.vmName}.`],
+    pipelineId: 42,
+    pipelineUrl: `${GITLAB}infra/vms/-/pipelines/42`,
+    address: o.address,
+    messageTs: "1700000000.000100",
+  };
+  const errors = [
+    gitlabRefusal(400, o.gitlabText, o.project),
+    gitlabRefusal(422, `rules configuration prevented any jobs ${o.gitlabText}`, o.project),
+    gitlabRefusal(
+      422,
+      JSON.stringify({ base: [o.gitlabText], [o.gitlabText]: [o.gitlabText] }),
+      o.project,
+    ),
+    gitlabRefusal(403, o.gitlabText, o.project),
+    gitlabRefusal(404, o.gitlabText, o.project),
+  ];
+  const payloads: Payload[] = [];
+  const planFiles = ["uploaded", "failed", "none"] as const;
+  REQUEST_STATUSES.forEach((status, n) => {
+    // Only a failed or canceled request shows its error: those get every one, the others one.
+    const shown =
+      status === "failed" || status === "canceled" ? errors : [errors[n % errors.length]];
+    shown.forEach((error, m) => {
+      const request = sampleRequest({ ...base, status, error: error ?? null });
+      payloads.push({ view: `requestMessage(${status})`, payload: requestMessage(request) });
+      const review = {
+        plan,
+        nodes,
+        planJobId: 7,
+        planJobUrl: `${GITLAB}infra/vms/-/jobs/7`,
+        planFile: planFiles[(n + m) % planFiles.length] ?? "none",
+      };
+      const decision =
+        status === "awaiting_approval"
+          ? null
+          : { kind: "approved" as const, by: APPROVER, at: "2026-12-02T10:05:00.000Z" };
+      const reviewed = sampleRequest({ ...base, status, error: error ?? null, review, decision });
+      payloads.push({ view: `renderRequest(${status})`, payload: renderRequest(reviewed) });
+      payloads.push({
+        view: `planMessage(${status})`,
+        payload: planMessage(reviewed, { ...review, plan: { ...plan, noChanges: true } }),
+      });
+    });
+  });
+
+  const run: AnsibleRun = {
+    recapFound: true,
+    plays: [o.play],
+    hosts: [
+      {
+        host: o.host,
+        ok: 1,
+        changed: 1,
+        unreachable: 0,
+        failed: 1,
+        skipped: 0,
+        rescued: 0,
+        ignored: 0,
+      },
+    ],
+    failures: [
+      {
+        host: o.host,
+        task: o.task,
+        play: o.play,
+        kind: "failed",
+        message: o.message,
+        item: o.item,
+        ignored: false,
+      },
+      { host: o.host, task: o.task, kind: "unreachable", message: o.message, ignored: false },
+    ],
+  };
+  payloads.push({ view: "recapText", payload: { text: recapText(run) } });
+  // The same names through the parser, from the log ansible-playbook would print.
+  const log = [
+    `PLAY [${o.play}] ***`,
+    `TASK [${o.task}] ***`,
+    `fatal: [${o.host}]: FAILED! => ${JSON.stringify({ msg: o.message })}`,
+    `failed: [${o.host}] (item=${o.item}) => ${JSON.stringify({ msg: o.message, stderr: o.message })}`,
+    `fatal: [${o.host}]: UNREACHABLE! => {"msg": ${JSON.stringify(o.message)}, "unreachable": true}`,
+    "PLAY RECAP ***",
+    `${o.host} : ok=1 changed=0 unreachable=1 failed=1 skipped=0 rescued=0 ignored=0`,
+  ].join("\n");
+  payloads.push({
+    view: "recapText(parsed)",
+    payload: { text: recapText(parseAnsibleOutput(log)) },
+  });
+
+  const proxmoxNodes = [
+    {
+      name: o.nodeName,
+      status: "online" as const,
+      cores: 8,
+      cpu: 0.2,
+      memUsed: 1e9,
+      memTotal: 8e9,
+      diskUsed: 1e10,
+      diskTotal: 1e11,
+    },
+    { name: o.node, status: "offline" as const, cores: 4 },
+    { name: `${o.nodeName}2`, status: "unknown" as const },
+    { name: `${o.nodeName}3`, status: "online" as const },
+  ];
+  payloads.push({
+    view: "capacityMessage",
+    payload: capacityMessage({
+      nodes: proxmoxNodes,
+      source: PROXMOX,
+      at: new Date("2026-12-02T10:00:00Z"),
+    }),
+  });
+  for (const error of errors)
+    payloads.push({ view: "capacityFailure", payload: capacityFailure(error) });
+
+  const now = new Date("2026-12-02T12:00:00Z");
+  const lock = { name: o.stateName, lockedAt: o.lockedAt, lockedBy: o.lockedBy };
+  const dated = { ...lock, lockedAt: "2026-12-02T08:47:30Z" };
+  payloads.push(
+    { view: "notLocked", payload: notLocked(o.stateName) },
+    {
+      view: "stateMissing",
+      payload: stateMissing(o.stateName, o.project, [o.stateName, "general"]),
+    },
+    { view: "unlockPrompt", payload: unlockPrompt(lock, now) },
+    { view: "unlockPrompt(dated)", payload: unlockPrompt(dated, now) },
+    { view: "unlockPrompt(no holder)", payload: unlockPrompt({ ...dated, lockedBy: null }, now) },
+    { view: "leftLocked", payload: leftLocked(o.stateName) },
+    { view: "lockChanged", payload: lockChanged(o.stateName) },
+    { view: "alreadyUnlocked", payload: alreadyUnlocked(o.stateName) },
+    { view: "stillLocked", payload: stillLocked(o.stateName) },
+    { view: "unlocked", payload: unlocked(o.stateName) },
+    { view: "unlockedNotice", payload: unlockedNotice(ADMIN, lock, now) },
+    ...errors.map((error) => ({ view: "unlock failure", payload: failure(error) })),
+  );
+
+  payloads.push({ view: "helpMessage", payload: helpMessage(o.command) });
+  payloads.push({
+    view: "createModal",
+    payload: createModal({
+      nodes: [
+        o.node,
+        { value: o.nodeName, label: o.nodeName },
+        ...liveNodeOptions(proxmoxNodes, [o.node]),
+      ],
+      nodeHint: o.message,
+      templates: [{ name: o.templateName, id: 9000 }],
+      defaults: { gateway: o.gateway, dns: o.dns, cores: 2, memoryMb: 2048, diskGb: 20 },
+      name: o.vmName,
+      privateMetadata: JSON.stringify({ channel: "C0CHAN" }),
+    }),
+  });
+  return payloads;
+}
+
+/**
+ * Every mrkdwn text in a payload: text objects of type `mrkdwn` anywhere in its blocks, and the
+ * message's own `text`, which Slack parses as mrkdwn for notifications. `plain_text` is inert.
+ */
+function mrkdwnTexts(payload: unknown): string[] {
+  const found: string[] = [];
+  const walk = (value: unknown, top: boolean) => {
+    if (Array.isArray(value)) {
+      for (const item of value) walk(item, false);
+      return;
+    }
+    if (typeof value !== "object" || value === null) return;
+    const record = value as Record<string, unknown>;
+    if (typeof record.text === "string" && (top || record.type === "mrkdwn"))
+      found.push(record.text);
+    for (const [key, inner] of Object.entries(record)) {
+      if (key !== "text" || typeof inner === "object") walk(inner, false);
+    }
+  };
+  walk(payload, true);
+  return found;
+}
+
+const MENTION = /<@([A-Z0-9]+)>/g;
+const DATE = /<!date\^-?\d+\^[^<>|]*\|[^<>|]*>/g;
+const LINK = /<(https:\/\/[^<>|\s]+)\|([^<>]*)>/g;
+
+/** What is wrong with one mrkdwn text: the control sequences and entities the bot did not make. */
+function problems(text: string): string[] {
+  const found: string[] = [];
+  let rest = text.replace(MENTION, (whole, id: string) => {
+    if (!KNOWN_USERS.has(id)) found.push(`mentions ${whole}`);
+    return "";
+  });
+  rest = rest.replace(DATE, "");
+  rest = rest.replace(LINK, (whole, url: string) => {
+    if (!TRUSTED_URLS.some((trusted) => url.startsWith(trusted))) found.push(`links to ${url}`);
+    return "";
+  });
+  if (/[<>]/.test(rest)) found.push(`has a bare < or >: ${JSON.stringify(rest.slice(0, 200))}`);
+  const entity = /&(?!amp;|lt;|gt;)/.exec(text);
+  if (entity)
+    found.push(
+      `has an unescaped &: ${JSON.stringify(text.slice(entity.index, entity.index + 20))}`,
+    );
+  return found;
+}
+
+const count = (char: string) => (text: string) => text.split(char).length - 1;
+
+/**
+ * The same outside text with each of `chars` made a harmless one of the same length; `keep`
+ * names fields left as they are.
+ */
+const replacing =
+  (chars: RegExp, by: (char: string) => string, keep: readonly (keyof Outside)[] = []) =>
+  (o: Outside): Outside =>
+    Object.fromEntries(
+      FIELDS.map((field) => [field, keep.includes(field) ? o[field] : o[field].replace(chars, by)]),
+    ) as unknown as Outside;
+
+/**
+ * Renders every view with `o`, and again with one kind of character taken out of `o`. Any such
+ * character the first rendering has beyond the second came from outside: a backtick that can
+ * open or close a code span, or a `<` or `>` of a mention or link that merely looks like one of
+ * the bot's own (which the pattern check above would let through).
+ */
+const DIFFERENTIAL = [
+  { what: "backticks", chars: ["`"], tame: replacing(/`/g, () => "'") },
+  {
+    what: "angle brackets",
+    chars: ["<", ">"],
+    // Whether a lock time becomes a date depends on how Date.parse reads it, `<` and all; the
+    // pattern check above covers that field.
+    tame: replacing(/[<>]/g, (c) => (c === "<" ? "‹" : "›"), ["lockedAt"]),
+  },
+];
+
+function expectInert(o: Outside): void {
+  const hostile = renderAll(o);
+  const failures: string[] = [];
+  hostile.forEach(({ view, payload }) => {
+    for (const text of mrkdwnTexts(payload)) {
+      for (const problem of problems(text)) failures.push(`${view}: ${problem}`);
+    }
+  });
+  for (const { what, chars, tame } of DIFFERENTIAL) {
+    const tamed = renderAll(tame(o));
+    expect(tamed.length).toBe(hostile.length);
+    hostile.forEach(({ view, payload }, index) => {
+      const texts = mrkdwnTexts(payload);
+      const tameTexts = mrkdwnTexts(tamed[index]?.payload);
+      for (const char of chars) {
+        // Compared as sets of counts: a view may order its parts by name (capacity sorts nodes).
+        const counts = (all: string[]) => all.map(count(char)).sort((a, b) => a - b);
+        const [mine, theirs] = [counts(texts), counts(tameTexts)];
+        if (mine.length !== theirs.length || mine.some((n, i) => n !== theirs[i])) {
+          failures.push(`${view}: ${what} from outside in ${JSON.stringify(texts).slice(0, 600)}`);
+        }
+      }
+    });
+  }
+  expect(failures).toEqual([]);
+}
+
+/** Hostile text, sometimes long enough that a view has to cut it or the text around it. */
+const outsideText = fc.oneof(
+  { weight: 4, arbitrary: hostileText },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(hostileText, fc.integer({ min: 50, max: 1_500 }))
+      .map(([text, times]) => text.repeat(times).slice(0, 4_000)),
+  },
+);
+
+describe("outside text in every view the bot posts", () => {
+  it.each(HOSTILE_STRINGS)(
+    "shows %j as text in every view: no mention, link, entity or code span of its own",
+    (text) => {
+      expectInert(everywhere(text));
+    },
+  );
+
+  it("shows all of them run together as text in every view", () => {
+    expectInert(everywhere(HOSTILE_STRINGS.join(" ")));
+  });
+
+  it("shows any hostile text, different in each place, as text in every view", () => {
+    const outside = fc.record(
+      Object.fromEntries(FIELDS.map((field) => [field, outsideText])) as unknown as Record<
+        keyof Outside,
+        fc.Arbitrary<string>
+      >,
+    );
+    fc.assert(
+      fc.property(outside, (o) => {
+        expectInert(o);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it("carries the outside text into the mrkdwn it checks, escaped", () => {
+    // Without this, a view that dropped outside text would pass the checks above unseen.
+    const views = renderAll(everywhere("<!channel>"));
+    const reached = new Set(
+      views
+        .filter(({ payload }) => mrkdwnTexts(payload).some((t) => t.includes("&lt;!channel&gt;")))
+        .map(({ view }) => view.replace(/\(.*\)$/, "")),
+    );
+    expect([...reached].sort()).toEqual(
+      [
+        "requestMessage",
+        "renderRequest",
+        "planMessage",
+        "recapText",
+        "capacityMessage",
+        "capacityFailure",
+        "notLocked",
+        "stateMissing",
+        "unlockPrompt",
+        "leftLocked",
+        "lockChanged",
+        "alreadyUnlocked",
+        "stillLocked",
+        "unlocked",
+        "unlockedNotice",
+        "unlock failure",
+        "helpMessage",
+      ].sort(),
+    );
+  });
+
+  it("keeps the form's outside text in plain_text only, where Slack parses nothing", () => {
+    const [modal] = renderAll(everywhere("<!channel>")).filter(
+      ({ view }) => view === "createModal",
+    );
+    expect(mrkdwnTexts(modal?.payload)).toEqual([]);
+    expect(JSON.stringify(modal?.payload)).toContain("<!channel>");
+  });
+});
