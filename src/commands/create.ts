@@ -25,8 +25,11 @@ export interface CreateCommandDeps {
  * the access check runs alongside, and views.open itself needs some of them.
  */
 export const NODE_LIST_BUDGET_MS = 1_200;
-/** With an older list at hand, Proxmox gets only this long before the form opens with it. */
-const STALE_LIST_BUDGET_MS = 100;
+/**
+ * With an older list at hand the form does not wait for Proxmox at all: it opens with that list
+ * and is updated in place a moment later, so a slow Proxmox never slows the form.
+ */
+const STALE_LIST_BUDGET_MS = 0;
 
 type NodeAnswer = ProxmoxNode[] | "late" | { failed: unknown } | { stale: ProxmoxNode[]; at: Date };
 
