@@ -8,6 +8,9 @@ import {
   type RateLimiters,
   type ResponseBodyTypes,
 } from "@gitbeaker/requester-utils";
+import { backoffMs, retryAfterMs } from "../retry.js";
+
+export { retryAfterMs };
 
 /**
  * gitbeaker's transport, with retries made safe for a bot that must never create a VM twice.
@@ -44,18 +47,9 @@ interface HandlerOptions {
   rateLimiters?: RateLimiters;
 }
 
-/** Seconds or an HTTP date, as RFC 9110 allows; undefined when absent or unreadable. */
-export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
-  if (header === null || header.trim() === "") return undefined;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-function backoff(attempt: number, policy: RetryPolicy): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
-}
+/** Jittered exponential back-off for attempt `attempt` (0 for the first retry). */
+const backoff = (attempt: number, policy: RetryPolicy) =>
+  backoffMs(attempt, { retries: policy.maxRetries, ...policy });
 
 async function processBody(response: Response): Promise<ResponseBodyTypes> {
   const type = (response.headers.get("content-type") ?? "").split(";")[0]?.trim() ?? "";

@@ -3,6 +3,7 @@ import { Agent, fetch, type Response } from "undici";
 import { z } from "zod";
 import { networkReason, VmbotError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { retryAfterMs, retrying, type Retryable } from "../retry.js";
 import type { SecretSource } from "../secrets.js";
 
 /**
@@ -93,10 +94,27 @@ function toNode(item: z.infer<typeof NodeItemSchema>): ProxmoxNode {
 }
 
 class HttpStatus extends Error {
-  constructor(readonly status: number) {
+  constructor(
+    readonly status: number,
+    readonly retryAfter?: number,
+  ) {
     super(`HTTP ${status}`);
   }
 }
+
+/** Reads are safe to repeat: after a 429 (as told), a 502/503/504, or a dropped connection. */
+const retryable: Retryable = (error) => {
+  if (error instanceof HttpStatus) {
+    if (error.status === 429)
+      return { ...(error.retryAfter === undefined ? {} : { afterMs: error.retryAfter }) };
+    return [502, 503, 504].includes(error.status) ? {} : undefined;
+  }
+  const name = (error as Error | null)?.name;
+  if (name === "TimeoutError" || name === "AbortError" || tlsReason(error) !== undefined) {
+    return undefined;
+  }
+  return error instanceof TypeError || networkReason(error) !== undefined ? {} : undefined;
+};
 
 export function createProxmox(options: ProxmoxOptions): Proxmox {
   const base = options.url.replace(/\/+$/, "");
@@ -126,7 +144,7 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
     },
   });
 
-  async function get(path: string, token: string): Promise<unknown> {
+  async function getOnce(path: string, token: string): Promise<unknown> {
     const response: Response = await fetch(`${base}/api2/json${path}`, {
       headers: { authorization: `PVEAPIToken=${token}`, accept: "application/json" },
       dispatcher,
@@ -134,10 +152,12 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
     });
     if (!response.ok) {
       await response.body?.cancel();
-      throw new HttpStatus(response.status);
+      throw new HttpStatus(response.status, retryAfterMs(response.headers.get("retry-after")));
     }
     return response.json();
   }
+
+  const get = (path: string, token: string) => retrying(() => getOnce(path, token), retryable);
 
   async function listNodes(token: string): Promise<ProxmoxNode[]> {
     let items: unknown[];

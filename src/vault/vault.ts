@@ -4,6 +4,7 @@ import type { VaultAuth } from "../config.js";
 import { VmbotError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
+import { retrying, type Retryable } from "../retry.js";
 import type { SecretSource } from "../secrets.js";
 import { vaultError, type VaultCall } from "./errors.js";
 
@@ -59,6 +60,14 @@ const seconds = (value: unknown): number =>
 const statusOf = (error: unknown): number | undefined => {
   const status = (error as { response?: { statusCode?: unknown } } | null)?.response?.statusCode;
   return typeof status === "number" ? status : undefined;
+};
+
+/** A read worth repeating: Vault's 500/502/504 or a dropped connection (not sealed, not a timeout). */
+const retryableRead: Retryable = (error) => {
+  const status = statusOf(error);
+  if (status !== undefined) return [500, 502, 504].includes(status) ? {} : undefined;
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ECONNRESET" || code === "EPIPE" || code === "ECONNREFUSED" ? {} : undefined;
 };
 
 /** Vault answered that the token or the login is not good (as opposed to being unreachable). */
@@ -224,8 +233,9 @@ export function createVault(options: VaultOptions): Vault {
   const reading = new Map<string, Promise<Record<string, unknown>>>();
 
   async function readOnce(path: string): Promise<Record<string, unknown>> {
-    const response = (await client.read(
-      `${encodePath(options.kvMount)}/data/${encodePath(path)}`,
+    const response = (await retrying(
+      () => client.read(`${encodePath(options.kvMount)}/data/${encodePath(path)}`),
+      retryableRead,
     )) as { data?: { data?: unknown } };
     const data = response.data?.data;
     if (data === null || typeof data !== "object") {

@@ -140,3 +140,55 @@ describe("Slack faults", () => {
     expect(String(dm.args.text)).toContain("(channel_not_found)");
   });
 });
+
+describe("Proxmox and Vault faults", () => {
+  it("Proxmox 502 and a 429 with Retry-After: read again within bounds, and answered", async () => {
+    const h = await start({ proxmox: true });
+    h.proxmox!.failNext({ status: 502 });
+    h.proxmox!.failNext({ status: 429, body: "", contentType: "text/plain" });
+    const delivery = await h.signer.slashCommand({
+      text: "capacity",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const post = await h.slack.waitForResponse((p) => p.url === delivery.responseUrl);
+    expect(String(post.body.text)).toMatch(/^Proxmox capacity: /);
+    expect(h.proxmox!.requestsTo(/cluster\/resources$/)).toHaveLength(3);
+  });
+
+  it("Proxmox failing every time: three attempts, then a clear answer", async () => {
+    const h = await start({ proxmox: true });
+    h.proxmox!.failNext({ status: 503 }, { times: 10 });
+    const delivery = await h.signer.slashCommand({
+      text: "capacity",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const post = await h.slack.waitForResponse((p) => p.url === delivery.responseUrl);
+    expect(String(post.body.text)).toBe(
+      `vmbot could not read the nodes' capacity. Proxmox at ${h.proxmox!.url} answered 503 when vmbot asked for the nodes.`,
+    );
+    expect(h.proxmox!.requestsTo(/cluster\/resources$/)).toHaveLength(3);
+  });
+
+  it("Vault answering 502 once on a read: read again, and the secret is there", async () => {
+    const h = await start({
+      vault: true,
+      proxmox: true,
+      prepare: ({ vault }) => {
+        vault?.failNext({ method: "GET", path: /secret\/data\/proxmox$/ }, { status: 502 });
+      },
+    });
+    expect(h.vault!.requestsTo("GET", /secret\/data\/proxmox$/)).toHaveLength(2);
+    expect(h.logs.some((line) => line.includes("could not read the Proxmox API token"))).toBe(
+      false,
+    );
+    const delivery = await h.signer.slashCommand({
+      text: "capacity",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const post = await h.slack.waitForResponse((p) => p.url === delivery.responseUrl);
+    expect(String(post.body.text)).toMatch(/^Proxmox capacity: /);
+  });
+});
