@@ -63,7 +63,10 @@ async function portOf(bot: BotProcess): Promise<number> {
   throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
 }
 
-async function startWorld(crashAt: string | undefined): Promise<World> {
+async function startWorld(
+  crashAt: string | undefined,
+  extraEnv: Record<string, string> = {},
+): Promise<World> {
   const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
   const gitlab = await startFakeGitlab({
     token: TEST_SECRETS.gitlabToken,
@@ -76,6 +79,7 @@ async function startWorld(crashAt: string | undefined): Promise<World> {
     fakeBotEnv({ slack, gitlab }, db, {
       POLL_INTERVAL_MS: "500",
       LOG_LEVEL: "info",
+      ...extraEnv,
       ...(crash && crashAt !== undefined ? { VMBOT_CRASH_AT: crashAt } : {}),
     });
   const signerFor = (port: number) =>
@@ -306,6 +310,27 @@ describe("crash between the intent and the result of each outside effect", () =>
       }
     }, 60_000);
   }
+
+  it("without VMBOT_REQUEST_ID, adopts the first pipeline after the request and says it is not sure", async () => {
+    const w = await startWorld("create_pipeline:after", { GITLAB_REQUEST_ID_VARIABLE: "false" });
+    try {
+      const { pipelineId } = await ask(w);
+      expect(w.crashes).toBe(1);
+      expect(w.gitlab.pipelines).toHaveLength(1);
+      expect(w.gitlab.pipeline(pipelineId).variables.map((v) => v.key)).not.toContain(
+        "VMBOT_REQUEST_ID",
+      );
+      const message = await until(() => {
+        const m = requestMessage(w);
+        return JSON.stringify(m?.blocks ?? []).includes("restarted while starting") ? m : undefined;
+      }, "the note in the request message");
+      expect(JSON.stringify(message.blocks)).toContain(
+        `vmbot restarted while starting this request and took pipeline #${pipelineId}, the first one created after it, as its own: check that it is.`,
+      );
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
 
   it("exercised every crash point", () => {
     // 6 effects of the approval flow, the rejection's cancel and the unlock, each before and after.
