@@ -75,10 +75,18 @@ async function command(h: Harness, text: string, userId: string) {
 /** Each action, run as `userId` on a fresh bot; true when it took effect. */
 const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> = {
   async "/vm create"(h, userId) {
-    const before = h.slack.callsTo("views.open").length;
-    await command(h, "create web-01", userId).catch(() => "");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    return h.slack.callsTo("views.open").length > before;
+    const delivery = await h.signer.slashCommand({
+      text: "create web-01",
+      userId,
+      channelId: CHANNEL,
+    });
+    // Either the form opens, or the refusal comes back through the response_url.
+    return eventually(() => {
+      if (h.slack.callsTo("views.open").length > 0) return true;
+      return h.slack.responses.some((post) => post.url === delivery.responseUrl)
+        ? false
+        : undefined;
+    }, "the form or a refusal");
   },
   async "submit the form"(h, userId) {
     await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
