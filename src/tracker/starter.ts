@@ -6,6 +6,7 @@ import type { GitlabPort } from "../gitlab/gitlab.js";
 import { REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
+import { findMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { requestMessage } from "../views/request-message.js";
 import { pipelineParams } from "../vm/spec.js";
@@ -19,8 +20,11 @@ type SlackClient = webApi.WebClient;
  */
 export interface RequestStarter {
   start(request: RequestRecord): Promise<void>;
-  /** Requests that are queued without a message or a pipeline: what a crash interrupted. */
-  resume(): Promise<void>;
+  /**
+   * Requests queued without a message or a pipeline (what a crash interrupted), among `active`,
+   * the store's unfinished requests.
+   */
+  resume(active: readonly RequestRecord[]): Promise<void>;
 }
 
 export interface StarterDeps {
@@ -34,7 +38,6 @@ export interface StarterDeps {
 
 /** How far back a restart looks for its own message and pipeline, around the intent's time. */
 const LOOKBACK_MS = 5 * 60_000;
-const HISTORY_PAGES = 5;
 
 /** GitLab errors after which the pipeline may exist all the same (the answer was lost). */
 const UNCERTAIN = new Set(["gitlab_timeout", "gitlab_unreachable", "gitlab_unavailable"]);
@@ -51,29 +54,20 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
   const starting = new Map<string, Promise<void>>();
 
   /** The request message a crash left unrecorded, found by its metadata in the channel. */
-  async function findRequestMessage(request: RequestRecord): Promise<{ ts: string } | undefined> {
-    const oldest = String((Date.parse(request.createdAt) - LOOKBACK_MS) / 1000);
-    let cursor: string | undefined;
-    for (let page = 0; page < HISTORY_PAGES; page += 1) {
-      const history = await client.conversations.history({
+  const findRequestMessage = (request: RequestRecord) =>
+    findMessage(
+      client,
+      {
         channel: request.channel,
-        oldest,
-        include_all_metadata: true,
-        limit: 200,
-        ...(cursor === undefined ? {} : { cursor }),
-      });
-      const found = history.messages?.find((message) => {
+        oldest: String((Date.parse(request.createdAt) - LOOKBACK_MS) / 1000),
+      },
+      (message) => {
         const metadata = metadataOf(message);
         return (
           metadata?.eventType === REQUEST_EVENT_TYPE && metadata.payload.request_id === request.id
         );
-      });
-      if (found?.ts !== undefined) return { ts: found.ts };
-      cursor = history.response_metadata?.next_cursor;
-      if (history.has_more !== true || cursor === undefined || cursor === "") return undefined;
-    }
-    return undefined;
-  }
+      },
+    );
 
   async function postRequestMessage(request: RequestRecord): Promise<RequestRecord | undefined> {
     try {
@@ -193,10 +187,10 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
 
   return {
     start,
-    async resume() {
-      const unstarted = store
-        .listActive()
-        .filter((r) => r.status === "queued" && (r.messageTs === null || r.pipelineId === null));
+    async resume(active) {
+      const unstarted = active.filter(
+        (r) => r.status === "queued" && (r.messageTs === null || r.pipelineId === null),
+      );
       for (const request of unstarted) {
         await start(request).catch((error: unknown) => {
           deps.log.warn({ err: error, requestId: request.id }, "could not resume a request");

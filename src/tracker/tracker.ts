@@ -13,6 +13,7 @@ import { parsePlanText } from "../terraform/plan-text.js";
 import { recapText } from "../views/recap.js";
 import { renderRequest } from "../views/render.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
+import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
@@ -284,29 +285,10 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   /** A message of the request's thread that `matches`, found through conversations.replies. */
-  async function findInThread(
-    request: RequestRecord,
-    matches: (message: { files?: { name?: string }[]; metadata?: unknown }) => boolean,
-  ): Promise<{ ts: string } | undefined> {
-    if (request.messageTs === null) return undefined;
-    let cursor: string | undefined;
-    for (let page = 0; page < 10; page += 1) {
-      const replies = await client.conversations.replies({
-        channel: request.channel,
-        ts: request.messageTs,
-        include_all_metadata: true,
-        limit: 200,
-        ...(cursor === undefined ? {} : { cursor }),
-      });
-      const found = replies.messages?.find(
-        (message) => message.ts !== request.messageTs && matches(message),
-      );
-      if (found?.ts !== undefined) return { ts: found.ts };
-      cursor = replies.response_metadata?.next_cursor;
-      if (replies.has_more !== true || cursor === undefined || cursor === "") return undefined;
-    }
-    return undefined;
-  }
+  const findInThread = (request: RequestRecord, matches: (message: ListedMessage) => boolean) =>
+    request.messageTs === null
+      ? Promise.resolve(undefined)
+      : findMessage(client, { channel: request.channel, threadTs: request.messageTs }, matches);
 
   /**
    * A reply in the request's thread, posted once: it carries metadata naming the request and the
@@ -420,8 +402,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   /** Plans that waited longer than PLAN_TTL: their messages turn to "expired". */
-  async function expirePlans(): Promise<void> {
-    for (const request of store.listActive()) {
+  async function expirePlans(unfinished: readonly RequestRecord[]): Promise<void> {
+    for (const request of unfinished) {
       if (request.status !== "awaiting_approval") continue;
       if (!planExpired(request.review, config.planTtlMs, now())) continue;
       const next = move(request, "expired", { error: expiredWords(config.planTtlMs) });
@@ -430,9 +412,11 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function pass(): Promise<void> {
-    await deps.starter.resume();
+    // Housekeeping on the unfinished requests as they stand, then a fresh read for following.
+    const unfinished = store.listActive();
+    await deps.starter.resume(unfinished);
     await finishCancels();
-    await expirePlans();
+    await expirePlans(unfinished);
     const active = store
       .listActive()
       .flatMap((r) => (r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }]));
