@@ -4,10 +4,14 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { loadConfig } from "../src/config.js";
 import { startVmbot, type RunningVmbot } from "../src/start.js";
-import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../test/fakes/gitlab.js";
-import type { RecordedRequest } from "../test/fakes/http.js";
-import { createSlackSigner, stateValuesFor, type SlackSigner } from "../test/fakes/slack-signer.js";
-import { startFakeSlack, type FakeSlack } from "../test/fakes/slack.js";
+import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../src/simulators/gitlab.js";
+import type { RecordedRequest } from "../src/simulators/http.js";
+import {
+  createSlackSigner,
+  stateValuesFor,
+  type SlackSigner,
+} from "../src/simulators/slack-signer.js";
+import { startFakeSlack, type FakeSlack } from "../src/simulators/slack.js";
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../test/support/harness.js";
 import { TEST_SECRETS } from "../test/support/secrets.js";
 

@@ -1,7 +1,11 @@
 import { Gitlab, GitbeakerRequestError, GitbeakerRetryError } from "@gitbeaker/rest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createRequester, retryAfterMs } from "../../src/gitlab/requester.js";
-import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../fakes/gitlab.js";
+import {
+  startFakeGitlab,
+  VM_PIPELINE_INPUTS,
+  type FakeGitlab,
+} from "../../src/simulators/gitlab.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
 let gitlab: FakeGitlab;

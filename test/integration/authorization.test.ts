@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ACTION_ROLES } from "../../src/access.js";
-import { stateValuesFor } from "../fakes/slack-signer.js";
-import type { FakeMessage } from "../fakes/slack.js";
+import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import type { FakeMessage } from "../../src/simulators/slack.js";
 import {
   ADMIN,
   APPROVER,

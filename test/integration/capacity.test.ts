@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeNode, PROXMOX_TEST_TLS } from "../fakes/proxmox.js";
-import type { ResponseUrlPost } from "../fakes/slack.js";
+import { fakeNode } from "../../src/simulators/proxmox.js";
+import { PROXMOX_TEST_TLS, proxmoxTestTls } from "../support/tls.js";
+import type { ResponseUrlPost } from "../../src/simulators/slack.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import { CHANNEL, harnessPerTest, REQUESTER, type Harness } from "../support/harness.js";
 import { TEST_SECRETS } from "../support/secrets.js";
@@ -166,7 +167,7 @@ describe("/vm capacity", () => {
 describe("Proxmox over TLS", () => {
   it("trusts the cluster with PROXMOX_CA_FILE", async () => {
     const h = await start({
-      proxmox: { tls: true },
+      proxmox: { tls: proxmoxTestTls() },
       env: { PROXMOX_CA_FILE: PROXMOX_TEST_TLS.caFile },
     });
     expect(h.proxmox!.url).toMatch(/^https:/);
@@ -174,7 +175,7 @@ describe("Proxmox over TLS", () => {
   });
 
   it("refuses an untrusted certificate and says how to fix it", async () => {
-    const h = await start({ proxmox: { tls: true } });
+    const h = await start({ proxmox: { tls: proxmoxTestTls() } });
     const post = await capacity(h);
     expect(post.body.text).toBe(
       `vmbot could not read the nodes' capacity. Proxmox's TLS certificate at ${h.proxmox!.url} is not trusted (UNABLE_TO_VERIFY_LEAF_SIGNATURE): set PROXMOX_CA_FILE to the cluster's CA (/etc/pve/pve-root-ca.pem on a node), or PROXMOX_INSECURE=true.`,
@@ -182,7 +183,10 @@ describe("Proxmox over TLS", () => {
   });
 
   it("skips verification with PROXMOX_INSECURE=true, and warns once", async () => {
-    const h = await start({ proxmox: { tls: true }, env: { PROXMOX_INSECURE: "true" } });
+    const h = await start({
+      proxmox: { tls: proxmoxTestTls() },
+      env: { PROXMOX_INSECURE: "true" },
+    });
     expect(sectionTexts(await capacity(h))).toHaveLength(3);
     expect(sectionTexts(await capacity(h))).toHaveLength(3);
     expect(h.logs.filter((line) => line.includes("PROXMOX_INSECURE=true"))).toHaveLength(1);

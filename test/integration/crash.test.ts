@@ -3,9 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../fakes/gitlab.js";
-import { createSlackSigner, stateValuesFor, type SlackSigner } from "../fakes/slack-signer.js";
-import { startFakeSlack, type FakeMessage, type FakeSlack } from "../fakes/slack.js";
+import {
+  startFakeGitlab,
+  VM_PIPELINE_INPUTS,
+  type FakeGitlab,
+} from "../../src/simulators/gitlab.js";
+import {
+  createSlackSigner,
+  stateValuesFor,
+  type SlackSigner,
+} from "../../src/simulators/slack-signer.js";
+import { startFakeSlack, type FakeMessage, type FakeSlack } from "../../src/simulators/slack.js";
 import {
   ADMIN,
   APPROVER,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeNode } from "../fakes/proxmox.js";
-import { stateValuesFor } from "../fakes/slack-signer.js";
-import type { FakeView } from "../fakes/slack.js";
+import { fakeNode } from "../../src/simulators/proxmox.js";
+import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import type { FakeView } from "../../src/simulators/slack.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import {
   CHANNEL,

@@ -1,9 +1,9 @@
 import { createServer, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { CREATE_FIELDS } from "../../src/ids.js";
-import { DEFAULT_PIPELINE } from "../fakes/gitlab.js";
-import { stateValuesFor } from "../fakes/slack-signer.js";
-import type { FakeView } from "../fakes/slack.js";
+import { DEFAULT_PIPELINE } from "../../src/simulators/gitlab.js";
+import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import type { FakeView } from "../../src/simulators/slack.js";
 import {
   CHANNEL,
   eventually,

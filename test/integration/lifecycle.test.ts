@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { startFakeGitlab, type FakeGitlab } from "../fakes/gitlab.js";
-import { createSlackSigner, stateValuesFor } from "../fakes/slack-signer.js";
-import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
+import { startFakeGitlab, type FakeGitlab } from "../../src/simulators/gitlab.js";
+import { createSlackSigner, stateValuesFor } from "../../src/simulators/slack-signer.js";
+import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
 import {
   CHANNEL,
   fakeBotEnv,

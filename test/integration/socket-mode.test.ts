@@ -6,10 +6,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
 import { CREATE_MODAL } from "../../src/ids.js";
 import { startVmbot, StartupError, type RunningVmbot } from "../../src/start.js";
-import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../fakes/gitlab.js";
-import { stateValuesFor } from "../fakes/slack-signer.js";
-import { startFakeSlackSocket, type FakeSlackSocket } from "../fakes/slack-socket.js";
-import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
+import {
+  startFakeGitlab,
+  VM_PIPELINE_INPUTS,
+  type FakeGitlab,
+} from "../../src/simulators/gitlab.js";
+import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import { startFakeSlackSocket, type FakeSlackSocket } from "../support/slack-socket.js";
+import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
 import { captureLogs } from "../support/logs.js";
 import { TEST_SECRETS } from "../support/secrets.js";

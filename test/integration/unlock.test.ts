@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { FakeMessage, ResponseUrlPost } from "../fakes/slack.js";
+import type { FakeMessage, ResponseUrlPost } from "../../src/simulators/slack.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import {
   ADMIN,

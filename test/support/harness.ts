@@ -10,11 +10,23 @@ import {
   type FakeGitlab,
   type FakeProjectOptions,
   type InputSpec,
-} from "../fakes/gitlab.js";
-import { startFakeProxmox, type FakeProxmox, type FakeProxmoxOptions } from "../fakes/proxmox.js";
-import { createSlackSigner, stateValuesFor, type SlackSigner } from "../fakes/slack-signer.js";
-import { startFakeSlack, type FakeSlack } from "../fakes/slack.js";
-import { startFakeVault, type FakeVault, type FakeVaultOptions } from "../fakes/vault.js";
+} from "../../src/simulators/gitlab.js";
+import {
+  startFakeProxmox,
+  type FakeProxmox,
+  type FakeProxmoxOptions,
+} from "../../src/simulators/proxmox.js";
+import {
+  createSlackSigner,
+  stateValuesFor,
+  type SlackSigner,
+} from "../../src/simulators/slack-signer.js";
+import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
+import {
+  startFakeVault,
+  type FakeVault,
+  type FakeVaultOptions,
+} from "../../src/simulators/vault.js";
 import { captureLogs, recordSlackPayload } from "./logs.js";
 import { TEST_SECRETS } from "./secrets.js";
 

@@ -8,12 +8,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   DEFAULT_NODES,
   fakeNode,
-  PROXMOX_TEST_TLS,
   PVEPROXY_UNAUTHORIZED_DELAY_MS,
   startFakeProxmox,
   type FakeProxmox,
   type FakeProxmoxOptions,
-} from "./proxmox.js";
+} from "../../src/simulators/proxmox.js";
+import { PROXMOX_TEST_TLS, proxmoxTestTls } from "../support/tls.js";
 
 const TOKEN_ID = "vmbot@pve!nodes";
 const SECRET = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f";
@@ -676,7 +676,7 @@ describe("TLS", () => {
   });
 
   it("is trusted by a client given the test CA, by IP and by name", async () => {
-    const proxmox = await start({ tls: true });
+    const proxmox = await start({ tls: proxmoxTestTls() });
     expect(proxmox.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
 
     for (const url of [proxmox.url, proxmox.url.replace("127.0.0.1", "localhost")]) {
@@ -696,7 +696,7 @@ describe("TLS", () => {
   });
 
   it("is refused without the CA: the node certificate alone cannot be verified", async () => {
-    const proxmox = await start({ tls: true });
+    const proxmox = await start({ tls: proxmoxTestTls() });
 
     await expect(httpsGet(`${proxmox.url}/api2/json/nodes`, {})).rejects.toMatchObject({
       code: "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
@@ -709,7 +709,7 @@ describe("TLS", () => {
   });
 
   it("is refused as a self-signed chain when it sends its CA along", async () => {
-    const proxmox = await start({ tls: { chain: true } });
+    const proxmox = await start({ tls: proxmoxTestTls({ chain: true }) });
 
     await expect(httpsGet(`${proxmox.url}/api2/json/nodes`, {})).rejects.toMatchObject({
       code: "SELF_SIGNED_CERT_IN_CHAIN",
@@ -719,7 +719,7 @@ describe("TLS", () => {
   });
 
   it("is accepted without verification when the client skips it", async () => {
-    const proxmox = await start({ tls: true });
+    const proxmox = await start({ tls: proxmoxTestTls() });
 
     const answer = await httpsGet(`${proxmox.url}/api2/json/nodes`, { rejectUnauthorized: false });
     expect(answer.status).toBe(200);
@@ -730,7 +730,7 @@ describe("TLS", () => {
   });
 
   it("authenticates over TLS like over HTTP", async () => {
-    const proxmox = await start({ tls: true });
+    const proxmox = await start({ tls: proxmoxTestTls() });
 
     const refused = await new Promise<RawAnswer>((resolve, reject) => {
       httpsRequest(

@@ -447,6 +447,8 @@ export interface FakeGitlab {
   setJobArtifact(pipelineId: number, jobName: string, path: string, content: string): void;
   /** Outputs for this pipeline's jobs (see `JobTraces`), over the project's. */
   setTraces(pipelineId: number, traces: JobTraces): void;
+  /** Calls `listener` with every pipeline created from now on; returns the function that stops it. */
+  onPipelineCreated(listener: (pipeline: FakePipeline) => void): () => void;
 
   /**
    * One step of the pipeline, as its runner and GitLab's processing take it: running jobs finish
@@ -801,7 +803,8 @@ function promotion(when: JobWhen, before: JobStatus | undefined): JobStatus | un
 }
 
 /** What the simulator writes into a job's log and artifacts, from the pipeline's parameters. */
-function vmParamsOf(pipeline: FakePipeline): VmParams {
+/** The VM a pipeline was asked for, from its inputs (or their upper-case variables). */
+export function vmParamsOf(pipeline: FakePipeline): VmParams {
   const variables = new Map(pipeline.variables.map((v) => [v.key, v.value]));
   const text = (name: string): string | undefined => {
     const value = pipeline.inputs[name] ?? variables.get(name.toUpperCase());
@@ -836,6 +839,7 @@ function vmParamsOf(pipeline: FakePipeline): VmParams {
 class GitlabModel {
   readonly projects: Project[];
   readonly pipelines: FakePipeline[] = [];
+  readonly createdListeners = new Set<(pipeline: FakePipeline) => void>();
   readonly user: FakeUser;
   /** Every user of the instance, the token's first. */
   readonly users: FakeUser[];
@@ -1066,6 +1070,7 @@ class GitlabModel {
       );
     }
     this.pipelines.push(pipeline);
+    for (const listener of [...this.createdListeners]) listener(pipeline);
     // Ci::Build runs its hooks after it is created, with status `created`.
     for (const job of pipeline.jobs) this.onEvent({ kind: "job", job, pipeline });
     return pipeline;
@@ -3743,6 +3748,12 @@ export async function startFakeGitlab(options: FakeGitlabOptions): Promise<FakeG
     },
     setJobArtifact: (pipelineId, jobName, path, content) => {
       model.jobByName(pipelineId, jobName).artifacts.set(path, content);
+    },
+    onPipelineCreated: (listener) => {
+      model.createdListeners.add(listener);
+      return () => {
+        model.createdListeners.delete(listener);
+      };
     },
     setTraces: (pipelineId, traces) => {
       const pipeline = model.pipelineById(pipelineId);

@@ -448,6 +448,101 @@ Planning failed. Terraform encountered an error while generating this plan.
 `;
 }
 
+/**
+ * `terraform plan -no-color` when the VM must be replaced: moving it to another node forces a new
+ * VM (`-/+`), so the plan destroys the existing one.
+ */
+export function syntheticReplacePlan(
+  params: VmParams & { fromNode?: string; vmId?: number } = {},
+): string {
+  const vm = vmDefaults(params);
+  const fromNode = params.fromNode ?? (vm.node === "pve1" ? "pve2" : "pve1");
+  return `
+Terraform used the selected providers to generate the following execution
+plan. Resource actions are indicated with the following symbols:
+-/+ destroy and then create replacement
+
+Terraform will perform the following actions:
+
+  # proxmox_virtual_environment_vm.vm must be replaced
+-/+ resource "proxmox_virtual_environment_vm" "vm" {
+      ~ id                      = "${params.vmId ?? 104}" -> (known after apply)
+      ~ ipv4_addresses          = [
+          - [
+              - "127.0.0.1",
+            ],
+          - [
+              - "${addressOf(vm.ip)}",
+            ],
+        ] -> (known after apply)
+      ~ mac_addresses           = [
+          - "BC:24:11:5E:9A:21",
+        ] -> (known after apply)
+        name                    = "${vm.name}"
+      ~ node_name               = "${fromNode}" -> "${vm.node}" # forces replacement
+      ~ vm_id                   = ${params.vmId ?? 104} -> (known after apply)
+        # (9 unchanged attributes hidden)
+
+      ~ cpu {
+          ~ cores   = 2 -> ${vm.cores}
+            # (2 unchanged attributes hidden)
+        }
+
+      ~ disk {
+          ~ file_format  = "raw" -> (known after apply)
+          ~ size         = 20 -> ${vm.diskGb}
+            # (2 unchanged attributes hidden)
+        }
+
+        # (5 unchanged blocks hidden)
+    }
+
+Plan: 1 to add, 0 to change, 1 to destroy.
+
+─────────────────────────────────────────────────────────────────────────────
+
+Saved the plan to: tfplan
+
+To perform exactly these actions, run the following command to apply:
+    terraform apply "tfplan"
+`;
+}
+
+/** Terraform's answer when the http backend's state is locked by someone else. */
+export function syntheticLockError(lock: {
+  id: string;
+  who: string;
+  createdAt: Date;
+  operation?: string;
+}): string {
+  // Terraform prints the lock's creation time with Go's default time format.
+  const created = lock.createdAt
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, ".000000000 +0000 UTC");
+  return `
+╷
+│ Error: Error acquiring the state lock
+│
+│ Error message: HTTP remote state already locked: ID=${lock.id}
+│ Lock Info:
+│   ID:        ${lock.id}
+│   Path:
+│   Operation: ${lock.operation ?? "OperationTypeApply"}
+│   Who:       ${lock.who}
+│   Version:   1.9.8
+│   Created:   ${created}
+│   Info:
+│
+│
+│ Terraform acquires a state lock to protect the state from being written
+│ by multiple users at the same time. Please resolve the issue above and try
+│ again. For most commands, you can disable locking with the "-lock=false"
+│ flag, but this is not recommended.
+╵
+`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ansible
 
@@ -490,7 +585,7 @@ export function ansibleTrace(ansibleOutput: string, options: TraceOptions = {}):
   });
 }
 
-type TaskResult = "ok" | "changed" | "skipping" | "fatal";
+type TaskResult = "ok" | "changed" | "skipping" | "fatal" | "unreachable";
 
 export interface SyntheticTask {
   name: string;
@@ -555,6 +650,17 @@ export function syntheticAnsibleRun(run: SyntheticAnsibleRun = {}): string {
     } else if (task.result === "skipping") {
       counts.skipped += 1;
       out += `${paint(ANSIBLE_COLOR.skip, `skipping: [${host}]`)}\n`;
+    } else if (task.result === "unreachable") {
+      counts.unreachable += 1;
+      const result = JSON.stringify({
+        changed: false,
+        msg:
+          task.msg ??
+          `Failed to connect to the host via ssh: ssh: connect to host ${host} port 22: No route to host`,
+        unreachable: true,
+      });
+      out += `${paint(ANSIBLE_COLOR.unreachable, `fatal: [${host}]: UNREACHABLE! => ${result}`)}\n`;
+      break;
     } else {
       counts.failed += 1;
       const result = JSON.stringify({ changed: false, msg: task.msg ?? "Task failed" });
@@ -605,6 +711,11 @@ export const FAILING_TASKS: readonly SyntheticTask[] = [
     result: "fatal",
     msg: "Unable to start service qemu-guest-agent: Job for qemu-guest-agent.service failed.",
   },
+];
+
+/** A configure run that cannot reach the new VM over SSH: the first task is as far as it gets. */
+export const UNREACHABLE_TASKS: readonly SyntheticTask[] = [
+  { name: "Gathering Facts", result: "unreachable" },
 ];
 
 /** A short generic log for jobs that are neither Terraform nor Ansible. */

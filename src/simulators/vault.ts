@@ -342,7 +342,7 @@ function parseDurationSeconds(raw: unknown): number | undefined {
   while (rest !== "") {
     const part = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)/.exec(rest);
     if (!part) return undefined;
-    total += Number(part[1]) * (units[part[2]!] ?? 0);
+    total += Number(part[1]) * (units[part[2] ?? ""] ?? 0);
     rest = rest.slice(part[0].length);
   }
   return Math.trunc(total);
@@ -998,7 +998,9 @@ function kvRequest(model: VaultModel, mount: string, rest: string, parsed: Parse
         return errors(400, "check-and-set parameter did not match the current version");
       }
       const version = model.writeSecret(mount, key, parsed.body.data);
-      return ok({ data: kvMetadata(store.get(key)!, version), mountType: "kv" });
+      const written = store.get(key);
+      if (written === undefined) throw new Error(`the secret ${key} was not written`);
+      return ok({ data: kvMetadata(written, version), mountType: "kv" });
     }
     if (method === "DELETE") {
       const entry = store.get(key);
@@ -1054,7 +1056,7 @@ function healthBody(model: VaultModel): Record<string, unknown> {
 /** `sys/health` (http/sys_health.go): the status code comes from the state and the query. */
 function health(model: VaultModel, req: RecordedRequest): Reply {
   if (req.method !== "GET" && req.method !== "HEAD") return { status: 405, body: { errors: [] } };
-  const codes: Record<string, number> = {
+  const codes = {
     uninitcode: 501,
     sealedcode: 503,
     standbycode: 429,
@@ -1062,7 +1064,7 @@ function health(model: VaultModel, req: RecordedRequest): Reply {
     drsecondarycode: 472,
     performancestandbycode: 473,
   };
-  for (const field of Object.keys(codes)) {
+  for (const field of Object.keys(codes) as (keyof typeof codes)[]) {
     const raw = req.query.get(field);
     if (raw === null) continue;
     if (!/^-?\d+$/.test(raw)) return { status: 400, body: { errors: [] } };
@@ -1071,14 +1073,14 @@ function health(model: VaultModel, req: RecordedRequest): Reply {
   const flag = (name: string): boolean =>
     ["1", "t", "T", "true", "TRUE", "True"].includes(req.query.get(name) ?? "");
   const body = healthBody(model);
-  let status = codes.activecode!;
-  if (model.nodeState === "uninitialized") status = codes.uninitcode!;
-  else if (model.sealed) status = codes.sealedcode!;
-  else if (model.nodeState === "dr-secondary") status = codes.drsecondarycode!;
+  let status = codes.activecode;
+  if (model.nodeState === "uninitialized") status = codes.uninitcode;
+  else if (model.sealed) status = codes.sealedcode;
+  else if (model.nodeState === "dr-secondary") status = codes.drsecondarycode;
   else if (model.nodeState === "performance-standby") {
-    if (!flag("perfstandbyok")) status = codes.performancestandbycode!;
+    if (!flag("perfstandbyok")) status = codes.performancestandbycode;
   } else if (model.nodeState === "standby") {
-    if (!flag("standbyok")) status = codes.standbycode!;
+    if (!flag("standbyok")) status = codes.standbycode;
   }
   if (req.method === "HEAD") return { status, headers: { "content-type": "application/json" } };
   return { status, body };

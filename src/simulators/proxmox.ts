@@ -42,9 +42,7 @@
  * `setDelay` slows or stalls every answer, `setToken`/`setTokenState` rotate or revoke the token.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { STATUS_CODES, type ServerResponse } from "node:http";
-import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { startFakeServer, type RecordedRequest } from "./http.js";
 
@@ -158,11 +156,10 @@ export interface FakeProxmoxOptions {
   /** Default `DEFAULT_NODES`. */
   nodes?: readonly FakeNode[];
   /**
-   * Serve HTTPS with `PROXMOX_TEST_TLS`'s node certificate, signed by its test CA. `chain: true`
-   * also sends the CA certificate (as a custom certificate chain would); by default only the node
-   * certificate is sent, as pveproxy serves `pve-ssl.pem`.
+   * Serve HTTPS with this key and certificate (PEM). pveproxy serves the node certificate alone
+   * (`pve-ssl.pem`); a custom certificate chain appends its CA certificates to `cert`.
    */
-  tls?: boolean | { chain?: boolean };
+  tls?: { key: string; cert: string };
   /**
    * Nodes on which the token has `Sys.Audit`; the others are listed without load or maxima, as
    * for a privilege-separated token with narrower ACLs. Default `all`.
@@ -222,17 +219,6 @@ export interface FakeProxmox {
 // ---------------------------------------------------------------------------------------------
 // Constants
 
-const TLS_DIR = new URL("./tls/", import.meta.url);
-
-/** The test certificates in `test/fakes/tls/` (see its README): never trust them elsewhere. */
-export const PROXMOX_TEST_TLS = {
-  /** The test cluster CA, what `PROXMOX_CA_FILE` would point at. */
-  caFile: fileURLToPath(new URL("ca.pem", TLS_DIR)),
-  /** The node certificate, for 127.0.0.1, ::1, localhost and pve1. */
-  certFile: fileURLToPath(new URL("server.pem", TLS_DIR)),
-  keyFile: fileURLToPath(new URL("server-key.pem", TLS_DIR)),
-} as const;
-
 /** How long pveproxy holds back a 401 (`$delay = 3` in `PVE::APIServer::AnyEvent`). */
 export const PVEPROXY_UNAUTHORIZED_DELAY_MS = 3000;
 
@@ -269,7 +255,7 @@ const TOKEN_ID = new RegExp(`^((${USER_PATTERN})@(${REALM_PATTERN}))!(${REALM_PA
 
 function fingerprintOf(name: string): string {
   const hex = createHash("sha256").update(`pve-ssl:${name}`).digest("hex").toUpperCase();
-  return hex.match(/../g)!.join(":");
+  return (hex.match(/../g) ?? []).join(":");
 }
 
 function nonNegative(value: number, what: string, node: string): number {
@@ -484,20 +470,20 @@ function parseToken(token: string): TokenRecord {
     const shown = match ? `${match[1]}=…` : "a value without =";
     throw new Error(`the fake Proxmox needs a token like user@realm!tokenid=secret, not ${shown}`);
   }
-  return { userid: tokenId[1]!, tokenName: tokenId[4]!, secret: match[2]! };
+  return { userid: tokenId[1] ?? "", tokenName: tokenId[4] ?? "", secret: match[2] ?? "" };
 }
 
 /** PVE::AccessControl::verify_token against the one token the fake knows; the failure, if any. */
 function verifyToken(apiToken: string, known: TokenRecord, state: TokenState): string | undefined {
   const match = /^(.*)=(.*)$/.exec(apiToken);
   if (!match) return "no tokenid specified";
-  const tokenId = match[1]!;
+  const tokenId = match[1] ?? "";
   const parts = TOKEN_ID.exec(tokenId);
   if (!parts) {
     return `'${tokenId}' is not a valid token ID - not able to split into user and token parts`;
   }
-  const userid = parts[1]!;
-  const tokenName = parts[4]!;
+  const userid = parts[1] ?? "";
+  const tokenName = parts[4] ?? "";
   if (userid !== known.userid) return `no such user ('${userid}')`;
   if (state === "user-disabled") return `user '${userid}' is disabled`;
   if (tokenName !== known.tokenName || state === "deleted") {
@@ -539,7 +525,8 @@ function shuffled<T>(items: readonly T[]): T[] {
   const copy = [...items];
   for (let i = copy.length - 1; i > 0; i -= 1) {
     const j = Math.floor(Math.random() * (i + 1));
-    [copy[i], copy[j]] = [copy[j]!, copy[i]!];
+    const [a, b] = [copy[i], copy[j]];
+    if (a !== undefined && b !== undefined) [copy[i], copy[j]] = [b, a];
   }
   return copy;
 }
@@ -724,18 +711,7 @@ export async function startFakeProxmox(options: FakeProxmoxOptions): Promise<Fak
         }
       }
     },
-    options.tls === undefined || options.tls === false
-      ? {}
-      : {
-          tls: {
-            key: readFileSync(PROXMOX_TEST_TLS.keyFile),
-            cert:
-              typeof options.tls === "object" && options.tls.chain === true
-                ? readFileSync(PROXMOX_TEST_TLS.certFile, "utf8") +
-                  readFileSync(PROXMOX_TEST_TLS.caFile, "utf8")
-                : readFileSync(PROXMOX_TEST_TLS.certFile),
-          },
-        },
+    options.tls === undefined ? {} : { tls: options.tls },
   );
 
   return {

@@ -206,6 +206,11 @@ export interface FakeSlack {
    * applies as for the built-in methods.
    */
   addMethod(method: string, handler: ExtraMethod): void;
+  /**
+   * Calls `listener` after every Web API call and every response_url post (anything that may
+   * have changed what a user sees); returns the function that stops it.
+   */
+  onChange(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -600,6 +605,14 @@ class ObservableList<T> {
   push(item: T): void {
     this.items.push(item);
     for (const listener of [...this.listeners]) listener();
+  }
+
+  /** Calls `listener` after every push, until the returned function is called. */
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
   }
 
   waitFor(match: (item: T) => boolean, timeoutMs: number, explain: () => string): Promise<T> {
@@ -1684,6 +1697,12 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     },
     addMethod: (method, handler) => {
       workspace.extraMethods.set(method, handler);
+    },
+    onChange: (listener) => {
+      const stops = [calls.subscribe(listener), responses.posts.subscribe(listener)];
+      return () => {
+        for (const stop of stops) stop();
+      };
     },
     close: () => server.close(),
   };

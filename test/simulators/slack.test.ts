@@ -13,21 +13,25 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { TEST_SECRETS } from "../support/secrets.js";
-import { startFakeServer, type FakeServer, type RecordedRequest } from "./http.js";
+import {
+  startFakeServer,
+  type FakeServer,
+  type RecordedRequest,
+} from "../../src/simulators/http.js";
 import {
   createSlackSigner,
   slackSignature,
   stateValuesFor,
   type DeliveryOptions,
   type SlackSigner,
-} from "./slack-signer.js";
+} from "../../src/simulators/slack-signer.js";
 import {
   formatProblem,
   startFakeSlack,
   validateBlocks,
   validateModalView,
   type FakeSlack,
-} from "./slack.js";
+} from "../../src/simulators/slack.js";
 
 const BOT_TOKEN = TEST_SECRETS.botToken;
 const SIGNING_SECRET = TEST_SECRETS.signingSecret;

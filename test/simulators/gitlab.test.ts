@@ -16,7 +16,7 @@ import {
   type FakeProjectOptions,
   type JobStatus,
   type TerraformLockInfo,
-} from "./gitlab.js";
+} from "../../src/simulators/gitlab.js";
 import {
   ansibleExitCode,
   ansibleTrace,
@@ -25,8 +25,12 @@ import {
   syntheticAnsibleRun,
   syntheticPlan,
   traceWhileRunning,
-} from "./gitlab-traces.js";
-import { startFakeServer, type FakeServer, type RecordedRequest } from "./http.js";
+} from "../../src/simulators/gitlab-traces.js";
+import {
+  startFakeServer,
+  type FakeServer,
+  type RecordedRequest,
+} from "../../src/simulators/http.js";
 
 const token = TEST_SECRETS.gitlabToken;
 

@@ -1,6 +1,10 @@
 import nodeVault from "node-vault";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeVault, type FakeVault, type FakeVaultOptions } from "./vault.js";
+import {
+  startFakeVault,
+  type FakeVault,
+  type FakeVaultOptions,
+} from "../../src/simulators/vault.js";
 
 const ROOT_TOKEN = "hvs.RootTokenOfTheFakeVault0001";
 const ROLE_ID = "8e1c2f4a-7d2b-4c9e-9a51-0f3b6d2e7c10";
