@@ -1,8 +1,9 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { ConfigError, configSecrets, loadConfig, type Config } from "./config.js";
+import { chooseMode, sandboxSettings } from "./mode.js";
 import { createRedactor } from "./redact.js";
-import { startVmbot, StartupError } from "./start.js";
+import { startVmbot, StartupError, type RunningVmbot } from "./start.js";
 
 /** The environment, with a `.env` file in the working directory filling in what is unset. */
 function environment(): Record<string, string | undefined> {
@@ -18,11 +19,54 @@ function fail(message: string): never {
 
 let config: Config | undefined;
 
+/** Stops on SIGTERM or SIGINT: in-flight work gets eight of the ten seconds. */
+function stopOnSignals(running: { log: RunningVmbot["log"]; stop(): Promise<void> }): void {
+  let signals = 0;
+  const shutdown = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) process.exit(1);
+    running.log.info({ signal }, "received signal");
+    const hardStop = setTimeout(() => process.exit(1), 10_000);
+    hardStop.unref();
+    void running.stop().then(() => process.exit(0));
+  };
+  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", shutdown);
+}
+
+/** The sandbox: the real bot against a simulated Slack, GitLab, Proxmox and Vault, and a page. */
+async function sandbox(env: Record<string, string | undefined>): Promise<void> {
+  const settings = sandboxSettings(env);
+  // Its own store, emptied: the simulated platform starts empty on every run.
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(`${settings.dbPath}${suffix}`, { force: true });
+  const { startSandbox } = await import("./sandbox/sandbox.js");
+  const running = await startSandbox(settings);
+  const rule = "─".repeat(76);
+  process.stdout.write(
+    [
+      rule,
+      `  vmbot sandbox: open ${running.url}`,
+      "  Slack, GitLab, Proxmox and Vault are simulated on this machine; nothing real is touched.",
+      "  To connect a real Slack workspace instead, set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET",
+      "  (see .env.example and the README), or VMBOT_MODE=slack to require them.",
+      rule,
+      "",
+    ].join("\n"),
+  );
+  stopOnSignals({ log: running.bot.log, stop: () => running.stop() });
+}
+
 async function main(): Promise<void> {
+  const env = environment();
   try {
-    config = loadConfig(environment());
+    if (chooseMode(env) === "sandbox") {
+      await sandbox(env);
+      return;
+    }
+    config = loadConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
+    if (error instanceof StartupError) fail(`vmbot cannot start: ${error.message}`);
     throw error;
   }
   let bot;
@@ -43,18 +87,7 @@ async function main(): Promise<void> {
     throw error;
   }
   const running = bot;
-  let signals = 0;
-  const shutdown = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) process.exit(1);
-    running.log.info({ signal }, "received signal");
-    // Ten seconds in all: eight for in-flight work, the rest to close.
-    const hardStop = setTimeout(() => process.exit(1), 10_000);
-    hardStop.unref();
-    void running.stop(8_000).then(() => process.exit(0));
-  };
-  process.on("SIGTERM", shutdown);
-  process.on("SIGINT", shutdown);
+  stopOnSignals({ log: running.log, stop: () => running.stop(8_000) });
 }
 
 main().catch((error: unknown) => {

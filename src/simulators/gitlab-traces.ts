@@ -457,6 +457,17 @@ export function syntheticReplacePlan(
 ): string {
   const vm = vmDefaults(params);
   const fromNode = params.fromNode ?? (vm.node === "pve1" ? "pve2" : "pve1");
+  // The existing VM has 2 cores and a 20 GB disk; Terraform's diff hides what does not change.
+  const cpu =
+    vm.cores === 2
+      ? ""
+      : `      ~ cpu {
+          ~ cores   = 2 -> ${vm.cores}
+            # (2 unchanged attributes hidden)
+        }
+
+`;
+  const size = vm.diskGb === 20 ? "" : `          ~ size         = 20 -> ${vm.diskGb}\n`;
   return `
 Terraform used the selected providers to generate the following execution
 plan. Resource actions are indicated with the following symbols:
@@ -483,18 +494,12 @@ Terraform will perform the following actions:
       ~ vm_id                   = ${params.vmId ?? 104} -> (known after apply)
         # (9 unchanged attributes hidden)
 
-      ~ cpu {
-          ~ cores   = 2 -> ${vm.cores}
-            # (2 unchanged attributes hidden)
-        }
-
-      ~ disk {
+${cpu}      ~ disk {
           ~ file_format  = "raw" -> (known after apply)
-          ~ size         = 20 -> ${vm.diskGb}
-            # (2 unchanged attributes hidden)
+${size}            # (${size === "" ? 3 : 2} unchanged attributes hidden)
         }
 
-        # (5 unchanged blocks hidden)
+        # (${cpu === "" ? 6 : 5} unchanged blocks hidden)
     }
 
 Plan: 1 to add, 0 to change, 1 to destroy.
@@ -515,11 +520,15 @@ export function syntheticLockError(lock: {
   createdAt: Date;
   operation?: string;
 }): string {
-  // Terraform prints the lock's creation time with Go's default time format.
+  // Terraform prints the lock's creation time with Go's default time format,
+  // `2006-01-02 15:04:05.999999999 -0700 MST`: the fraction without trailing zeros, none if zero.
   const created = lock.createdAt
     .toISOString()
     .replace("T", " ")
-    .replace(/\.\d+Z$/, ".000000000 +0000 UTC");
+    .replace(/\.(\d+)Z$/, (_, fraction: string) => {
+      const digits = fraction.replace(/0+$/, "");
+      return `${digits === "" ? "" : `.${digits}`} +0000 UTC`;
+    });
   return `
 ╷
 │ Error: Error acquiring the state lock

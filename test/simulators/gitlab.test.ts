@@ -11,8 +11,10 @@ import { TEST_SECRETS } from "../support/secrets.js";
 import {
   startFakeGitlab,
   terraformLockInfo,
+  vmParamsOf,
   type FakeGitlab,
   type FakeGitlabOptions,
+  type FakePipeline,
   type FakeProjectOptions,
   type JobStatus,
   type TerraformLockInfo,
@@ -23,14 +25,20 @@ import {
   isRunnerTrace,
   planTrace,
   syntheticAnsibleRun,
+  syntheticLockError,
   syntheticPlan,
+  syntheticReplacePlan,
+  terraformExitCode,
   traceWhileRunning,
+  UNREACHABLE_TASKS,
 } from "../../src/simulators/gitlab-traces.js";
 import {
   startFakeServer,
   type FakeServer,
   type RecordedRequest,
 } from "../../src/simulators/http.js";
+import { parseAnsibleOutput } from "../../src/ansible/recap.js";
+import { parsePlanText } from "../../src/terraform/plan-text.js";
 
 const token = TEST_SECRETS.gitlabToken;
 
@@ -2266,6 +2274,316 @@ describe("fake GitLab: Terraform state", () => {
       ).body,
     ).toStrictEqual({
       data: { project: { id: "gid://gitlab/Project/7" } },
+    });
+  });
+});
+
+describe("simulated outputs: a replace, a state lock, an unreachable host", () => {
+  const LOCK = {
+    id: "6f1c2a9e-3b7d-4e58-a0c4-9d2e7b31f05a",
+    who: "ci-runner@runner-7f3a9c",
+    createdAt: new Date("2026-03-02T10:15:30.123Z"),
+  };
+
+  it("prints a replace plan that the plan parser reads as one VM destroyed and created again", () => {
+    const text = syntheticReplacePlan({ name: "db-02", node: "pve3", cores: 4, diskGb: 40 });
+    const plan = parsePlanText(text);
+    expect(plan.resources).toStrictEqual([
+      {
+        address: "proxmox_virtual_environment_vm.vm",
+        action: "replace",
+        replaceOrder: "delete-first",
+        reason: "node_name forces replacement",
+      },
+    ]);
+    expect(plan.counts).toStrictEqual({ add: 1, change: 0, destroy: 1 });
+    expect(plan.derivedCounts).toStrictEqual({
+      add: 1,
+      change: 0,
+      destroy: 1,
+      replace: 1,
+      import: 0,
+    });
+    expect(plan.mismatch).toBeUndefined();
+    expect(plan.errors).toStrictEqual([]);
+    expect(plan.noChanges).toBe(false);
+    expect(text).toContain('name                    = "db-02"');
+    expect(text).toContain('~ node_name               = "pve1" -> "pve3" # forces replacement');
+    expect(text).toContain("~ cores   = 2 -> 4");
+    expect(text).toContain("~ size         = 20 -> 40");
+    expect(terraformExitCode(text)).toBe(0);
+  });
+
+  it("moves the VM from another node than the one asked for, or from the one given", () => {
+    expect(syntheticReplacePlan({ node: "pve1" })).toContain('"pve2" -> "pve1" # forces');
+    expect(syntheticReplacePlan({ node: "pve2", fromNode: "pve4", vmId: 117 })).toMatch(
+      /"pve4" -> "pve2" # forces replacement\n.*vm_id += 117 -> \(known after apply\)/,
+    );
+  });
+
+  it("shows no attribute changing to the value it already has, as Terraform's diff hides those", () => {
+    // The existing VM has 2 cores and a 20 GB disk: the defaults, so nothing there changes.
+    const text = syntheticReplacePlan({ name: "web-01", node: "pve2" });
+    const unchanged = text
+      .split("\n")
+      .filter((line) => /^\s*~ \S+\s+= (.+) -> \1(?: #.*)?$/.test(line));
+    expect(unchanged).toStrictEqual([]);
+    expect(text).not.toContain("~ cpu {");
+    expect(text).toContain("# (3 unchanged attributes hidden)");
+    expect(text).toContain("# (6 unchanged blocks hidden)");
+    expect(parsePlanText(text).counts).toStrictEqual({ add: 1, change: 0, destroy: 1 });
+  });
+
+  it("prints a state lock error naming the lock and its holder, which fails Terraform", () => {
+    const text = syntheticLockError(LOCK);
+    expect(terraformExitCode(text)).not.toBe(0);
+    expect(text).toContain("│ Error: Error acquiring the state lock");
+    expect(text).toContain(`HTTP remote state already locked: ID=${LOCK.id}`);
+    expect(text).toMatch(new RegExp(`│ {3}ID: +${LOCK.id}\n`));
+    expect(text).toMatch(new RegExp(`│ {3}Who: +${LOCK.who}\n`));
+    expect(text).toContain("│   Operation: OperationTypeApply\n");
+
+    const plan = parsePlanText(text);
+    expect(plan.errors).toHaveLength(1);
+    expect(plan.errors[0]?.summary).toBe("Error acquiring the state lock");
+    expect(plan.errors[0]?.detail).toContain(`Who:       ${LOCK.who}`);
+    expect(plan.resources).toStrictEqual([]);
+    expect(plan.counts).toBeUndefined();
+  });
+
+  it("prints the lock's creation time as Go's time.Time String does, fraction trimmed", () => {
+    expect(syntheticLockError(LOCK)).toContain(
+      "│   Created:   2026-03-02 10:15:30.123 +0000 UTC\n",
+    );
+    const whole = syntheticLockError({ ...LOCK, createdAt: new Date("2026-03-02T10:15:30Z") });
+    expect(whole).toContain("│   Created:   2026-03-02 10:15:30 +0000 UTC\n");
+    const tenths = syntheticLockError({ ...LOCK, createdAt: new Date("2026-03-02T10:15:30.500Z") });
+    expect(tenths).toContain("│   Created:   2026-03-02 10:15:30.5 +0000 UTC\n");
+    expect(syntheticLockError({ ...LOCK, operation: "OperationTypePlan" })).toContain(
+      "│   Operation: OperationTypePlan\n",
+    );
+  });
+
+  it("fails the plan job, and so the pipeline, when its output is the lock error", async () => {
+    const { fake, api, id } = await startWithPipeline();
+    fake.setTraces(id, { "tf:plan": syntheticLockError(LOCK) });
+    runUntilSettled(fake, id, "tf:plan");
+
+    const planJob = fake.job(id, "tf:plan");
+    expect(planJob).toMatchObject({ status: "failed", failureReason: "script_failure" });
+    const log = await api.Jobs.showLog(7, planJob.id);
+    expect(log).toContain("$ terraform plan -no-color -input=false -out=tfplan");
+    expect(log).toContain(`ID=${LOCK.id}`);
+    expect(log).toContain("ERROR: Job failed: exit code 1");
+    expect(log).not.toContain("Job succeeded");
+    expect(fake.job(id, "tf:validate").status).toBe("success");
+    expect(fake.job(id, "tf:apply").status).toBe("skipped");
+    expect(fake.job(id, "ansible:configure").status).toBe("skipped");
+    expect(fake.pipeline(id).status).toBe("failed");
+  });
+
+  it("passes the plan job, blocked on the manual apply, when its output is the replace plan", async () => {
+    const { fake, id } = await startWithPipeline();
+    fake.setTraces(id, { "tf:plan": syntheticReplacePlan({ name: "web-01", node: "pve2" }) });
+    runUntilSettled(fake, id, "tf:plan");
+    expect(fake.job(id, "tf:plan").status).toBe("success");
+    expect(fake.job(id, "tf:plan").log).toContain("Plan: 1 to add, 0 to change, 1 to destroy.");
+    expect(fake.pipeline(id).status).toBe("manual");
+  });
+
+  it("prints an unreachable host as ansible-playbook does, exit code 4", () => {
+    const text = syntheticAnsibleRun({
+      host: "web-07",
+      tasks: [...UNREACHABLE_TASKS],
+      color: false,
+    });
+    expect(ansibleExitCode(text)).toBe(4);
+    expect(text).toContain("TASK [Gathering Facts]");
+    expect(text).toMatch(/^fatal: \[web-07\]: UNREACHABLE! => \{.*"unreachable":true\}$/m);
+    expect(text).toMatch(/^PLAY RECAP \*+$/m);
+    expect(text).toMatch(
+      /^web-07 +: ok=0 +changed=0 +unreachable=1 +failed=0 +skipped=0 +rescued=0 +ignored=0 *$/m,
+    );
+
+    const run = parseAnsibleOutput(text);
+    expect(run.recapFound).toBe(true);
+    expect(run.hosts).toStrictEqual([
+      {
+        host: "web-07",
+        ok: 0,
+        changed: 0,
+        unreachable: 1,
+        failed: 0,
+        skipped: 0,
+        rescued: 0,
+        ignored: 0,
+      },
+    ]);
+    expect(run.failures).toHaveLength(1);
+    expect(run.failures[0]).toMatchObject({
+      host: "web-07",
+      task: "Gathering Facts",
+      kind: "unreachable",
+      ignored: false,
+    });
+    expect(run.failures[0]?.message).toMatch(/^Failed to connect to the host via ssh: /);
+  });
+
+  it("reads the same from the coloured run, and fails the configure job with exit code 4", async () => {
+    const text = syntheticAnsibleRun({ host: "web-01", tasks: [...UNREACHABLE_TASKS] });
+    expect(text).toContain("\x1b[1;31mfatal: [web-01]: UNREACHABLE! =>");
+    expect(ansibleExitCode(text)).toBe(4);
+    const run = parseAnsibleOutput(text);
+    expect(run.hosts.map((h) => [h.host, h.unreachable, h.failed])).toStrictEqual([
+      ["web-01", 1, 0],
+    ]);
+    expect(run.failures.map((f) => [f.host, f.kind])).toStrictEqual([["web-01", "unreachable"]]);
+
+    const { fake, id } = await startWithPipeline();
+    fake.setTraces(id, { "ansible:configure": text });
+    runUntilSettled(fake, id, "tf:plan");
+    fake.playJob(id, "tf:apply");
+    runUntilSettled(fake, id, "tf:apply");
+    runUntilSettled(fake, id, "ansible:configure");
+    const configure = fake.job(id, "ansible:configure");
+    expect(configure.status).toBe("failed");
+    expect(configure.log).toContain("ERROR: Job failed: exit code 4");
+    expect(fake.pipeline(id).status).toBe("failed");
+  });
+});
+
+describe("fake GitLab: onPipelineCreated and vmParamsOf", () => {
+  it("calls the listener once per created pipeline, with that pipeline, until stopped", async () => {
+    const { fake, api } = await start();
+    const seen: FakePipeline[] = [];
+    const stop = fake.onPipelineCreated((pipeline) => {
+      seen.push(pipeline);
+    });
+
+    const first = await createPipeline(api, 7, "main", VM);
+    expect(seen.map((p) => p.id)).toStrictEqual([first.id]);
+    const second = await createPipeline(api, 7, "main", {
+      inputs: { vm_name: "db-01", vm_ip: "10.0.0.7/24" },
+    });
+    expect(seen.map((p) => p.id)).toStrictEqual([first.id, second.id]);
+    expect(seen[0]).toBe(fake.pipeline(first.id));
+    expect(seen[1]).toBe(fake.pipeline(second.id));
+    expect(seen[1]?.inputs).toMatchObject({ vm_name: "db-01", vm_ip: "10.0.0.7/24" });
+
+    // A refused pipeline is not created, so nobody hears of it.
+    await failureOf(createPipeline(api, 7, "mian", VM));
+    expect(seen).toHaveLength(2);
+
+    stop();
+    await createPipeline(api, 7, "main", VM);
+    expect(seen).toHaveLength(2);
+    expect(fake.pipelines).toHaveLength(3);
+    stop(); // stopping twice is harmless
+  });
+
+  it("keeps other listeners when one stops, and hands each the pipeline with its jobs", async () => {
+    const { fake, api } = await start();
+    const a: number[] = [];
+    const b: string[][] = [];
+    const stopA = fake.onPipelineCreated((pipeline) => a.push(pipeline.id));
+    const stopB = fake.onPipelineCreated((pipeline) => b.push(pipeline.jobs.map((j) => j.name)));
+    const first = await createPipeline(api, 7, "main", VM);
+    stopA();
+    await createPipeline(api, 7, "main", VM);
+    stopB();
+    expect(a).toStrictEqual([first.id]);
+    expect(b).toStrictEqual([
+      ["tf:validate", "tf:plan", "tf:apply", "ansible:configure"],
+      ["tf:validate", "tf:plan", "tf:apply", "ansible:configure"],
+    ]);
+  });
+
+  it("lets the listener set the new pipeline's outputs before any job runs", async () => {
+    const { fake, api } = await start();
+    fake.onPipelineCreated((pipeline) => {
+      const vm = vmParamsOf(pipeline);
+      fake.setTraces(pipeline.id, {
+        "tf:plan": syntheticLockError({
+          id: "lock-1",
+          who: `someone@${vm.name ?? "?"}`,
+          createdAt: new Date("2026-01-05T08:00:00Z"),
+        }),
+      });
+    });
+    const { id } = await createPipeline(api, 7, "main", VM);
+    runUntilSettled(fake, id, "tf:plan");
+    expect(fake.job(id, "tf:plan").status).toBe("failed");
+    expect(fake.job(id, "tf:plan").log).toContain("Who:       someone@web-01");
+  });
+
+  it("reads the VM from the pipeline's inputs, with their defaults", async () => {
+    const { fake, api } = await start({
+      projects: [
+        {
+          ...project,
+          inputs: {
+            ...project.inputs,
+            proxmox_node: { default: "pve" },
+            dns_server: {},
+            template_vm_id: { type: "number", default: 9000 },
+            cpu_cores: { type: "number" },
+            memory_mb: { type: "number" },
+            disk_size_gb: { type: "number" },
+          },
+        },
+      ],
+    });
+    const params: ReturnType<typeof vmParamsOf>[] = [];
+    fake.onPipelineCreated((pipeline) => params.push(vmParamsOf(pipeline)));
+    await createPipeline(api, 7, "main", {
+      inputs: {
+        vm_name: "db-01",
+        vm_ip: "10.0.0.7/24",
+        proxmox_node: "pve2",
+        dns_server: "10.0.0.53",
+        cpu_cores: 4,
+        memory_mb: 8192,
+        disk_size_gb: 64,
+      },
+    });
+    expect(params).toStrictEqual([
+      {
+        name: "db-01",
+        ip: "10.0.0.7/24",
+        gateway: "192.168.1.1",
+        node: "pve2",
+        dns: "10.0.0.53",
+        templateId: 9000,
+        cores: 4,
+        memoryMb: 8192,
+        diskGb: 64,
+      },
+    ]);
+    expect(vmParamsOf(fake.pipelines[0]!)).toStrictEqual(params[0]);
+  });
+
+  it("gives only what was asked for, and reads upper-case variables when there are no inputs", async () => {
+    const { fake, api } = await start({
+      projects: [project, { id: 9, path: "infra/legacy" }],
+    });
+    const first = await createPipeline(api, 7, "main", VM);
+    expect(vmParamsOf(fake.pipeline(first.id))).toStrictEqual({
+      name: "web-01",
+      ip: "192.168.1.50/24",
+      gateway: "192.168.1.1",
+    });
+    const legacy = await createPipeline(api, 9, "main", {
+      variables: [
+        { key: "VM_NAME", value: "old-01" },
+        { key: "VM_IP", value: "10.1.0.9/16" },
+        { key: "CPU_CORES", value: "8" },
+        { key: "MEMORY_MB", value: "lots" },
+      ],
+    });
+    expect(vmParamsOf(fake.pipeline(legacy.id))).toStrictEqual({
+      name: "old-01",
+      ip: "10.1.0.9/16",
+      cores: 8,
     });
   });
 });

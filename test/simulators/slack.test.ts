@@ -1154,3 +1154,91 @@ describe("a real Bolt app receiving signed requests", () => {
     ).rejects.toThrow('No element with action_id "approve" to click');
   });
 });
+
+describe("fake Slack: onChange", () => {
+  let fake: FakeSlack;
+
+  beforeEach(async () => {
+    fake = await startFakeSlack({ botToken: BOT_TOKEN });
+  });
+
+  afterEach(async () => {
+    await fake.close();
+  });
+
+  /** POSTs a JSON body to a response_url, as Bolt's `respond()` does. */
+  async function respond(url: string, body: object): Promise<Response> {
+    return fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  }
+
+  it("fires after every Web API call, failed ones too, with the call already recorded", async () => {
+    const client = clientFor(fake);
+    const seen: string[] = [];
+    fake.onChange(() => {
+      seen.push(fake.calls.map((call) => call.method).join(","));
+    });
+
+    await client.chat.postMessage({ channel: CHANNEL, text: "hello" });
+    expect(seen).toStrictEqual(["chat.postMessage"]);
+    expect(fake.messages).toHaveLength(1);
+
+    await slackError(
+      clientFor(fake, "xoxb-wrong").chat.postMessage({ channel: CHANNEL, text: "x" }),
+    );
+    expect(seen).toStrictEqual(["chat.postMessage", "chat.postMessage,chat.postMessage"]);
+    expect(fake.calls[1]).toMatchObject({ ok: false, error: "invalid_auth" });
+  });
+
+  it("fires after a response_url post, with the post already recorded, but not for an unknown URL", async () => {
+    let fired = 0;
+    let postsWhenFired = -1;
+    fake.onChange(() => {
+      fired += 1;
+      postsWhenFired = fake.responses.length;
+    });
+    const url = fake.issueResponseUrl();
+    expect(fired).toBe(0); // issuing a URL changes nothing a user sees
+
+    const response = await respond(url, { response_type: "ephemeral", text: "Working on it" });
+    expect(response.status).toBe(200);
+    expect(fired).toBe(1);
+    expect(postsWhenFired).toBe(1);
+    expect(fake.responses[0]).toMatchObject({
+      url,
+      body: { response_type: "ephemeral", text: "Working on it" },
+    });
+
+    const unknown = await respond(`${url}x`, { text: "nobody issued this" });
+    expect(unknown.status).toBe(404);
+    expect(fired).toBe(1);
+  });
+
+  it("stops firing once its stop function is called, leaving other listeners subscribed", async () => {
+    const client = clientFor(fake);
+    let stopped = 0;
+    let kept = 0;
+    const stop = fake.onChange(() => {
+      stopped += 1;
+    });
+    fake.onChange(() => {
+      kept += 1;
+    });
+    const url = fake.issueResponseUrl();
+
+    await client.chat.postMessage({ channel: CHANNEL, text: "one" });
+    await respond(url, { text: "first" });
+    expect([stopped, kept]).toStrictEqual([2, 2]);
+
+    stop();
+    await client.chat.postMessage({ channel: CHANNEL, text: "two" });
+    await respond(url, { text: "second" });
+    expect([stopped, kept]).toStrictEqual([2, 4]);
+    expect(fake.responses).toHaveLength(2);
+    expect(fake.messages).toHaveLength(2);
+    stop(); // stopping twice is harmless
+  });
+});

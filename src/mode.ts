@@ -1,0 +1,79 @@
+import { resolve } from "node:path";
+import { z } from "zod";
+import { ConfigError } from "./config.js";
+
+type RawEnv = Readonly<Record<string, string | undefined>>;
+
+export type Mode = "slack" | "sandbox";
+
+const SLACK_CREDENTIALS = ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"] as const;
+
+const blank = (value: string | undefined): boolean => value === undefined || value.trim() === "";
+
+/**
+ * `VMBOT_MODE`: `slack` runs the bot for a real workspace (and fails, naming what is missing, when
+ * it is not configured), `sandbox` runs the local sandbox, and `auto` (the default) runs the
+ * sandbox only when no Slack credential is set at all.
+ */
+export function chooseMode(env: RawEnv): Mode {
+  const mode = (env.VMBOT_MODE ?? "").trim().toLowerCase() || "auto";
+  if (mode === "slack" || mode === "sandbox") return mode;
+  if (mode !== "auto") {
+    throw new ConfigError([
+      `VMBOT_MODE must be auto, slack or sandbox (it is "${env.VMBOT_MODE ?? ""}")`,
+    ]);
+  }
+  return SLACK_CREDENTIALS.every((name) => blank(env[name])) ? "sandbox" : "slack";
+}
+
+export interface SandboxSettings {
+  port: number;
+  dbPath: string;
+  logLevel: string;
+  paceMs: number;
+}
+
+const sandboxSchema = z.object({
+  PORT: z.coerce
+    .number({ error: "PORT must be a whole number from 0 to 65535" })
+    .int({ error: "PORT must be a whole number from 0 to 65535" })
+    .min(0, { error: "PORT must be a whole number from 0 to 65535" })
+    .max(65535, { error: "PORT must be a whole number from 0 to 65535" })
+    .default(3000),
+  VMBOT_SANDBOX_DB: z.string().trim().min(1).default("./data/sandbox.sqlite"),
+  VMBOT_DB: z.string().trim().min(1).default("./data/vmbot.sqlite"),
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace"], {
+      error: "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace",
+    })
+    .default("warn"),
+  VMBOT_SANDBOX_PACE_MS: z.coerce
+    .number({ error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
+    .int({ error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
+    .min(50, { error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
+    .max(60_000, { error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
+    .default(1500),
+});
+
+/** The sandbox's few settings; its store is never the bot's own (`VMBOT_DB`). */
+export function sandboxSettings(env: RawEnv): SandboxSettings {
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => !blank(value)),
+  ) as Record<string, string>;
+  const parsed = sandboxSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError([...new Set(parsed.error.issues.map((issue) => issue.message))]);
+  }
+  const settings = parsed.data;
+  if (resolve(settings.VMBOT_SANDBOX_DB) === resolve(settings.VMBOT_DB)) {
+    throw new ConfigError([
+      "VMBOT_SANDBOX_DB must not be the bot's own store (VMBOT_DB): the sandbox empties its store on every start",
+    ]);
+  }
+  return {
+    port: settings.PORT,
+    dbPath: settings.VMBOT_SANDBOX_DB,
+    logLevel: settings.LOG_LEVEL,
+    paceMs: settings.VMBOT_SANDBOX_PACE_MS,
+  };
+}

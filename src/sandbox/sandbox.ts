@@ -1,0 +1,562 @@
+/**
+ * The sandbox: the real bot (the same Bolt app, listeners, views, tracker and store) against the
+ * simulated platform, and a page at `/` that looks and behaves like a Slack channel.
+ *
+ * The page never talks to the bot directly. It sends what a person does (a slash command typed in
+ * the composer, a form submitted, a button clicked) here; this server turns each into the request
+ * Slack would send, signed with the bot's signing secret, and posts it to the bot's own
+ * `/slack/events`. What the bot does in return (messages posted and edited, modals opened, answers
+ * only the clicker sees) is read back from the simulated Slack and pushed to the page over
+ * server-sent events, as the exact JSON the bot sent.
+ */
+import { readFile } from "node:fs/promises";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { DestinationStream } from "pino";
+import { loadConfig } from "../config.js";
+import { startVmbot, StartupError, type RunningVmbot } from "../start.js";
+import { createSlackSigner, stateValuesFor, type InputValue } from "../simulators/slack-signer.js";
+import type { FakeMessage, JsonObject } from "../simulators/slack.js";
+import {
+  CHANNEL,
+  isScenario,
+  PEOPLE,
+  SCENARIOS,
+  startSimulatedPlatform,
+  type Person,
+  type SimulatedPlatform,
+} from "./platform.js";
+
+export interface SandboxOptions {
+  /** The page's port; 0 picks a free one. */
+  port: number;
+  /** The sandbox's own store, emptied on every start: the simulated platform starts empty too. */
+  dbPath: string;
+  logLevel: string;
+  /** Milliseconds between the simulated runner's steps. */
+  paceMs: number;
+  logDestination?: DestinationStream;
+}
+
+export interface RunningSandbox {
+  /** The page, e.g. `http://localhost:3000/`. */
+  url: string;
+  port: number;
+  bot: RunningVmbot;
+  platform: SimulatedPlatform;
+  stop(): Promise<void>;
+}
+
+/** One answer only its recipient sees: `chat.postEphemeral`, or a `response_url` reply. */
+interface Ephemeral {
+  id: string;
+  user: string;
+  ts: string;
+  text: string;
+  blocks: unknown[];
+}
+
+const MAX_BODY_BYTES = 256 * 1024;
+
+const UI_FILES: Readonly<Record<string, string>> = {
+  "/ui/page.css": "text/css; charset=utf-8",
+  "/ui/page.js": "text/javascript; charset=utf-8",
+  "/ui/blockkit.js": "text/javascript; charset=utf-8",
+};
+
+const SECURITY_HEADERS = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+};
+
+class BadRequest extends Error {}
+
+function send(res: ServerResponse, status: number, body: string, type: string): void {
+  res.writeHead(status, { ...SECURITY_HEADERS, "content-type": type });
+  res.end(body);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  send(res, status, JSON.stringify(body), "application/json; charset=utf-8");
+}
+
+async function readJson(req: IncomingMessage): Promise<JsonObject> {
+  if (!(req.headers["content-type"] ?? "").startsWith("application/json")) {
+    throw new BadRequest("send JSON (content-type: application/json)");
+  }
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new BadRequest("the request is too large");
+    chunks.push(chunk);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw new BadRequest("the body is not valid JSON");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new BadRequest("the body must be a JSON object");
+  }
+  return parsed as JsonObject;
+}
+
+const text = (body: JsonObject, key: string): string => {
+  const value = body[key];
+  if (typeof value !== "string" || value === "") throw new BadRequest(`${key} is missing`);
+  return value;
+};
+
+function person(body: JsonObject): (typeof PEOPLE)[Person] {
+  const as = text(body, "as");
+  if (!Object.hasOwn(PEOPLE, as)) throw new BadRequest(`unknown person "${as}"`);
+  return PEOPLE[as as Person];
+}
+
+const isRecord = (value: unknown): value is JsonObject =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A Slack `ts` for a moment in milliseconds. */
+const tsOf = (ms: number): string =>
+  `${Math.floor(ms / 1000)}.${String((ms % 1000) * 1000).padStart(6, "0")}`;
+
+export async function startSandbox(options: SandboxOptions): Promise<RunningSandbox> {
+  const platform = await startSimulatedPlatform();
+  const { slack } = platform;
+  let bot: RunningVmbot;
+  try {
+    const config = loadConfig({
+      ...platform.env,
+      VMBOT_DB: options.dbPath,
+      PORT: "0",
+      LOG_LEVEL: options.logLevel,
+    });
+    bot = await startVmbot(config, {
+      ...(options.logDestination === undefined ? {} : { logDestination: options.logDestination }),
+    });
+  } catch (error) {
+    await platform.close();
+    throw error;
+  }
+  const botUrl = `http://127.0.0.1:${bot.port}`;
+  platform.run({ webhookUrl: `${botUrl}/gitlab/webhook`, paceMs: options.paceMs });
+  const signer = createSlackSigner({
+    eventsUrl: `${botUrl}/slack/events`,
+    signingSecret: platform.signingSecret,
+    slack,
+  });
+
+  // Who did what: Slack ties trigger_ids and response_urls to the person whose action made them.
+  const triggerUsers = new Map<string, string>();
+  const responseOwners = new Map<string, { user: string; replaces?: string }>();
+  const viewUsers = new Map<string, string>();
+  const closedViews = new Set<string>();
+  const ackAnswers: Ephemeral[] = [];
+  let seenCalls = 0;
+
+  /** Views opened since the last look, each given to the person whose trigger_id opened it. */
+  function assignViews(): void {
+    const calls = slack.calls;
+    for (; seenCalls < calls.length; seenCalls += 1) {
+      const call = calls[seenCalls];
+      if (!call?.ok) continue;
+      if (call.method !== "views.open" && call.method !== "views.push") continue;
+      const user = triggerUsers.get(String(call.args.trigger_id));
+      const fresh = slack.views.find((view) => !viewUsers.has(view.id));
+      if (fresh !== undefined) viewUsers.set(fresh.id, user ?? "");
+    }
+  }
+
+  /** Everything a person sees only for themselves, in order, with replies applied. */
+  function ephemerals(): { channel: FakeMessage[]; own: Ephemeral[] } {
+    const own: Ephemeral[] = slack.ephemerals.map((e) => ({
+      id: `e${e.message_ts}`,
+      user: e.user,
+      ts: e.message_ts,
+      text: e.text,
+      blocks: e.blocks,
+    }));
+    own.push(...ackAnswers);
+    const channel: FakeMessage[] = [];
+    slack.responses.forEach((post, index) => {
+      const owner = responseOwners.get(post.url);
+      if (owner === undefined) return;
+      const body = post.body;
+      const ts = tsOf(post.at);
+      const blocks = Array.isArray(body.blocks) ? (body.blocks as unknown[]) : [];
+      const bodyText = typeof body.text === "string" ? body.text : "";
+      const target =
+        owner.replaces === undefined ? -1 : own.findIndex((e) => e.id === owner.replaces);
+      if (body.delete_original === true && target >= 0) {
+        own.splice(target, 1);
+      } else if (body.replace_original === true && target >= 0) {
+        const old = own[target];
+        if (old !== undefined) own[target] = { ...old, text: bodyText, blocks };
+      } else if (body.response_type === "in_channel") {
+        channel.push({
+          channel: CHANNEL.id,
+          ts,
+          text: bodyText,
+          blocks: blocks as JsonObject[],
+          user: slack.identity.botUserId,
+          bot_id: slack.identity.botId,
+          app_id: slack.identity.appId,
+        });
+      } else {
+        own.push({ id: `r${index}`, user: owner.user, ts, text: bodyText, blocks });
+      }
+    });
+    own.sort((a, b) => Number(a.ts) - Number(b.ts));
+    return { channel, own };
+  }
+
+  function snapshot(): unknown {
+    assignViews();
+    const { channel, own } = ephemerals();
+    const messages = [...slack.messages.filter((m) => m.channel === CHANNEL.id), ...channel].sort(
+      (a, b) => Number(a.ts) - Number(b.ts),
+    );
+    const views: { user: string; view: unknown }[] = [];
+    for (const [id, user] of viewUsers) {
+      const view = slack.view(id);
+      if (view !== undefined && !closedViews.has(id)) views.push({ user, view });
+    }
+    const scenarios = platform.scenarios();
+    return {
+      channel: CHANNEL,
+      bot: { id: slack.identity.botUserId, name: "vmbot" },
+      people: PEOPLE,
+      messages,
+      ephemerals: own,
+      views,
+      files: slack.uploads.filter((u) => u.completed).map((u) => u.id),
+      scenarios: Object.entries(SCENARIOS).map(([name, about]) => ({
+        name,
+        ...about,
+        on: scenarios[name as keyof typeof scenarios],
+      })),
+    };
+  }
+
+  // Live updates: one snapshot per burst of changes, to every open page.
+  const streams = new Set<ServerResponse>();
+  let pending: NodeJS.Timeout | undefined;
+  const broadcast = (): void => {
+    if (pending !== undefined || streams.size === 0) return;
+    pending = setTimeout(() => {
+      pending = undefined;
+      const data = `event: state\ndata: ${JSON.stringify(snapshot())}\n\n`;
+      for (const stream of streams) stream.write(data);
+    }, 40);
+  };
+  const stopWatching = slack.onChange(broadcast);
+  const heartbeat = setInterval(() => {
+    for (const stream of streams) stream.write(": still here\n\n");
+  }, 15_000);
+  heartbeat.unref();
+
+  async function command(body: JsonObject): Promise<unknown> {
+    const who = person(body);
+    const typed = text(body, "text").trim();
+    const match = /^(\/\S+)\s*([\s\S]*)$/.exec(typed);
+    if (match?.[1] !== "/vm") {
+      throw new BadRequest("Only /vm is installed in this workspace: try /vm help.");
+    }
+    const delivery = await signer.slashCommand({
+      command: "/vm",
+      text: match[2] ?? "",
+      userId: who.id,
+      userName: who.name,
+      channelId: CHANNEL.id,
+      channelName: CHANNEL.name,
+    });
+    triggerUsers.set(delivery.triggerId, who.id);
+    responseOwners.set(delivery.responseUrl, { user: who.id });
+    const answer = delivery.body.trim();
+    if (delivery.status === 200 && answer !== "") {
+      // A command answered in its ack: shown to the person who typed it.
+      let reply: JsonObject = { text: answer };
+      try {
+        const parsed: unknown = JSON.parse(answer);
+        if (isRecord(parsed)) reply = parsed;
+      } catch {
+        // Plain text.
+      }
+      ackAnswers.push({
+        id: `a${ackAnswers.length}`,
+        user: who.id,
+        ts: tsOf(Date.now()),
+        text: typeof reply.text === "string" ? reply.text : "",
+        blocks: Array.isArray(reply.blocks) ? (reply.blocks as unknown[]) : [],
+      });
+      broadcast();
+    }
+    return { status: delivery.status };
+  }
+
+  async function submit(body: JsonObject): Promise<unknown> {
+    const who = person(body);
+    const view = slack.view(text(body, "view"));
+    if (view === undefined || closedViews.has(view.id)) throw new BadRequest("that form is closed");
+    const given = isRecord(body.values) ? body.values : {};
+    const entries: Record<string, InputValue> = {};
+    for (const [actionId, value] of Object.entries(given)) {
+      entries[actionId] = typeof value === "string" && value !== "" ? value : null;
+    }
+    let values;
+    try {
+      values = stateValuesFor(view, entries);
+    } catch (error) {
+      throw new BadRequest((error as Error).message);
+    }
+    const delivery = await signer.viewSubmission({
+      view,
+      values,
+      userId: who.id,
+      userName: who.name,
+    });
+    if (delivery.json?.response_action === "errors") {
+      return { status: delivery.status, errors: delivery.json.errors };
+    }
+    if (delivery.status === 200) closedViews.add(view.id);
+    broadcast();
+    return { status: delivery.status };
+  }
+
+  async function action(body: JsonObject): Promise<unknown> {
+    const who = person(body);
+    const actionId = text(body, "action");
+    const blockId = typeof body.block === "string" ? body.block : undefined;
+    let message: FakeMessage | undefined;
+    let ephemeralId: string | undefined;
+    if (typeof body.ephemeral === "string") {
+      const found = ephemerals().own.find((e) => e.id === body.ephemeral && e.user === who.id);
+      if (found === undefined) throw new BadRequest("that message is gone");
+      ephemeralId = found.id;
+      message = {
+        channel: CHANNEL.id,
+        ts: found.ts,
+        text: found.text,
+        blocks: found.blocks as JsonObject[],
+        user: slack.identity.botUserId,
+        bot_id: slack.identity.botId,
+        app_id: slack.identity.appId,
+      };
+    } else {
+      message = slack.message(CHANNEL.id, text(body, "ts"));
+      if (message === undefined) throw new BadRequest("that message is gone");
+    }
+    let delivery;
+    try {
+      delivery = await signer.blockAction({
+        message,
+        ephemeral: ephemeralId !== undefined,
+        userId: who.id,
+        userName: who.name,
+        actionId,
+        ...(blockId === undefined ? {} : { blockId }),
+      });
+    } catch (error) {
+      if (error instanceof Error && /action_id|block/.test(error.message)) {
+        throw new BadRequest(error.message);
+      }
+      throw error;
+    }
+    triggerUsers.set(delivery.triggerId, who.id);
+    const responseUrl = delivery.payload.response_url;
+    if (typeof responseUrl === "string") {
+      responseOwners.set(responseUrl, {
+        user: who.id,
+        ...(ephemeralId === undefined ? {} : { replaces: ephemeralId }),
+      });
+    }
+    return { status: delivery.status };
+  }
+
+  function scenario(body: JsonObject): unknown {
+    const name = text(body, "name");
+    if (!isScenario(name)) throw new BadRequest(`unknown scenario "${name}"`);
+    platform.setScenario(name, body.on === true);
+    broadcast();
+    return { scenarios: platform.scenarios() };
+  }
+
+  const posts: Readonly<Record<string, (body: JsonObject) => unknown>> = {
+    "/sandbox/command": command,
+    "/sandbox/submit": submit,
+    "/sandbox/action": action,
+    "/sandbox/scenario": scenario,
+    "/sandbox/close": (body) => {
+      closedViews.add(text(body, "view"));
+      broadcast();
+      return {};
+    },
+  };
+
+  const uiDir = new URL("./ui/", import.meta.url);
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://sandbox").pathname;
+    if (req.method === "GET" && path === "/") {
+      send(res, 200, PAGE, "text/html; charset=utf-8");
+      return;
+    }
+    if (req.method === "GET" && path === "/healthz") {
+      const health = bot.health();
+      sendJson(
+        res,
+        health.ok ? 200 : 503,
+        health.ok ? { status: "ok" } : { status: "unavailable", reason: health.reason },
+      );
+      return;
+    }
+    const uiType = UI_FILES[path];
+    if (req.method === "GET" && uiType !== undefined) {
+      const file = await readFile(new URL(path.slice("/ui/".length), uiDir)).catch(() => undefined);
+      if (file === undefined) {
+        send(
+          res,
+          404,
+          "The page's files are missing: run npm run build.",
+          "text/plain; charset=utf-8",
+        );
+      } else {
+        send(res, 200, file.toString("utf8"), uiType);
+      }
+      return;
+    }
+    if (req.method === "GET" && path === "/sandbox/events") {
+      res.writeHead(200, {
+        ...SECURITY_HEADERS,
+        "content-type": "text/event-stream; charset=utf-8",
+        connection: "keep-alive",
+      });
+      res.write(`event: state\ndata: ${JSON.stringify(snapshot())}\n\n`);
+      streams.add(res);
+      req.on("close", () => streams.delete(res));
+      return;
+    }
+    const file = /^\/sandbox\/files\/([A-Z0-9]+)$/.exec(path);
+    if (req.method === "GET" && file !== null) {
+      const upload = slack.uploads.find((u) => u.id === file[1] && u.completed);
+      if (upload === undefined) {
+        send(res, 404, "No such file.", "text/plain; charset=utf-8");
+        return;
+      }
+      res.setHeader(
+        "content-disposition",
+        `inline; filename="${upload.filename.replace(/[^\w.-]/g, "_")}"`,
+      );
+      send(res, 200, upload.content ?? "", "text/plain; charset=utf-8");
+      return;
+    }
+    const post = posts[path];
+    if (post !== undefined) {
+      if (req.method !== "POST") {
+        sendJson(res, 405, { error: "use POST" });
+        return;
+      }
+      try {
+        sendJson(res, 200, await post(await readJson(req)));
+      } catch (error) {
+        if (error instanceof BadRequest) sendJson(res, 400, { error: error.message });
+        else throw error;
+      }
+      return;
+    }
+    send(res, 404, "Not found.", "text/plain; charset=utf-8");
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      bot.log.error({ err: error }, "the sandbox page server could not answer");
+      if (!res.headersSent)
+        sendJson(res, 500, { error: "the sandbox could not do that; see the log" });
+      else res.end();
+    });
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    await bot.stop(1_000);
+    await platform.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new StartupError(
+      code === "EADDRINUSE"
+        ? `port ${options.port} is already in use: stop what uses it or set PORT to another port.`
+        : `the sandbox cannot listen on port ${options.port}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    url: `http://localhost:${port}/`,
+    port,
+    bot,
+    platform,
+    async stop() {
+      stopWatching();
+      clearInterval(heartbeat);
+      clearTimeout(pending);
+      for (const stream of streams) stream.end();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
+      await bot.stop(3_000);
+      await platform.close();
+    },
+  };
+}
+
+/** The page: a shell the script fills in; no inline script or style, so the CSP stays strict. */
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>vmbot sandbox</title>
+<link rel="stylesheet" href="/ui/page.css">
+<script type="module" src="/ui/page.js"></script>
+</head>
+<body>
+<div class="sb-app">
+  <aside class="sb-sidebar">
+    <div class="sb-workspace">Sandbox workspace</div>
+    <div class="sb-section">Channels</div>
+    <div class="sb-channel-link" aria-current="page"># ${CHANNEL.name}</div>
+    <div class="sb-section">You are</div>
+    <div class="sb-people" id="people" role="radiogroup" aria-label="Who you are"></div>
+    <div class="sb-section">Simulated platform</div>
+    <div class="sb-scenarios" id="scenarios"></div>
+    <p class="sb-note">Slack, GitLab, Proxmox and Vault are simulated on this machine. Nothing real is touched.</p>
+  </aside>
+  <main class="sb-main">
+    <header class="bk-channel-header sb-channel-header"><h1># ${CHANNEL.name}</h1><span class="sb-status" id="status">connecting…</span></header>
+    <section class="bk-channel-messages" id="messages" aria-live="polite"></section>
+    <form class="bk-composer sb-composer" id="composer" autocomplete="off">
+      <input id="composer-input" name="text" aria-label="Message #${CHANNEL.name}" placeholder="Type /vm create web-01, /vm capacity, /vm unlock or /vm help">
+      <button type="submit" class="bk-button bk-button-primary">Send</button>
+    </form>
+    <div class="sb-composer-error" id="composer-error" role="alert"></div>
+  </main>
+</div>
+<div id="modal-root"></div>
+<div id="confirm-root"></div>
+</body>
+</html>
+`;

@@ -1,0 +1,364 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+/**
+ * The sandbox page's script: renders the channel, the forms and the answers from the exact JSON
+ * the bot sent (pushed by the sandbox server as server-sent events), and sends what the person
+ * does back to the server, which signs it and delivers it to the bot as Slack would.
+ */
+import {
+  escapeHtml,
+  renderConfirm,
+  renderConversation,
+  renderMessage,
+  renderModal,
+  type StateValues,
+} from "./blockkit.js";
+
+interface Person {
+  id: string;
+  name: string;
+  realName: string;
+}
+
+interface ChannelMessage {
+  ts: string;
+  thread_ts?: string;
+  [key: string]: unknown;
+}
+
+interface Ephemeral {
+  id: string;
+  user: string;
+  ts: string;
+  text: string;
+  blocks: unknown[];
+}
+
+interface View {
+  id: string;
+  hash: string;
+  blocks: unknown[];
+  [key: string]: unknown;
+}
+
+interface Snapshot {
+  channel: { id: string; name: string };
+  bot: { id: string; name: string };
+  people: Record<string, Person>;
+  messages: ChannelMessage[];
+  ephemerals: Ephemeral[];
+  views: { user: string; view: View }[];
+  files: string[];
+  scenarios: { name: string; label: string; detail: string; on: boolean }[];
+}
+
+const STORAGE_KEY = "vmbot-sandbox-person";
+
+let state: Snapshot | undefined;
+let me = localStorage.getItem(STORAGE_KEY) ?? "requester";
+/** The modal on screen, so a push that did not change it leaves what is being typed alone. */
+let shownView: { id: string; hash: string; user: string } | undefined;
+/** The button waiting for its confirmation dialog. */
+let confirming: HTMLElement | undefined;
+
+const byId = (id: string): HTMLElement => {
+  const element = document.getElementById(id);
+  if (element === null) throw new Error(`the page has no #${id}`);
+  return element;
+};
+
+function person(): Person | undefined {
+  return state?.people[me];
+}
+
+function nameOf(id: string): string | undefined {
+  if (state === undefined) return undefined;
+  if (id === state.bot.id) return state.bot.name;
+  return Object.values(state.people).find((p) => p.id === id)?.realName;
+}
+
+const renderOptions = () => ({
+  userName: nameOf,
+  channelName: (id: string) => (id === state?.channel.id ? state.channel.name : undefined),
+  fileUrl: (id: string) => (state?.files.includes(id) ? `/sandbox/files/${id}` : undefined),
+  now: new Date(),
+});
+
+async function post(path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ as: me, ...body }),
+  });
+  const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+  if (!response.ok) {
+    throw new Error(typeof answer.error === "string" ? answer.error : `HTTP ${response.status}`);
+  }
+  return answer;
+}
+
+function showError(message: string): void {
+  const box = byId("composer-error");
+  box.textContent = message;
+}
+
+// --- Rendering -------------------------------------------------------------------------------
+
+function renderPeople(): void {
+  if (state === undefined) return;
+  byId("people").innerHTML = Object.entries(state.people)
+    .map(
+      ([key, p]) =>
+        `<button type="button" class="sb-person" role="radio" aria-checked="${key === me ? "true" : "false"}" data-person="${escapeHtml(key)}">${escapeHtml(p.realName)}</button>`,
+    )
+    .join("");
+}
+
+function renderScenarios(): void {
+  if (state === undefined) return;
+  byId("scenarios").innerHTML = state.scenarios
+    .map(
+      (s) =>
+        `<label class="sb-scenario" title="${escapeHtml(s.detail)}"><input type="checkbox" data-scenario="${escapeHtml(s.name)}"${s.on ? " checked" : ""}> ${escapeHtml(s.label)}</label>`,
+    )
+    .join("");
+}
+
+/** The channel: each top-level message with its thread, and my own ephemeral answers among them. */
+function renderMessages(): void {
+  if (state === undefined) return;
+  const box = byId("messages");
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  const options = renderOptions();
+  const mine = person();
+  const items: { ts: number; html: string }[] = [];
+  const tops = state.messages.filter((m) => m.thread_ts === undefined || m.thread_ts === m.ts);
+  const topTs = new Set(tops.map((m) => m.ts));
+  for (const top of tops) {
+    const replies = state.messages.filter((m) => m.thread_ts === top.ts && m.ts !== top.ts);
+    items.push({ ts: Number(top.ts), html: renderConversation([top, ...replies], options) });
+  }
+  // Replies whose parent is not in the channel (should not happen): shown where they are.
+  for (const stray of state.messages.filter(
+    (m) => m.thread_ts !== undefined && m.thread_ts !== m.ts && !topTs.has(m.thread_ts),
+  )) {
+    items.push({ ts: Number(stray.ts), html: renderMessage(stray, options) });
+  }
+  for (const e of state.ephemerals.filter((x) => x.user === mine?.id)) {
+    const message = { ts: e.ts, text: e.text, blocks: e.blocks, user: state.bot.id, bot_id: "B" };
+    items.push({
+      ts: Number(e.ts),
+      html: `<div class="sb-ephemeral" data-ephemeral-id="${escapeHtml(e.id)}">${renderMessage(message, { ...options, ephemeral: true })}</div>`,
+    });
+  }
+  items.sort((a, b) => a.ts - b.ts);
+  box.innerHTML =
+    items.length === 0
+      ? `<p class="sb-empty">No messages yet. Type <code>/vm create web-01</code> below to ask for a VM.</p>`
+      : items.map((item) => item.html).join("");
+  if (atBottom) box.scrollTop = box.scrollHeight;
+}
+
+function modalValues(form: HTMLFormElement): {
+  entries: Record<string, string>;
+  state: StateValues;
+} {
+  const entries: Record<string, string> = {};
+  const values: Record<
+    string,
+    Record<string, { value?: string; selected_option?: { value: string } }>
+  > = {};
+  for (const field of form.querySelectorAll<
+    HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
+  >("[data-action-id]")) {
+    const actionId = field.dataset.actionId;
+    const blockId = field.dataset.blockId;
+    if (actionId === undefined || blockId === undefined) continue;
+    entries[actionId] = field.value;
+    (values[blockId] ??= {})[actionId] =
+      field instanceof HTMLSelectElement
+        ? { selected_option: { value: field.value } }
+        : { value: field.value };
+  }
+  return { entries, state: values };
+}
+
+function renderModalFor(view: View, user: string, errors?: Record<string, string>): void {
+  const root = byId("modal-root");
+  const form = root.querySelector<HTMLFormElement>("form.bk-modal");
+  const typed = form === null || shownView?.id !== view.id ? undefined : modalValues(form).state;
+  root.innerHTML = renderModal(view, {
+    ...renderOptions(),
+    ...(errors === undefined ? {} : { errors }),
+    ...(typed === undefined ? {} : { values: typed }),
+  });
+  shownView = { id: view.id, hash: view.hash, user };
+  const invalid = root.querySelector<HTMLElement>('[aria-invalid="true"]');
+  (invalid ?? root.querySelector<HTMLElement>("input, select, textarea"))?.focus();
+}
+
+function renderViews(): void {
+  if (state === undefined) return;
+  const mine = person();
+  const open = state.views.filter((v) => v.user === mine?.id).at(-1);
+  if (open === undefined) {
+    byId("modal-root").innerHTML = "";
+    shownView = undefined;
+    return;
+  }
+  if (shownView?.id === open.view.id && shownView.hash === open.view.hash) return;
+  renderModalFor(open.view, open.user);
+}
+
+function render(): void {
+  renderPeople();
+  renderScenarios();
+  renderMessages();
+  renderViews();
+}
+
+// --- What the person does --------------------------------------------------------------------
+
+async function sendAction(button: HTMLElement): Promise<void> {
+  const actionId = button.dataset.actionId;
+  if (actionId === undefined) return;
+  const ephemeral = button.closest<HTMLElement>("[data-ephemeral-id]")?.dataset.ephemeralId;
+  const ts = button.closest<HTMLElement>("article[data-ts]")?.dataset.ts;
+  const url = button.dataset.url;
+  if (url !== undefined) window.open(url, "_blank", "noopener");
+  button.setAttribute("disabled", "");
+  try {
+    await post("/sandbox/action", {
+      action: actionId,
+      ...(button.dataset.blockId === undefined ? {} : { block: button.dataset.blockId }),
+      ...(ephemeral === undefined ? { ts } : { ephemeral }),
+    });
+  } catch (error) {
+    showError((error as Error).message);
+  } finally {
+    button.removeAttribute("disabled");
+  }
+}
+
+document.addEventListener("click", (event) => {
+  const target = event.target instanceof Element ? event.target : null;
+  if (target === null) return;
+
+  const who = target.closest<HTMLElement>("[data-person]");
+  if (who?.dataset.person !== undefined) {
+    me = who.dataset.person;
+    localStorage.setItem(STORAGE_KEY, me);
+    shownView = undefined;
+    render();
+    return;
+  }
+
+  const answer = target.closest<HTMLElement>("[data-confirm-answer]");
+  if (answer !== null) {
+    const button = confirming;
+    confirming = undefined;
+    byId("confirm-root").innerHTML = "";
+    if (answer.dataset.confirmAnswer === "confirm" && button !== undefined) void sendAction(button);
+    return;
+  }
+
+  const close = target.closest<HTMLElement>("[data-modal-close]");
+  if (close !== null && shownView !== undefined) {
+    const view = shownView.id;
+    byId("modal-root").innerHTML = "";
+    shownView = undefined;
+    void post("/sandbox/close", { view }).catch((error: unknown) => {
+      showError((error as Error).message);
+    });
+    return;
+  }
+
+  const button = target.closest<HTMLElement>('[data-element="button"]');
+  if (button !== null && button.closest("form.bk-modal") === null) {
+    const confirm = button.dataset.confirm;
+    if (confirm !== undefined) {
+      confirming = button;
+      byId("confirm-root").innerHTML = renderConfirm(JSON.parse(confirm), renderOptions());
+      byId("confirm-root").querySelector<HTMLElement>('[data-confirm-answer="deny"]')?.focus();
+      return;
+    }
+    void sendAction(button);
+  }
+});
+
+document.addEventListener("change", (event) => {
+  const box = event.target instanceof HTMLInputElement ? event.target : null;
+  const name = box?.dataset.scenario;
+  if (box === null || name === undefined) return;
+  void post("/sandbox/scenario", { name, on: box.checked }).catch((error: unknown) => {
+    showError((error as Error).message);
+  });
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape") return;
+  const deny = document.querySelector<HTMLElement>('#confirm-root [data-confirm-answer="deny"]');
+  if (deny !== null) deny.click();
+  else document.querySelector<HTMLElement>("#modal-root [data-modal-close]")?.click();
+});
+
+document.addEventListener("submit", (event) => {
+  const form = event.target instanceof HTMLFormElement ? event.target : null;
+  if (form === null) return;
+  event.preventDefault();
+  if (form.id === "composer") {
+    const input = byId("composer-input") as HTMLInputElement;
+    const text = input.value.trim();
+    if (text === "") return;
+    showError("");
+    void post("/sandbox/command", { text })
+      .then(() => {
+        input.value = "";
+      })
+      .catch((error: unknown) => {
+        showError((error as Error).message);
+      });
+    return;
+  }
+  if (form.classList.contains("bk-modal") && shownView !== undefined) {
+    const view = shownView;
+    const submitButton = form.querySelector<HTMLButtonElement>('button[type="submit"]');
+    submitButton?.setAttribute("disabled", "");
+    void post("/sandbox/submit", { view: view.id, values: modalValues(form).entries })
+      .then((answer) => {
+        const errors = answer.errors as Record<string, string> | undefined;
+        const current = state?.views.find((v) => v.view.id === view.id)?.view;
+        if (errors !== undefined && current !== undefined) {
+          renderModalFor(current, view.user, errors);
+        }
+      })
+      .catch((error: unknown) => {
+        showError((error as Error).message);
+      })
+      .finally(() => {
+        submitButton?.removeAttribute("disabled");
+      });
+  }
+});
+
+// --- Live updates ----------------------------------------------------------------------------
+
+function connect(): void {
+  const status = byId("status");
+  const events = new EventSource("/sandbox/events");
+  events.addEventListener("open", () => {
+    status.textContent = "live";
+    status.dataset.state = "live";
+  });
+  events.addEventListener("error", () => {
+    status.textContent = "reconnecting…";
+    status.dataset.state = "down";
+  });
+  events.addEventListener("state", (event) => {
+    state = JSON.parse((event as MessageEvent<string>).data) as Snapshot;
+    if (!Object.hasOwn(state.people, me)) me = "requester";
+    render();
+  });
+}
+
+connect();
