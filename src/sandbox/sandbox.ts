@@ -530,6 +530,7 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>vmbot sandbox</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/page.css">
 <script type="module" src="/ui/page.js"></script>
 </head>
