@@ -1,4 +1,5 @@
-import { resolve } from "node:path";
+import { realpathSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./config.js";
 
@@ -55,6 +56,16 @@ const sandboxSchema = z.object({
     .default(1500),
 });
 
+/** A store's path with its folder's symbolic links resolved, when the folder exists. */
+function canonical(path: string): string {
+  const absolute = resolve(path);
+  try {
+    return join(realpathSync(dirname(absolute)), basename(absolute));
+  } catch {
+    return absolute;
+  }
+}
+
 /** The sandbox's few settings; its store is never the bot's own (`VMBOT_DB`). */
 export function sandboxSettings(env: RawEnv): SandboxSettings {
   const present = Object.fromEntries(
@@ -65,7 +76,7 @@ export function sandboxSettings(env: RawEnv): SandboxSettings {
     throw new ConfigError([...new Set(parsed.error.issues.map((issue) => issue.message))]);
   }
   const settings = parsed.data;
-  if (resolve(settings.VMBOT_SANDBOX_DB) === resolve(settings.VMBOT_DB)) {
+  if (canonical(settings.VMBOT_SANDBOX_DB) === canonical(settings.VMBOT_DB)) {
     throw new ConfigError([
       "VMBOT_SANDBOX_DB must not be the bot's own store (VMBOT_DB): the sandbox empties its store on every start",
     ]);

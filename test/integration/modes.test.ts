@@ -1,0 +1,174 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runBot, type BotProcess } from "../support/process.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+/**
+ * Which mode the process runs in: each test runs the bot in a fresh, empty working directory, so
+ * there is no `.env` and the sandbox's `./data/sandbox.sqlite` lands there.
+ */
+
+const TIMEOUT = 30_000;
+const BANNER = /vmbot sandbox: open http:\/\/localhost:(\d+)\//;
+
+let dirs: string[] = [];
+let bots: BotProcess[] = [];
+
+afterEach(async () => {
+  for (const bot of bots) {
+    if (bot.child.exitCode === null && bot.child.signalCode === null) {
+      bot.child.kill("SIGKILL");
+      await bot.exited;
+    }
+  }
+  bots = [];
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  dirs = [];
+});
+
+function freshDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-modes-"));
+  dirs.push(dir);
+  return dir;
+}
+
+function start(env: Record<string, string>, cwd: string): BotProcess {
+  const bot = runBot(env, cwd);
+  bots.push(bot);
+  return bot;
+}
+
+/** The port in the sandbox's banner, once it is printed. */
+async function bannerPort(bot: BotProcess): Promise<number> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const match = BANNER.exec(bot.stdout());
+    if (match) return Number(match[1]);
+    if (bot.child.exitCode !== null || bot.child.signalCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`the sandbox printed no banner:\n${bot.stdout()}\n${bot.stderr()}`);
+}
+
+/** Polls /healthz until it answers 200 or the deadline passes; returns the last answer. */
+async function healthy(port: number): Promise<{ status: number; body: unknown }> {
+  const deadline = Date.now() + 10_000;
+  let last: { status: number; body: unknown } | undefined;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+      last = { status: response.status, body: (await response.json()) as unknown };
+      if (response.status === 200) return last;
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (last) return last;
+  throw new Error(`/healthz never answered: ${String(lastError)}`);
+}
+
+describe("VMBOT_MODE auto with no Slack credential", () => {
+  it(
+    "starts the sandbox, prints its address, answers /healthz, and exits 0 on SIGTERM",
+    async () => {
+      const dir = freshDir();
+      const bot = start({ PORT: "0" }, dir);
+      const port = await bannerPort(bot);
+      expect(port).toBeGreaterThan(0);
+
+      const health = await healthy(port);
+      expect(health).toEqual({ status: 200, body: { status: "ok" } });
+      expect(existsSync(join(dir, "data", "sandbox.sqlite"))).toBe(true);
+      // The bot's own store is not created by the sandbox.
+      expect(existsSync(join(dir, "data", "vmbot.sqlite"))).toBe(false);
+
+      bot.child.kill("SIGTERM");
+      expect(await bot.exited).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "leaves the bot's own store untouched and empties a stale sandbox store",
+    async () => {
+      const dir = freshDir();
+      mkdirSync(join(dir, "data"));
+      const botStore = join(dir, "data", "vmbot.sqlite");
+      const ownBytes = Buffer.from("not touched by the sandbox \u0000\u0001\u0002 vmbot store");
+      writeFileSync(botStore, ownBytes);
+      const sandboxStore = join(dir, "data", "sandbox.sqlite");
+      const junk = Buffer.from("junk: this is not an SQLite database at all \u00ff\u00fe");
+      writeFileSync(sandboxStore, junk);
+      writeFileSync(`${sandboxStore}-wal`, junk);
+
+      const bot = start({ PORT: "0" }, dir);
+      const port = await bannerPort(bot);
+      expect(await healthy(port)).toEqual({ status: 200, body: { status: "ok" } });
+
+      expect(readFileSync(botStore).equals(ownBytes)).toBe(true);
+      expect(existsSync(sandboxStore)).toBe(true);
+      // Replaced by a fresh SQLite database, not opened as it was.
+      expect(readFileSync(sandboxStore).subarray(0, 16).toString("latin1")).toBe(
+        "SQLite format 3\u0000",
+      );
+
+      bot.child.kill("SIGTERM");
+      expect(await bot.exited).toBe(0);
+      expect(readFileSync(botStore).equals(ownBytes)).toBe(true);
+    },
+    TIMEOUT,
+  );
+});
+
+describe("a mode that cannot start", () => {
+  it(
+    "VMBOT_MODE=slack without credentials exits 1 naming them, and starts no sandbox",
+    async () => {
+      const dir = freshDir();
+      const bot = start({ VMBOT_MODE: "slack", PORT: "0" }, dir);
+      expect(await bot.exited).toBe(1);
+      const stderr = bot.stderr();
+      expect(stderr).toContain("SLACK_BOT_TOKEN");
+      expect(stderr).toContain("SLACK_SIGNING_SECRET");
+      expect(stderr.toLowerCase()).not.toContain("sandbox");
+      expect(bot.stdout()).not.toMatch(BANNER);
+      expect(existsSync(join(dir, "data", "sandbox.sqlite"))).toBe(false);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "an unknown VMBOT_MODE exits 1 naming VMBOT_MODE",
+    async () => {
+      const dir = freshDir();
+      const bot = start({ VMBOT_MODE: "bogus", PORT: "0" }, dir);
+      expect(await bot.exited).toBe(1);
+      expect(bot.stderr()).toContain("VMBOT_MODE");
+      expect(bot.stderr()).toContain("bogus");
+      expect(bot.stdout()).not.toMatch(BANNER);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "auto with only SLACK_BOT_TOKEN set runs for Slack and exits 1 naming SLACK_SIGNING_SECRET",
+    async () => {
+      const dir = freshDir();
+      const bot = start({ SLACK_BOT_TOKEN: TEST_SECRETS.botToken, PORT: "0" }, dir);
+      expect(await bot.exited).toBe(1);
+      const stderr = bot.stderr();
+      expect(stderr).toContain("SLACK_SIGNING_SECRET");
+      // The token given is accepted: only what is still missing is named.
+      expect(stderr).not.toContain("SLACK_BOT_TOKEN");
+      expect(stderr).not.toContain(TEST_SECRETS.botToken);
+      expect(stderr.toLowerCase()).not.toContain("sandbox");
+      expect(bot.stdout()).not.toMatch(BANNER);
+      expect(existsSync(join(dir, "data", "sandbox.sqlite"))).toBe(false);
+    },
+    TIMEOUT,
+  );
+});
