@@ -19,6 +19,7 @@ RUN npm ci --omit=dev --no-audit --no-fund
 # --- runtime: small, non-root ---------------------------------------------------------------
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production \
+    VMBOT_MODE=slack \
     VMBOT_DB=/data/vmbot.sqlite \
     PORT=3000
 WORKDIR /app

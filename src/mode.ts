@@ -44,8 +44,8 @@ const sandboxSchema = z.object({
   VMBOT_SANDBOX_DB: z.string().trim().min(1).default("./data/sandbox.sqlite"),
   VMBOT_DB: z.string().trim().min(1).default("./data/vmbot.sqlite"),
   LOG_LEVEL: z
-    .enum(["fatal", "error", "warn", "info", "debug", "trace"], {
-      error: "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace",
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
+      error: "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent",
     })
     .default("warn"),
   VMBOT_SANDBOX_PACE_MS: z.coerce
