@@ -109,7 +109,10 @@ export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
     slack.addChannel({ id: CHANNEL.id, name: CHANNEL.name });
     const gitlab = await startFakeGitlab({
       token: gitlabToken,
-      projects: [{ id: PROJECT_ID, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS }],
+      // Maintainer: what /vm unlock needs (README, GitLab).
+      projects: [
+        { id: PROJECT_ID, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS, role: "maintainer" },
+      ],
     });
     started.push(gitlab);
     const proxmox = await startFakeProxmox({ token: proxmoxToken });

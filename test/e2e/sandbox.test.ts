@@ -66,9 +66,15 @@ const POLL = { timeout: 30_000, interval: 100 };
 /** The locator's text, for `expect.poll`: Playwright's own `expect` is not in playwright-core. */
 const textOf = (locator: Locator) => () => locator.innerText().catch(() => "");
 
-async function openForm(page: Page, text: string): Promise<void> {
+async function send(page: Page, text: string): Promise<void> {
   await page.locator("#composer-input").fill(text);
   await page.locator("#composer-input").press("Enter");
+  // The composer empties once the bot has taken the command.
+  await expect.poll(() => page.locator("#composer-input").inputValue(), POLL).toBe("");
+}
+
+async function openForm(page: Page, text: string): Promise<void> {
+  await send(page, text);
   await page.locator("form.bk-modal").waitFor({ state: "visible" });
 }
 
@@ -111,6 +117,21 @@ describeWithChromium("the sandbox in a browser", () => {
     page.on("console", (message) => {
       if (message.type() === "error") errors.push(message.text());
     });
+    // Every test starts from the platform as it comes: no scenario on.
+    for (const name of [
+      "replace",
+      "failing-configure",
+      "unreachable",
+      "stuck-lock",
+      "slow-proxmox",
+    ]) {
+      const reset = await fetch(new URL("/sandbox/scenario", url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name, on: false }),
+      });
+      expect(reset.status).toBe(200);
+    }
     await page.goto(url);
     await expect.poll(textOf(page.locator("#status")), POLL).toBe("live");
     // Every later step would be meaningless with a broken script.
@@ -212,4 +233,79 @@ describeWithChromium("the sandbox in a browser", () => {
     await page.locator('[data-scenario="replace"]').uncheck();
     await page.close();
   }, 120_000);
+
+  it("answers /vm help and /vm capacity to the asker alone, and refuses someone on no list", async () => {
+    const page = await newPage();
+    await page.locator('[data-person="requester"]').click();
+    const mine = page.locator(".sb-ephemeral");
+    const before = await mine.count();
+    await send(page, "/vm help");
+    await expect.poll(textOf(mine.last()), POLL).toContain("/vm create");
+    await send(page, "/vm capacity");
+    await expect.poll(() => mine.count(), POLL).toBe(before + 2);
+    // The simulated cluster: two nodes up, one offline.
+    await expect.poll(textOf(mine.last()), POLL).toMatch(/pve1[\s\S]*pve2[\s\S]*pve3/);
+    expect(await mine.last().innerText()).toMatch(/offline/i);
+
+    await page.locator('[data-person="stranger"]').click();
+    await expect.poll(() => mine.count(), POLL).toBe(0);
+    await send(page, "/vm create web-09");
+    await expect.poll(textOf(mine.last()), POLL).toContain("REQUESTERS");
+    expect(await page.locator("form.bk-modal").count()).toBe(0);
+    await page.close();
+  }, 60_000);
+
+  it("with a stuck state lock, the plan fails until an admin force-unlocks it with /vm unlock", async () => {
+    const page = await newPage();
+    await page.locator('[data-scenario="stuck-lock"]').check();
+    await page.locator('[data-person="requester"]').click();
+    await openForm(page, "/vm create web-03");
+    const form = page.locator("form.bk-modal");
+    await form.locator('[data-action-id="vm_ip"]').fill("192.168.1.63/24");
+    await form.locator('button[type="submit"]').click();
+    const request = requestMessage(page, "web-03");
+    await expect.poll(textOf(request.locator(".bk-header")), POLL).toContain("Failed");
+    await expect.poll(textOf(request), POLL).toContain("state lock");
+
+    // Requesters may not unlock.
+    await send(page, "/vm unlock");
+    await expect.poll(textOf(page.locator(".sb-ephemeral").last()), POLL).toContain("ADMINS");
+
+    await page.locator('[data-person="admin"]').click();
+    await send(page, "/vm unlock");
+    const answer = page.locator(".sb-ephemeral").last();
+    await expect.poll(textOf(answer), POLL).toContain("ci-runner");
+    await answer.locator('[data-element="button"]', { hasText: "Force-unlock" }).click();
+    const dialog = page.locator(".bk-confirm");
+    await dialog.waitFor({ state: "visible" });
+    await dialog.locator('[data-confirm-answer="confirm"]').click();
+    // The answer is replaced where it stood, and the channel is told.
+    await expect.poll(textOf(answer), POLL).toMatch(/unlocked/i);
+    await expect
+      .poll(textOf(page.locator("article.bk-message:not(.bk-ephemeral)").last()), POLL)
+      .toMatch(/unlocked/i);
+    await page.locator('[data-scenario="stuck-lock"]').uncheck();
+    await page.close();
+  }, 90_000);
+
+  it("shows a failing configure job in the request and its thread", async () => {
+    const page = await newPage();
+    await page.locator('[data-scenario="failing-configure"]').check();
+    await page.locator('[data-person="requester"]').click();
+    await openForm(page, "/vm create web-04");
+    const form = page.locator("form.bk-modal");
+    await form.locator('[data-action-id="vm_ip"]').fill("192.168.1.64/24");
+    await form.locator('button[type="submit"]').click();
+    const request = requestMessage(page, "web-04");
+    await expect.poll(textOf(request.locator(".bk-header")), POLL).toContain("Awaiting approval");
+    await page.locator('[data-person="approver"]').click();
+    await request.locator('[data-action-id="plan_approve"]').click();
+    await expect
+      .poll(textOf(request.locator(".bk-header")), { ...POLL, timeout: 60_000 })
+      .toContain("Failed");
+    const thread = page.locator(".bk-thread").filter({ hasText: "failed=1" });
+    await expect.poll(textOf(thread), POLL).toContain("qemu-guest-agent");
+    await page.locator('[data-scenario="failing-configure"]').uncheck();
+    await page.close();
+  }, 90_000);
 });
