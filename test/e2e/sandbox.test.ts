@@ -308,4 +308,23 @@ describeWithChromium("the sandbox in a browser", () => {
     await page.locator('[data-scenario="failing-configure"]').uncheck();
     await page.close();
   }, 90_000);
+
+  it("with a slow Proxmox, still opens the form in Slack's three seconds and answers /vm capacity", async () => {
+    const page = await newPage();
+    await page.locator('[data-scenario="slow-proxmox"]').check();
+    await page.locator('[data-person="requester"]').click();
+    // A form that opened means views.open came before the trigger_id expired (3 s, as Slack's).
+    await openForm(page, "/vm create web-05");
+    const nodes = page.locator('form.bk-modal [data-action-id="vm_node"] option');
+    expect(await nodes.count()).toBeGreaterThan(0);
+    await page.locator("form.bk-modal [data-modal-close]").first().click();
+    await page.locator("form.bk-modal").waitFor({ state: "detached" });
+
+    const mine = page.locator(".sb-ephemeral");
+    const before = await mine.count();
+    await send(page, "/vm capacity");
+    await expect.poll(() => mine.count(), POLL).toBe(before + 1);
+    expect(await mine.last().innerText()).toContain("pve1");
+    await page.close();
+  }, 60_000);
 });
