@@ -74,6 +74,8 @@ const SECURITY_HEADERS = {
 
 class BadRequest extends Error {}
 
+const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
 function send(res: ServerResponse, status: number, body: string, type: string): void {
   res.writeHead(status, { ...SECURITY_HEADERS, "content-type": type });
   res.end(body);
@@ -401,6 +403,18 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
   const uiDir = new URL("./ui/", import.meta.url);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Only this machine's own names: a page elsewhere that rebinds its DNS name to 127.0.0.1
+    // must not drive the bot as any of the sandbox's people.
+    const host = (req.headers.host ?? "").replace(/:\d+$/, "");
+    if (!LOCAL_HOSTS.has(host)) {
+      send(
+        res,
+        421,
+        "Open the sandbox at http://localhost/ on this machine.",
+        "text/plain; charset=utf-8",
+      );
+      return;
+    }
     const path = new URL(req.url ?? "/", "http://sandbox").pathname;
     if (req.method === "GET" && path === "/") {
       send(res, 200, PAGE, "text/html; charset=utf-8");
