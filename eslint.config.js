@@ -21,6 +21,17 @@ export default tseslint.config(
     },
   },
   {
+    // The page's script is its own program, with the browser's types (tsconfig.ui.json).
+    files: ["src/sandbox/ui/page.ts"],
+    languageOptions: {
+      parserOptions: {
+        projectService: false,
+        project: "./tsconfig.ui.json",
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+  },
+  {
     files: ["test/**/*.ts", "bench/**/*.ts"],
     rules: {
       "no-console": "off",

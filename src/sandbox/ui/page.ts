@@ -1,5 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
 /**
  * The sandbox page's script: renders the channel, the forms and the answers from the exact JSON
  * the bot sent (pushed by the sandbox server as server-sent events), and sends what the person
