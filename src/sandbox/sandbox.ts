@@ -72,7 +72,18 @@ const SECURITY_HEADERS = {
   "cache-control": "no-store",
 };
 
-class BadRequest extends Error {}
+/** A request refused with a message for the page; `status` 413 also closes the connection. */
+class BadRequest extends Error {
+  constructor(
+    message: string,
+    readonly status: 400 | 413 = 400,
+  ) {
+    super(message);
+  }
+}
+
+const tooLarge = () =>
+  new BadRequest(`the request is too large (at most ${MAX_BODY_BYTES / 1024} KB)`, 413);
 
 const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
@@ -89,11 +100,12 @@ async function readJson(req: IncomingMessage): Promise<JsonObject> {
   if (!(req.headers["content-type"] ?? "").startsWith("application/json")) {
     throw new BadRequest("send JSON (content-type: application/json)");
   }
+  if (Number(req.headers["content-length"] ?? 0) > MAX_BODY_BYTES) throw tooLarge();
   let size = 0;
   const chunks: Buffer[] = [];
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new BadRequest("the request is too large");
+    if (size > MAX_BODY_BYTES) throw tooLarge();
     chunks.push(chunk);
   }
   let parsed: unknown;
@@ -478,8 +490,10 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       try {
         sendJson(res, 200, await post(await readJson(req)));
       } catch (error) {
-        if (error instanceof BadRequest) sendJson(res, 400, { error: error.message });
-        else throw error;
+        if (!(error instanceof BadRequest)) throw error;
+        // The rest of a body too large is never read: the connection cannot be reused.
+        if (error.status === 413) res.setHeader("connection", "close");
+        sendJson(res, error.status, { error: error.message });
       }
       return;
     }
