@@ -1,8 +1,8 @@
 /**
  * The sandbox end to end, in a real browser: `npm run build`, then `node dist/main.js` (what
  * `npm start` runs) with no Slack credentials, driven through its page by Playwright in Debian's
- * Chromium. Screenshots of the create form and the plan message are written to `docs/`, where the
- * README shows them.
+ * Chromium. Screenshots of the create form, the plan message and the destroy confirmation are
+ * written to `docs/`, where the README shows them.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
