@@ -60,7 +60,7 @@ async function healthy(port: number): Promise<{ status: number; body: unknown }>
   while (Date.now() < deadline) {
     try {
       const response = await fetch(`http://127.0.0.1:${port}/healthz`);
-      last = { status: response.status, body: (await response.json()) };
+      last = { status: response.status, body: await response.json() };
       if (response.status === 200) return last;
     } catch (error) {
       lastError = error;
