@@ -14,9 +14,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { DestinationStream } from "pino";
 import { loadConfig } from "../config.js";
+import { cleanTrace } from "../gitlab/trace.js";
 import { startVmbot, StartupError, type RunningVmbot } from "../start.js";
 import { createSlackSigner, stateValuesFor, type InputValue } from "../simulators/slack-signer.js";
 import type { FakeMessage, JsonObject } from "../simulators/slack.js";
+import { escapeHtml } from "./ui/blockkit.js";
 import {
   CHANNEL,
   isScenario,
@@ -244,6 +246,8 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     return {
       channel: CHANNEL,
       bot: { id: slack.identity.botUserId, name: "vmbot" },
+      // Links to the simulated GitLab open its pipelines and job logs through this server.
+      gitlab: platform.gitlab.url,
       people: PEOPLE,
       messages,
       ephemerals: own,
@@ -412,6 +416,43 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     },
   };
 
+  const notShown = webPage(
+    "Not in the sandbox",
+    "<p>The simulated GitLab shows pipelines and job logs only.</p>",
+  );
+
+  /** The simulated GitLab's pipeline and job pages, for the links the bot posts. */
+  function gitlabPage(webPath: string): string | undefined {
+    const pipelineId = /^\/[\w.-]+(?:\/[\w.-]+)*\/-\/pipelines\/(\d+)$/.exec(webPath)?.[1];
+    const jobId = /^\/[\w.-]+(?:\/[\w.-]+)*\/-\/jobs\/(\d+)$/.exec(webPath)?.[1];
+    const { pipelines } = platform.gitlab;
+    if (pipelineId !== undefined) {
+      const pipeline = pipelines.find((p) => p.id === Number(pipelineId));
+      if (pipeline === undefined) return undefined;
+      const base = webPath.replace(/\/-\/pipelines\/\d+$/, "");
+      const jobs = pipeline.jobs
+        .map(
+          (job) =>
+            `<li><a href="/sandbox/gitlab${escapeHtml(base)}/-/jobs/${job.id}">${escapeHtml(job.name)}</a> <span class="sb-job-status">${escapeHtml(job.status)}</span></li>`,
+        )
+        .join("");
+      return webPage(
+        `Pipeline #${pipeline.id}: ${pipeline.status}`,
+        `<p>Ref <code>${escapeHtml(pipeline.ref)}</code>, inputs <code>${escapeHtml(JSON.stringify(pipeline.inputs))}</code></p><ul>${jobs}</ul>`,
+      );
+    }
+    if (jobId !== undefined) {
+      const job = pipelines.flatMap((p) => p.jobs).find((j) => j.id === Number(jobId));
+      if (job === undefined) return undefined;
+      const log = job.log === "" ? "(no log yet)" : cleanTrace(job.log);
+      return webPage(
+        `Job #${job.id} ${job.name}: ${job.status}`,
+        `<pre class="bk-pre">${escapeHtml(log)}</pre>`,
+      );
+    }
+    return undefined;
+  }
+
   const uiDir = new URL("./ui/", import.meta.url);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -465,6 +506,11 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       res.write(`event: state\ndata: ${JSON.stringify(snapshot())}\n\n`);
       streams.add(res);
       req.on("close", () => streams.delete(res));
+      return;
+    }
+    if (req.method === "GET" && path.startsWith("/sandbox/gitlab/")) {
+      const page = gitlabPage(path.slice("/sandbox/gitlab".length));
+      send(res, page === undefined ? 404 : 200, page ?? notShown, "text/html; charset=utf-8");
       return;
     }
     const file = /^\/sandbox\/files\/([A-Z0-9]+)$/.exec(path);
@@ -549,6 +595,25 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       await platform.close();
     },
   };
+}
+
+/** A plain page of the simulated GitLab: `body` is HTML already escaped. */
+function webPage(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>${escapeHtml(title)}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/ui/page.css">
+</head>
+<body class="sb-gitlab">
+<p class="sb-note">Simulated GitLab</p>
+<h1>${escapeHtml(title)}</h1>
+${body}
+</body>
+</html>
+`;
 }
 
 /** The page: a shell the script fills in; no inline script or style, so the CSP stays strict. */

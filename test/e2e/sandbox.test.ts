@@ -176,6 +176,18 @@ describeWithChromium("the sandbox in a browser", () => {
       .waitFor({ state: "visible" });
     await request.screenshot({ path: join(DOCS, "sandbox-plan-message.png") });
 
+    // The plan job's link opens its log, served for the simulated GitLab.
+    const [log] = await Promise.all([
+      page.waitForEvent("popup"),
+      request.locator("a.bk-link", { hasText: "plan job" }).click(),
+    ]);
+    await expect.poll(textOf(log.locator("h1")), POLL).toMatch(/tf:plan: success/);
+    const plan = await log.locator("pre").innerText();
+    expect(plan).toContain('name                    = "web-01"');
+    expect(plan).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
+    expect(plan).not.toContain("\x1b");
+    await log.close();
+
     // The requester may not approve their own plan: an answer only they see.
     await approve.click();
     await expect.poll(textOf(page.locator(".sb-ephemeral")), POLL).toContain("approve");

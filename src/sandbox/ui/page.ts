@@ -42,6 +42,7 @@ interface View {
 interface Snapshot {
   channel: { id: string; name: string };
   bot: { id: string; name: string };
+  gitlab: string;
   people: Record<string, Person>;
   messages: ChannelMessage[];
   ephemerals: Ephemeral[];
@@ -241,6 +242,14 @@ async function sendAction(button: HTMLElement): Promise<void> {
 document.addEventListener("click", (event) => {
   const target = event.target instanceof Element ? event.target : null;
   if (target === null) return;
+
+  // The simulated GitLab's pages are served here; its own address only speaks the API.
+  const link = target.closest<HTMLAnchorElement>("a[href]");
+  if (link !== null && state !== undefined && link.href.startsWith(`${state.gitlab}/`)) {
+    event.preventDefault();
+    window.open(`/sandbox/gitlab${link.href.slice(state.gitlab.length)}`, "_blank", "noopener");
+    return;
+  }
 
   const who = target.closest<HTMLElement>("[data-person]");
   if (who?.dataset.person !== undefined) {
