@@ -749,6 +749,45 @@ describe("the sandbox page server", () => {
     }
   }, 40_000);
 
+  it("serves the simulated GitLab's pipeline and job pages behind the bot's links, escaped", async () => {
+    const s = await start();
+    await requestWithPlan(s, "web-12", "192.168.1.72/24");
+    const pipeline = s.platform.gitlab.pipelines.at(-1);
+    if (pipeline === undefined) throw new Error("no pipeline");
+    const web = pipeline.webUrl.slice(s.platform.gitlab.url.length);
+    // What the page shows behind the link it intercepts.
+    const page = await fetch(at(s, `/sandbox/gitlab${web}`));
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+    const html = await page.text();
+    expect(html).toContain(`Pipeline #${pipeline.id}`);
+    const plan = pipeline.jobs.find((job) => job.name === "tf:plan");
+    if (plan === undefined) throw new Error("no plan job");
+    expect(html).toContain(`/-/jobs/${plan.id}"`);
+    // The inputs are shown as text, not markup.
+    expect(html).toContain("&quot;vm_name&quot;:&quot;web-12&quot;");
+
+    const job = await (
+      await fetch(at(s, `/sandbox/gitlab${web.replace(/pipelines\/\d+$/, `jobs/${plan.id}`)}`))
+    ).text();
+    expect(job).toContain("tf:plan: success");
+    expect(job).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
+    // The runner's colours and section markers are gone.
+    expect(job).not.toContain("\x1b");
+    expect(job).not.toContain("section_start");
+
+    for (const other of [
+      "/x/-/pipelines/999999",
+      "/x/-/jobs/999999",
+      "/x/-/issues/1",
+      "/x/-/jobs/1%2F..",
+    ]) {
+      const missing = await fetch(at(s, `/sandbox/gitlab${other}`));
+      expect(missing.status, other).toBe(404);
+      expect(await missing.text(), other).toContain("pipelines and job logs only");
+    }
+  }, 40_000);
+
   it("switches scenarios: stuck-lock locks the Terraform state, slow-proxmox slows Proxmox", async () => {
     const s = await start();
     const state = () => s.platform.gitlab.terraformState(PROJECT_PATH, "general");
