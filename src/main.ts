@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { ConfigError, configSecrets, loadConfig, type Config } from "./config.js";
 import { chooseMode, sandboxSettings } from "./mode.js";
@@ -28,7 +28,13 @@ function stopOnSignals(running: { log: RunningVmbot["log"]; stop(): Promise<void
     running.log.info({ signal }, "received signal");
     const hardStop = setTimeout(() => process.exit(1), 10_000);
     hardStop.unref();
-    void running.stop().then(() => process.exit(0));
+    running.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        running.log.error({ err: error }, "could not stop cleanly");
+        process.exit(1);
+      },
+    );
   };
   process.on("SIGTERM", shutdown);
   process.on("SIGINT", shutdown);
@@ -37,8 +43,6 @@ function stopOnSignals(running: { log: RunningVmbot["log"]; stop(): Promise<void
 /** The sandbox: the real bot against a simulated Slack, GitLab, Proxmox and Vault, and a page. */
 async function sandbox(env: Record<string, string | undefined>): Promise<void> {
   const settings = sandboxSettings(env);
-  // Its own store, emptied: the simulated platform starts empty on every run.
-  for (const suffix of ["", "-wal", "-shm"]) rmSync(`${settings.dbPath}${suffix}`, { force: true });
   const { startSandbox } = await import("./sandbox/sandbox.js");
   const running = await startSandbox(settings);
   const rule = "─".repeat(76);

@@ -1,4 +1,4 @@
-import { realpathSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./config.js";
@@ -66,6 +66,26 @@ function canonical(path: string): string {
   }
 }
 
+/**
+ * Whether two store paths may name one file: the same path once symbolic links are resolved, the
+ * same path but for case where file names usually ignore it (macOS, Windows), or, when both
+ * exist, the same file (a hard link).
+ */
+function sameFile(a: string, b: string): boolean {
+  const [first, second] = [canonical(a), canonical(b)];
+  if (first === second) return true;
+  if (
+    (process.platform === "darwin" || process.platform === "win32") &&
+    first.toLowerCase() === second.toLowerCase()
+  ) {
+    return true;
+  }
+  const one = statSync(first, { throwIfNoEntry: false });
+  const other = statSync(second, { throwIfNoEntry: false });
+  if (one === undefined || other === undefined) return false;
+  return one.dev === other.dev && one.ino === other.ino;
+}
+
 /** The sandbox's few settings; its store is never the bot's own (`VMBOT_DB`). */
 export function sandboxSettings(env: RawEnv): SandboxSettings {
   const present = Object.fromEntries(
@@ -76,7 +96,7 @@ export function sandboxSettings(env: RawEnv): SandboxSettings {
     throw new ConfigError([...new Set(parsed.error.issues.map((issue) => issue.message))]);
   }
   const settings = parsed.data;
-  if (canonical(settings.VMBOT_SANDBOX_DB) === canonical(settings.VMBOT_DB)) {
+  if (sameFile(settings.VMBOT_SANDBOX_DB, settings.VMBOT_DB)) {
     throw new ConfigError([
       "VMBOT_SANDBOX_DB must not be the bot's own store (VMBOT_DB): the sandbox empties its store on every start",
     ]);

@@ -20,6 +20,8 @@ import type { Store } from "./store/store.js";
 import { createVault, type Vault } from "./vault/vault.js";
 
 export interface StartOptions {
+  /** The address the HTTP server listens on; every interface by default. */
+  host?: string;
   /** Where log lines go; stdout by default. */
   logDestination?: DestinationStream;
   gitlabTimeoutMs?: number;
@@ -289,7 +291,7 @@ export async function startVmbot(
           ),
         );
       });
-      server.listen(config.port, () => {
+      server.listen(config.port, options.host, () => {
         server.removeAllListeners("error");
         resolve();
       });

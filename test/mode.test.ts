@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -195,6 +195,23 @@ describe("sandboxSettings", () => {
           sandboxSettings({
             VMBOT_DB: join(dir, "real", "vmbot.sqlite"),
             VMBOT_SANDBOX_DB: join(dir, "link", "vmbot.sqlite"),
+          }),
+        );
+        expect(error.message).toContain("VMBOT_SANDBOX_DB");
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("through a hard link to the bot's store", () => {
+      const dir = mkdtempSync(join(tmpdir(), "vmbot-mode-"));
+      try {
+        writeFileSync(join(dir, "vmbot.sqlite"), "store");
+        linkSync(join(dir, "vmbot.sqlite"), join(dir, "other-name.sqlite"));
+        const error = configErrorOf(() =>
+          sandboxSettings({
+            VMBOT_DB: join(dir, "vmbot.sqlite"),
+            VMBOT_SANDBOX_DB: join(dir, "other-name.sqlite"),
           }),
         );
         expect(error.message).toContain("VMBOT_SANDBOX_DB");

@@ -12,6 +12,7 @@ import {
   FAILING_TASKS,
   syntheticAnsibleRun,
   syntheticLockError,
+  syntheticReplaceApply,
   syntheticReplacePlan,
   UNREACHABLE_TASKS,
 } from "../simulators/gitlab-traces.js";
@@ -85,6 +86,8 @@ export interface SimulatedPlatform {
   setScenario(name: Scenario, on: boolean): void;
   /** From now on, GitLab delivers Pipeline and Job Hooks to the bot, and the runner advances. */
   run(options: { webhookUrl: string; paceMs: number }): void;
+  /** Stops the runner and the webhooks: nothing changes on its own any more. */
+  pause(): void;
   close(): Promise<void>;
 }
 
@@ -149,6 +152,7 @@ export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
         });
       } else if (on.replace) {
         traces["tf:plan"] = syntheticReplacePlan(vm);
+        traces["tf:apply"] = syntheticReplaceApply(vm);
       }
       if (on.unreachable) {
         traces["ansible:configure"] = syntheticAnsibleRun({ host, tasks: [...UNREACHABLE_TASKS] });
@@ -203,11 +207,21 @@ export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
         ADMINS: PEOPLE.admin.id,
         POLL_INTERVAL_MS: "2000",
       },
-      scenarios: () => ({ ...on }),
+      scenarios: () => {
+        // An admin's /vm unlock ends the stuck lock: the switch shows it.
+        if (on["stuck-lock"] && !gitlab.terraformState(PROJECT_ID, STATE_NAME)?.lock) {
+          on["stuck-lock"] = false;
+        }
+        return { ...on };
+      },
       setScenario,
       run({ webhookUrl, paceMs }) {
         gitlab.deliverHooks({ url: webhookUrl, secretToken: webhookSecret });
         gitlab.autoAdvance({ intervalMs: paceMs });
+      },
+      pause() {
+        gitlab.stopAutoAdvance();
+        gitlab.stopHooks();
       },
       async close() {
         gitlab.stopAutoAdvance();

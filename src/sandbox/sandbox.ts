@@ -9,10 +9,12 @@
  * only the clicker sees) is read back from the simulated Slack and pushed to the page over
  * server-sent events, as the exact JSON the bot sent.
  */
+import { rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { DestinationStream } from "pino";
+import { z } from "zod";
 import { loadConfig } from "../config.js";
 import { cleanTrace } from "../gitlab/trace.js";
 import { startVmbot, StartupError, type RunningVmbot } from "../start.js";
@@ -74,11 +76,14 @@ const SECURITY_HEADERS = {
   "cache-control": "no-store",
 };
 
-/** A request refused with a message for the page; `status` 413 also closes the connection. */
+/**
+ * A request refused with a message for the page: 400 for what the page sent, 413 (which also
+ * closes the connection) for a body too large, 502 when the bot did not take what was delivered.
+ */
 class BadRequest extends Error {
   constructor(
     message: string,
-    readonly status: 400 | 413 = 400,
+    readonly status: 400 | 413 | 502 = 400,
   ) {
     super(message);
   }
@@ -122,30 +127,113 @@ async function readJson(req: IncomingMessage): Promise<JsonObject> {
   return parsed as JsonObject;
 }
 
-const text = (body: JsonObject, key: string): string => {
-  const value = body[key];
-  if (typeof value !== "string" || value === "") throw new BadRequest(`${key} is missing`);
-  return value;
+const required = (name: string) => ({
+  error: (issue: { input?: unknown }) =>
+    issue.input === undefined ? `${name} is missing` : `${name} must be text`,
+});
+const nonEmpty = (name: string) =>
+  z
+    .string(required(name))
+    .min(1, { error: `${name} is missing` })
+    .max(4000, {
+      error: `${name} is too long`,
+    });
+
+const personSchema = z.enum(Object.keys(PEOPLE) as [Person, ...Person[]], {
+  error: (issue) =>
+    issue.input === undefined ? "as is missing" : `unknown person ${JSON.stringify(issue.input)}`,
+});
+
+const SCHEMAS = {
+  command: z.strictObject({ as: personSchema, text: nonEmpty("text") }),
+  submit: z.strictObject({
+    as: personSchema,
+    view: nonEmpty("view"),
+    values: z
+      .record(z.string(), z.string({ error: "values must be text, as typed or chosen" }), {
+        error: "values must map each input's action_id to its text",
+      })
+      .default({}),
+  }),
+  action: z
+    .strictObject({
+      as: personSchema,
+      action: nonEmpty("action"),
+      block: nonEmpty("block").optional(),
+      ts: nonEmpty("ts").optional(),
+      ephemeral: nonEmpty("ephemeral").optional(),
+    })
+    .refine((body) => (body.ts === undefined) !== (body.ephemeral === undefined), {
+      error: "name the message clicked: ts, or ephemeral for an answer only you see",
+    }),
+  scenario: z.strictObject({
+    as: personSchema.optional(),
+    name: z.string(required("name")).refine(isScenario, {
+      error: (issue) => `unknown scenario ${JSON.stringify(issue.input)}`,
+    }),
+    on: z.boolean({ error: "on must be true or false" }),
+  }),
+  close: z.strictObject({ as: personSchema, view: nonEmpty("view") }),
 };
 
-function person(body: JsonObject): (typeof PEOPLE)[Person] {
-  const as = text(body, "as");
-  if (!Object.hasOwn(PEOPLE, as)) throw new BadRequest(`unknown person "${as}"`);
-  return PEOPLE[as as Person];
+/** The body as `schema` wants it, or a 400 that says what is wrong. */
+function parse<T>(schema: z.ZodType<T>, body: JsonObject): T {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  throw new BadRequest(parsed.error.issues[0]?.message ?? "the request is not understood");
 }
 
 const isRecord = (value: unknown): value is JsonObject =>
   typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The bot took a delivery (Slack's own rule: anything but 200 is a failure). */
+function delivered(status: number): void {
+  if (status !== 200) {
+    throw new BadRequest(`The bot answered HTTP ${status} instead of 200; see its log.`, 502);
+  }
+}
 
 /** A Slack `ts` for a moment in milliseconds. */
 const tsOf = (ms: number): string =>
   `${Math.floor(ms / 1000)}.${String((ms % 1000) * 1000).padStart(6, "0")}`;
 
 export async function startSandbox(options: SandboxOptions): Promise<RunningSandbox> {
-  const platform = await startSimulatedPlatform();
-  const { slack } = platform;
+  // The port first: a second sandbox stops here, before it touches the first one's store.
+  const server = createServer((_req, res) => {
+    sendJson(res, 503, { status: "unavailable", reason: "the sandbox is starting" });
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new StartupError(
+      code === "EADDRINUSE"
+        ? `port ${options.port} is already in use: stop what uses it or set PORT to another port.`
+        : `the sandbox cannot listen on port ${options.port}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const closeServer = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => {
+        resolve();
+      });
+    });
+
+  let platform: SimulatedPlatform | undefined;
   let bot: RunningVmbot;
   try {
+    // Its own store, emptied: the simulated platform starts empty on every run.
+    for (const suffix of ["", "-wal", "-shm"])
+      rmSync(`${options.dbPath}${suffix}`, { force: true });
+    platform = await startSimulatedPlatform();
     const config = loadConfig({
       ...platform.env,
       VMBOT_DB: options.dbPath,
@@ -153,17 +241,21 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       LOG_LEVEL: options.logLevel,
     });
     bot = await startVmbot(config, {
+      host: "127.0.0.1",
       ...(options.logDestination === undefined ? {} : { logDestination: options.logDestination }),
     });
   } catch (error) {
-    await platform.close();
+    await platform?.close();
+    await closeServer();
     throw error;
   }
+  const { slack } = platform;
+  const simulated = platform;
   const botUrl = `http://127.0.0.1:${bot.port}`;
-  platform.run({ webhookUrl: `${botUrl}/gitlab/webhook`, paceMs: options.paceMs });
+  simulated.run({ webhookUrl: `${botUrl}/gitlab/webhook`, paceMs: options.paceMs });
   const signer = createSlackSigner({
     eventsUrl: `${botUrl}/slack/events`,
-    signingSecret: platform.signingSecret,
+    signingSecret: simulated.signingSecret,
     slack,
   });
 
@@ -182,9 +274,10 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       const call = calls[seenCalls];
       if (!call?.ok) continue;
       if (call.method !== "views.open" && call.method !== "views.push") continue;
-      const user = triggerUsers.get(String(call.args.trigger_id));
+      // Each views.open or views.push that succeeded made the next view, in order.
       const fresh = slack.views.find((view) => !viewUsers.has(view.id));
-      if (fresh !== undefined) viewUsers.set(fresh.id, user ?? "");
+      if (fresh === undefined) break;
+      viewUsers.set(fresh.id, triggerUsers.get(String(call.args.trigger_id)) ?? "");
     }
   }
 
@@ -242,12 +335,12 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       const view = slack.view(id);
       if (view !== undefined && !closedViews.has(id)) views.push({ user, view });
     }
-    const scenarios = platform.scenarios();
+    const scenarios = simulated.scenarios();
     return {
       channel: CHANNEL,
       bot: { id: slack.identity.botUserId, name: "vmbot" },
       // Links to the simulated GitLab open its pipelines and job logs through this server.
-      gitlab: platform.gitlab.url,
+      gitlab: simulated.gitlab.url,
       people: PEOPLE,
       messages,
       ephemerals: own,
@@ -264,8 +357,9 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
   // Live updates: one snapshot per burst of changes, to every open page.
   const streams = new Set<ServerResponse>();
   let pending: NodeJS.Timeout | undefined;
+  let stopping = false;
   const broadcast = (): void => {
-    if (pending !== undefined || streams.size === 0) return;
+    if (stopping || pending !== undefined || streams.size === 0) return;
     pending = setTimeout(() => {
       pending = undefined;
       const data = `event: state\ndata: ${JSON.stringify(snapshot())}\n\n`;
@@ -279,12 +373,17 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
   heartbeat.unref();
 
   async function command(body: JsonObject): Promise<unknown> {
-    const who = person(body);
-    const typed = text(body, "text").trim();
-    const match = /^(\/\S+)\s*([\s\S]*)$/.exec(typed);
+    const input = parse(SCHEMAS.command, body);
+    const who = PEOPLE[input.as];
+    const match = /^(\/\S+)\s*([\s\S]*)$/.exec(input.text.trim());
     if (match?.[1] !== "/vm") {
       throw new BadRequest("Only /vm is installed in this workspace: try /vm help.");
     }
+    // Whose they are is known before the bot can use them: its answers may come before ours.
+    const triggerId = slack.issueTriggerId();
+    const responseUrl = slack.issueResponseUrl();
+    triggerUsers.set(triggerId, who.id);
+    responseOwners.set(responseUrl, { user: who.id });
     const delivery = await signer.slashCommand({
       command: "/vm",
       text: match[2] ?? "",
@@ -292,11 +391,12 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       userName: who.name,
       channelId: CHANNEL.id,
       channelName: CHANNEL.name,
+      triggerId,
+      responseUrl,
     });
-    triggerUsers.set(delivery.triggerId, who.id);
-    responseOwners.set(delivery.responseUrl, { user: who.id });
+    delivered(delivery.status);
     const answer = delivery.body.trim();
-    if (delivery.status === 200 && answer !== "") {
+    if (answer !== "") {
       // A command answered in its ack: shown to the person who typed it.
       let reply: JsonObject = { text: answer };
       try {
@@ -317,14 +417,22 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     return { status: delivery.status };
   }
 
-  async function submit(body: JsonObject): Promise<unknown> {
-    const who = person(body);
-    const view = slack.view(text(body, "view"));
+  /** The open form `id` of `user`; a closed one, or someone else's, is refused. */
+  function ownForm(id: string, user: string) {
+    assignViews();
+    const view = slack.view(id);
     if (view === undefined || closedViews.has(view.id)) throw new BadRequest("that form is closed");
-    const given = isRecord(body.values) ? body.values : {};
+    if (viewUsers.get(view.id) !== user) throw new BadRequest("that form is someone else's");
+    return view;
+  }
+
+  async function submit(body: JsonObject): Promise<unknown> {
+    const input = parse(SCHEMAS.submit, body);
+    const who = PEOPLE[input.as];
+    const view = ownForm(input.view, who.id);
     const entries: Record<string, InputValue> = {};
-    for (const [actionId, value] of Object.entries(given)) {
-      entries[actionId] = typeof value === "string" && value !== "" ? value : null;
+    for (const [actionId, value] of Object.entries(input.values)) {
+      entries[actionId] = value === "" ? null : value;
     }
     let values;
     try {
@@ -332,30 +440,31 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     } catch (error) {
       throw new BadRequest((error as Error).message);
     }
+    const triggerId = slack.issueTriggerId({ viewId: view.id });
+    triggerUsers.set(triggerId, who.id);
     const delivery = await signer.viewSubmission({
       view,
       values,
       userId: who.id,
       userName: who.name,
+      triggerId,
     });
+    delivered(delivery.status);
     if (delivery.json?.response_action === "errors") {
       return { status: delivery.status, errors: delivery.json.errors };
     }
-    if (delivery.status === 200) closedViews.add(view.id);
+    closedViews.add(view.id);
     broadcast();
     return { status: delivery.status };
   }
 
   async function action(body: JsonObject): Promise<unknown> {
-    const who = person(body);
-    const actionId = text(body, "action");
-    const blockId = typeof body.block === "string" ? body.block : undefined;
+    const input = parse(SCHEMAS.action, body);
+    const who = PEOPLE[input.as];
     let message: FakeMessage | undefined;
-    let ephemeralId: string | undefined;
-    if (typeof body.ephemeral === "string") {
-      const found = ephemerals().own.find((e) => e.id === body.ephemeral && e.user === who.id);
+    if (input.ephemeral !== undefined) {
+      const found = ephemerals().own.find((e) => e.id === input.ephemeral && e.user === who.id);
       if (found === undefined) throw new BadRequest("that message is gone");
-      ephemeralId = found.id;
       message = {
         channel: CHANNEL.id,
         ts: found.ts,
@@ -366,18 +475,27 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
         app_id: slack.identity.appId,
       };
     } else {
-      message = slack.message(CHANNEL.id, text(body, "ts"));
+      message = slack.message(CHANNEL.id, input.ts ?? "");
       if (message === undefined) throw new BadRequest("that message is gone");
     }
+    const triggerId = slack.issueTriggerId();
+    const responseUrl = slack.issueResponseUrl();
+    triggerUsers.set(triggerId, who.id);
+    responseOwners.set(responseUrl, {
+      user: who.id,
+      ...(input.ephemeral === undefined ? {} : { replaces: input.ephemeral }),
+    });
     let delivery;
     try {
       delivery = await signer.blockAction({
         message,
-        ephemeral: ephemeralId !== undefined,
+        ephemeral: input.ephemeral !== undefined,
         userId: who.id,
         userName: who.name,
-        actionId,
-        ...(blockId === undefined ? {} : { blockId }),
+        actionId: input.action,
+        ...(input.block === undefined ? {} : { blockId: input.block }),
+        triggerId,
+        responseUrl,
       });
     } catch (error) {
       if (error instanceof Error && /action_id|block/.test(error.message)) {
@@ -385,23 +503,15 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       }
       throw error;
     }
-    triggerUsers.set(delivery.triggerId, who.id);
-    const responseUrl = delivery.payload.response_url;
-    if (typeof responseUrl === "string") {
-      responseOwners.set(responseUrl, {
-        user: who.id,
-        ...(ephemeralId === undefined ? {} : { replaces: ephemeralId }),
-      });
-    }
+    delivered(delivery.status);
     return { status: delivery.status };
   }
 
   function scenario(body: JsonObject): unknown {
-    const name = text(body, "name");
-    if (!isScenario(name)) throw new BadRequest(`unknown scenario "${name}"`);
-    platform.setScenario(name, body.on === true);
+    const input = parse(SCHEMAS.scenario, body);
+    simulated.setScenario(input.name, input.on);
     broadcast();
-    return { scenarios: platform.scenarios() };
+    return { scenarios: simulated.scenarios() };
   }
 
   const posts: Readonly<Record<string, (body: JsonObject) => unknown>> = {
@@ -410,7 +520,8 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     "/sandbox/action": action,
     "/sandbox/scenario": scenario,
     "/sandbox/close": (body) => {
-      closedViews.add(text(body, "view"));
+      const input = parse(SCHEMAS.close, body);
+      closedViews.add(ownForm(input.view, PEOPLE[input.as].id).id);
       broadcast();
       return {};
     },
@@ -425,7 +536,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
   function gitlabPage(webPath: string): string | undefined {
     const pipelineId = /^\/[\w.-]+(?:\/[\w.-]+)*\/-\/pipelines\/(\d+)$/.exec(webPath)?.[1];
     const jobId = /^\/[\w.-]+(?:\/[\w.-]+)*\/-\/jobs\/(\d+)$/.exec(webPath)?.[1];
-    const { pipelines } = platform.gitlab;
+    const { pipelines } = simulated.gitlab;
     if (pipelineId !== undefined) {
       const pipeline = pipelines.find((p) => p.id === Number(pipelineId));
       if (pipeline === undefined) return undefined;
@@ -546,53 +657,36 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     send(res, 404, "Not found.", "text/plain; charset=utf-8");
   }
 
-  const server = createServer((req, res) => {
+  server.removeAllListeners("request");
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((error: unknown) => {
       bot.log.error({ err: error }, "the sandbox page server could not answer");
-      if (!res.headersSent)
+      if (!res.headersSent) {
         sendJson(res, 500, { error: "the sandbox could not do that; see the log" });
-      else res.end();
+      } else {
+        res.end();
+      }
     });
   });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(options.port, "127.0.0.1", () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-  } catch (error) {
-    await bot.stop(1_000);
-    await platform.close();
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new StartupError(
-      code === "EADDRINUSE"
-        ? `port ${options.port} is already in use: stop what uses it or set PORT to another port.`
-        : `the sandbox cannot listen on port ${options.port}: ${(error as Error).message}`,
-      { cause: error },
-    );
-  }
   const port = (server.address() as AddressInfo).port;
 
   return {
     url: `http://localhost:${port}/`,
     port,
     bot,
-    platform,
+    platform: simulated,
     async stop() {
+      // The runner first: no more webhooks or changes while the bot finishes its work.
+      simulated.pause();
+      stopping = true;
       stopWatching();
       clearInterval(heartbeat);
       clearTimeout(pending);
       for (const stream of streams) stream.end();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) =>
-        server.close(() => {
-          resolve();
-        }),
-      );
+      streams.clear();
+      await closeServer();
       await bot.stop(3_000);
-      await platform.close();
+      await simulated.close();
     },
   };
 }

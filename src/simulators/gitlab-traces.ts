@@ -432,6 +432,26 @@ vm_ip = "${addressOf(vm.ip)}"
 `;
 }
 
+/** `terraform apply tfplan` for `syntheticReplacePlan`: the old VM is destroyed, then re-created. */
+export function syntheticReplaceApply(params: VmParams & { vmId?: number } = {}): string {
+  const vm = vmDefaults(params);
+  const oldId = params.vmId ?? 104;
+  return `proxmox_virtual_environment_vm.vm: Destroying... [id=${oldId}]
+proxmox_virtual_environment_vm.vm: Still destroying... [id=${oldId}, 10s elapsed]
+proxmox_virtual_environment_vm.vm: Destruction complete after 14s
+proxmox_virtual_environment_vm.vm: Creating...
+proxmox_virtual_environment_vm.vm: Still creating... [10s elapsed]
+proxmox_virtual_environment_vm.vm: Still creating... [20s elapsed]
+proxmox_virtual_environment_vm.vm: Creation complete after 29s [id=${oldId + 2}]
+
+Apply complete! Resources: 1 added, 0 changed, 1 destroyed.
+
+Outputs:
+
+vm_ip = "${addressOf(vm.ip)}"
+`;
+}
+
 /** A plan that cannot be made because Proxmox refused the token, as Terraform reports it. */
 export function syntheticPlanError(): string {
   return `

@@ -115,6 +115,8 @@ export interface BlockActionInput extends DeliveryOptions {
   triggerId?: string;
   /** State of the surface's inputs at the time of the click. */
   values?: ViewStateValues;
+  /** For a message: defaults to a fresh response_url served by the fake. */
+  responseUrl?: string;
   /**
    * The message is ephemeral (posted through a response_url): Slack marks the container so and
    * sends no `message` object, since it keeps no copy of ephemeral messages.
@@ -384,7 +386,7 @@ function actionSurface(
         channel: { id: channelId, name: input.channelName ?? channelId.toLowerCase() },
         ...(input.ephemeral === true ? {} : { message: messageObject(input.message, ctx.team.id) }),
         state: { values: structuredClone(values) },
-        response_url: ctx.slack.issueResponseUrl(),
+        response_url: input.responseUrl ?? ctx.slack.issueResponseUrl(),
       },
     };
   }

@@ -83,6 +83,7 @@ describeWithChromium("the sandbox in a browser", () => {
   let bot: BotProcess | undefined;
   let url = "";
   let browser: Browser | undefined;
+  const pageErrors = new WeakMap<Page, string[]>();
 
   beforeAll(async () => {
     execFileSync("npm", ["run", "-s", "build"], { cwd: ROOT, stdio: "pipe" });
@@ -136,7 +137,14 @@ describeWithChromium("the sandbox in a browser", () => {
     await expect.poll(textOf(page.locator("#status")), POLL).toBe("live");
     // Every later step would be meaningless with a broken script.
     expect(errors).toEqual([]);
+    pageErrors.set(page, errors);
     return page;
+  }
+
+  /** Closes the page, failing the test on any script error it had meanwhile. */
+  async function closePage(page: Page): Promise<void> {
+    expect(pageErrors.get(page)).toEqual([]);
+    await page.close();
   }
 
   it("healthz answers once the banner is out", async () => {
@@ -205,7 +213,7 @@ describeWithChromium("the sandbox in a browser", () => {
     await expect
       .poll(textOf(thread), POLL)
       .toMatch(/web-01\s+ok=\d+ changed=\d+ unreachable=0 failed=0/);
-    await page.close();
+    await closePage(page);
   }, 120_000);
 
   it("with the replace scenario, warns of the destroy and asks for confirmation before approving", async () => {
@@ -243,7 +251,7 @@ describeWithChromium("the sandbox in a browser", () => {
       .poll(textOf(request.locator(".bk-header")), POLL)
       .not.toContain("Awaiting approval");
     await page.locator('[data-scenario="replace"]').uncheck();
-    await page.close();
+    await closePage(page);
   }, 120_000);
 
   it("answers /vm help and /vm capacity to the asker alone, and refuses someone on no list", async () => {
@@ -264,7 +272,7 @@ describeWithChromium("the sandbox in a browser", () => {
     await send(page, "/vm create web-09");
     await expect.poll(textOf(mine.last()), POLL).toContain("REQUESTERS");
     expect(await page.locator("form.bk-modal").count()).toBe(0);
-    await page.close();
+    await closePage(page);
   }, 60_000);
 
   it("with a stuck state lock, the plan fails until an admin force-unlocks it with /vm unlock", async () => {
@@ -297,7 +305,7 @@ describeWithChromium("the sandbox in a browser", () => {
       .poll(textOf(page.locator("article.bk-message:not(.bk-ephemeral)").last()), POLL)
       .toMatch(/unlocked/i);
     await page.locator('[data-scenario="stuck-lock"]').uncheck();
-    await page.close();
+    await closePage(page);
   }, 90_000);
 
   it("shows a failing configure job in the request and its thread", async () => {
@@ -318,7 +326,7 @@ describeWithChromium("the sandbox in a browser", () => {
     const thread = page.locator(".bk-thread").filter({ hasText: "failed=1" });
     await expect.poll(textOf(thread), POLL).toContain("qemu-guest-agent");
     await page.locator('[data-scenario="failing-configure"]').uncheck();
-    await page.close();
+    await closePage(page);
   }, 90_000);
 
   it("with a slow Proxmox, still opens the form in Slack's three seconds and answers /vm capacity", async () => {
@@ -337,6 +345,6 @@ describeWithChromium("the sandbox in a browser", () => {
     await send(page, "/vm capacity");
     await expect.poll(() => mine.count(), POLL).toBe(before + 1);
     expect(await mine.last().innerText()).toContain("pve1");
-    await page.close();
+    await closePage(page);
   }, 60_000);
 });

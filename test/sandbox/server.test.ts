@@ -431,8 +431,32 @@ describe("the sandbox page server", () => {
       {
         what: "a close without a view",
         path: "/sandbox/close",
-        body: {},
+        body: { as: "requester" },
         error: "view is missing",
+      },
+      {
+        what: "a scenario switched with something other than true or false",
+        path: "/sandbox/scenario",
+        body: { name: "replace", on: "yes" },
+        error: "on must be true or false",
+      },
+      {
+        what: "a field the route does not take",
+        path: "/sandbox/command",
+        body: { as: "requester", text: "/vm help", channel: "C0OTHER" },
+        error: /channel/,
+      },
+      {
+        what: "a value that is not text",
+        path: "/sandbox/submit",
+        body: { as: "requester", view: "V0NOSUCHVIEW", values: { vm_cores: 4 } },
+        error: "values must be text, as typed or chosen",
+      },
+      {
+        what: "a click naming both a message and an ephemeral answer",
+        path: "/sandbox/action",
+        body: { as: "approver", action: PLAN_APPROVE, ts: "1700000000.000100", ephemeral: "a0" },
+        error: "name the message clicked: ts, or ephemeral for an answer only you see",
       },
     ];
     for (const c of cases) {
@@ -528,7 +552,21 @@ describe("the sandbox page server", () => {
     expect(platformState(s)).toEqual(before);
     expect((await snapshot(s)).views.map((v) => v.view.id)).toEqual([view.id]);
 
-    const closed = await post(s, "/sandbox/close", { view: view.id });
+    // Only the person whose form it is may close or submit it.
+    const notTheirs = await post(s, "/sandbox/close", { as: "approver", view: view.id });
+    expect(notTheirs).toMatchObject({
+      status: 400,
+      json: { error: "that form is someone else's" },
+    });
+    const notTheirsSubmit = await post(s, "/sandbox/submit", {
+      as: "approver",
+      view: view.id,
+      values: { [CREATE_FIELDS.ip]: "192.168.1.66/24" },
+    });
+    expect(notTheirsSubmit.json.error).toBe("that form is someone else's");
+    expect(platformState(s)).toEqual(before);
+
+    const closed = await post(s, "/sandbox/close", { as: "requester", view: view.id });
     expect(closed).toMatchObject({ status: 200, json: {} });
     expect((await snapshot(s)).views).toEqual([]);
 
@@ -817,10 +855,13 @@ describe("the sandbox page server", () => {
     expect(unlocked.json.scenarios).toMatchObject({ "stuck-lock": false });
     expect(state()?.lock).toBeNull();
 
-    // Anything but `on: true` is off.
+    // Anything but true or false is refused, and changes nothing.
     await post(s, "/sandbox/scenario", { name: "replace", on: true });
     const notTrue = await post(s, "/sandbox/scenario", { name: "replace", on: "yes" });
-    expect(notTrue.json.scenarios).toMatchObject({ replace: false });
+    expect(notTrue.status).toBe(400);
+    expect(
+      (await post(s, "/sandbox/scenario", { name: "replace", on: false })).json.scenarios,
+    ).toMatchObject({ replace: false });
 
     const proxmoxVersion = async (): Promise<number> => {
       const started = performance.now();

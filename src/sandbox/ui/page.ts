@@ -96,6 +96,18 @@ async function post(path: string, body: Record<string, unknown>): Promise<Record
   return answer;
 }
 
+/** A problem with a form, shown at its top: the composer's line is behind the overlay. */
+function showFormError(form: HTMLFormElement, message: string): void {
+  let box = form.querySelector<HTMLElement>(".sb-form-error");
+  if (box === null) {
+    box = document.createElement("div");
+    box.className = "bk-error sb-form-error";
+    box.setAttribute("role", "alert");
+    form.querySelector(".bk-modal-body")?.prepend(box);
+  }
+  box.textContent = message;
+}
+
 function showError(message: string): void {
   const box = byId("composer-error");
   box.textContent = message;
@@ -103,24 +115,74 @@ function showError(message: string): void {
 
 // --- Rendering -------------------------------------------------------------------------------
 
+/** What each element was last given, so a push rewrites only what changed. */
+const rendered = new WeakMap<Element, string>();
+
+function setHtml(element: Element, html: string): void {
+  if (rendered.get(element) === html) return;
+  element.innerHTML = html;
+  rendered.set(element, html);
+}
+
+/**
+ * Brings `box` to `items`, in order, keeping the element of every item whose HTML did not change:
+ * a push never replaces the button under the pointer or the text being selected.
+ */
+function patch(box: HTMLElement, items: readonly { key: string; html: string }[]): void {
+  const existing = new Map<string, HTMLElement>();
+  for (const child of [...box.children]) {
+    if (child instanceof HTMLElement && child.dataset.key !== undefined) {
+      existing.set(child.dataset.key, child);
+    } else {
+      child.remove();
+    }
+  }
+  let previous: Element | null = null;
+  for (const item of items) {
+    let node = existing.get(item.key);
+    existing.delete(item.key);
+    if (node === undefined) {
+      node = document.createElement("div");
+      node.className = "sb-item";
+      node.dataset.key = item.key;
+    }
+    setHtml(node, item.html);
+    const expected: Element | null =
+      previous === null ? box.firstElementChild : previous.nextElementSibling;
+    if (expected !== node) box.insertBefore(node, expected);
+    previous = node;
+  }
+  for (const node of existing.values()) node.remove();
+}
+
 function renderPeople(): void {
   if (state === undefined) return;
-  byId("people").innerHTML = Object.entries(state.people)
-    .map(
-      ([key, p]) =>
-        `<button type="button" class="sb-person" role="radio" aria-checked="${key === me ? "true" : "false"}" data-person="${escapeHtml(key)}">${escapeHtml(p.realName)}</button>`,
-    )
-    .join("");
+  setHtml(
+    byId("people"),
+    Object.entries(state.people)
+      .map(
+        ([key, p]) =>
+          `<button type="button" class="sb-person" role="radio" aria-checked="${key === me ? "true" : "false"}" data-person="${escapeHtml(key)}">${escapeHtml(p.realName)}</button>`,
+      )
+      .join(""),
+  );
 }
 
 function renderScenarios(): void {
   if (state === undefined) return;
-  byId("scenarios").innerHTML = state.scenarios
-    .map(
-      (s) =>
-        `<label class="sb-scenario" title="${escapeHtml(s.detail)}"><input type="checkbox" data-scenario="${escapeHtml(s.name)}"${s.on ? " checked" : ""}> ${escapeHtml(s.label)}</label>`,
-    )
-    .join("");
+  setHtml(
+    byId("scenarios"),
+    state.scenarios
+      .map(
+        (s) =>
+          `<label class="sb-scenario" title="${escapeHtml(s.detail)}"><input type="checkbox" data-scenario="${escapeHtml(s.name)}"${s.on ? " checked" : ""}> ${escapeHtml(s.label)}</label>`,
+      )
+      .join(""),
+  );
+  // A box clicked a moment ago shows what the platform does, not what was clicked.
+  for (const box of byId("scenarios").querySelectorAll<HTMLInputElement>("[data-scenario]")) {
+    box.checked = state.scenarios.some((s) => s.name === box.dataset.scenario && s.on);
+  }
 }
 
 /** The channel: each top-level message with its thread, and my own ephemeral answers among them. */
@@ -130,31 +192,43 @@ function renderMessages(): void {
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   const options = renderOptions();
   const mine = person();
-  const items: { ts: number; html: string }[] = [];
+  const items: { ts: number; key: string; html: string }[] = [];
   const tops = state.messages.filter((m) => m.thread_ts === undefined || m.thread_ts === m.ts);
   const topTs = new Set(tops.map((m) => m.ts));
   for (const top of tops) {
     const replies = state.messages.filter((m) => m.thread_ts === top.ts && m.ts !== top.ts);
-    items.push({ ts: Number(top.ts), html: renderConversation([top, ...replies], options) });
+    items.push({
+      ts: Number(top.ts),
+      key: `m${top.ts}`,
+      html: renderConversation([top, ...replies], options),
+    });
   }
   // Replies whose parent is not in the channel (should not happen): shown where they are.
   for (const stray of state.messages.filter(
     (m) => m.thread_ts !== undefined && m.thread_ts !== m.ts && !topTs.has(m.thread_ts),
   )) {
-    items.push({ ts: Number(stray.ts), html: renderMessage(stray, options) });
+    items.push({ ts: Number(stray.ts), key: `m${stray.ts}`, html: renderMessage(stray, options) });
   }
   for (const e of state.ephemerals.filter((x) => x.user === mine?.id)) {
     const message = { ts: e.ts, text: e.text, blocks: e.blocks, user: state.bot.id, bot_id: "B" };
     items.push({
       ts: Number(e.ts),
+      key: `e${e.id}`,
       html: `<div class="sb-ephemeral" data-ephemeral-id="${escapeHtml(e.id)}">${renderMessage(message, { ...options, ephemeral: true })}</div>`,
     });
   }
   items.sort((a, b) => a.ts - b.ts);
-  box.innerHTML =
+  patch(
+    box,
     items.length === 0
-      ? `<p class="sb-empty">No messages yet. Type <code>/vm create web-01</code> below to ask for a VM.</p>`
-      : items.map((item) => item.html).join("");
+      ? [
+          {
+            key: "empty",
+            html: `<p class="sb-empty">No messages yet. Type <code>/vm create web-01</code> below to ask for a VM.</p>`,
+          },
+        ]
+      : items,
+  );
   if (atBottom) box.scrollTop = box.scrollHeight;
 }
 
@@ -340,13 +414,33 @@ document.addEventListener("submit", (event) => {
         }
       })
       .catch((error: unknown) => {
-        showError((error as Error).message);
+        showFormError(form, (error as Error).message);
       })
       .finally(() => {
         submitButton?.removeAttribute("disabled");
       });
   }
 });
+
+let pointerDown = false;
+let renderPending = false;
+document.addEventListener(
+  "pointerdown",
+  () => {
+    pointerDown = true;
+  },
+  true,
+);
+const released = (): void => {
+  pointerDown = false;
+  if (renderPending) {
+    renderPending = false;
+    render();
+  }
+};
+// After the click that follows the release has been handled.
+document.addEventListener("pointerup", () => setTimeout(released, 0), true);
+document.addEventListener("pointercancel", released, true);
 
 // --- Live updates ----------------------------------------------------------------------------
 
@@ -364,7 +458,9 @@ function connect(): void {
   events.addEventListener("state", (event) => {
     state = JSON.parse((event as MessageEvent<string>).data) as Snapshot;
     if (!Object.hasOwn(state.people, me)) me = "requester";
-    render();
+    // Not between a press and its click: the click would land on nothing.
+    if (pointerDown) renderPending = true;
+    else render();
   });
 }
 
