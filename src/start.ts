@@ -211,6 +211,7 @@ export async function startVmbot(
     redact: redactor,
     effects,
     starter: vmbot.starter,
+    nodes: platform.nodes,
   });
 
   const slack = { connected: false, reason: "connecting to Slack" };

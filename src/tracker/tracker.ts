@@ -5,6 +5,7 @@ import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { cleanTrace } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
+import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Redactor } from "../redact.js";
 import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
@@ -16,6 +17,7 @@ import { STEP_EVENT_TYPE } from "../ids.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
+import type { NodeUsage } from "../vm/nodes.js";
 import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import type { RequestStarter } from "./starter.js";
 
@@ -31,8 +33,14 @@ export interface TrackerDeps {
   effects: Effects;
   /** Finishes requests a crash left without their message or pipeline. */
   starter: RequestStarter;
+  /** Live Proxmox, for the nodes' load when the plan brings none (no `node_resources`). */
+  nodes?: NodeDirectory | undefined;
   now?: () => Date;
 }
+
+/** How long a plan review waits for Proxmox before it goes out with the last answer, or none. */
+const NODES_BUDGET_MS = 3_000;
+const GIB = 1024 ** 3;
 
 /** Follows every unfinished request through its pipeline, reading the truth from GitLab. */
 export interface Tracker {
@@ -143,7 +151,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
       if (path !== undefined) {
         plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
       }
-      return { plan };
+      const nodes = await liveNodes();
+      return { plan, ...(nodes === undefined ? {} : { nodes }) };
     }
     const result = parsePlanJson(json);
     const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
@@ -156,7 +165,30 @@ export function createTracker(deps: TrackerDeps): Tracker {
     if (result.nodeResourcesProblem !== undefined) result.notes.push(result.nodeResourcesProblem);
     // Only the summary is kept: outputs may hold values nobody should see again in Slack.
     const plan = PlanSummarySchema.parse(result);
-    return { plan, ...(nodes.length > 0 ? { nodes } : {}) };
+    const load = nodes.length > 0 ? nodes : await liveNodes();
+    return { plan, ...(load === undefined ? {} : { nodes: load }) };
+  }
+
+  /**
+   * The nodes' load from Proxmox, for a plan that brings none: a fresh read within a few
+   * seconds, else the last answer Proxmox gave; undefined without Proxmox or any answer.
+   */
+  async function liveNodes(): Promise<NodeUsage[] | undefined> {
+    const directory = deps.nodes;
+    if (directory === undefined) return undefined;
+    const read = await within(directory.nodes(), NODES_BUDGET_MS).catch((error: unknown) => {
+      deps.log.warn({ err: error }, "could not read the nodes' load from Proxmox for a plan");
+      return undefined;
+    });
+    const nodes = Array.isArray(read) ? read : directory.last();
+    if (nodes === undefined || nodes.length === 0) return undefined;
+    return nodes.map((node) => ({
+      name: node.name,
+      online: node.status === "online",
+      ...(node.cpu === undefined ? {} : { cpuPercent: node.cpu * 100 }),
+      ...(node.memUsed === undefined ? {} : { memoryUsedGb: node.memUsed / GIB }),
+      ...(node.memTotal === undefined ? {} : { memoryTotalGb: node.memTotal / GIB }),
+    }));
   }
 
   async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
