@@ -34,13 +34,19 @@ export interface SandboxSettings {
   paceMs: number;
 }
 
+/** A whole number from `min` to `max` (of `unit`), `fallback` when unset. */
+function wholeNumber(name: string, unit: string, min: number, max: number, fallback: number) {
+  const error = `${name} must be ${unit} from ${min} to ${max}`;
+  return z.coerce
+    .number({ error })
+    .int({ error })
+    .min(min, { error })
+    .max(max, { error })
+    .default(fallback);
+}
+
 const sandboxSchema = z.object({
-  PORT: z.coerce
-    .number({ error: "PORT must be a whole number from 0 to 65535" })
-    .int({ error: "PORT must be a whole number from 0 to 65535" })
-    .min(0, { error: "PORT must be a whole number from 0 to 65535" })
-    .max(65535, { error: "PORT must be a whole number from 0 to 65535" })
-    .default(3000),
+  PORT: wholeNumber("PORT", "a whole number", 0, 65535, 3000),
   VMBOT_SANDBOX_DB: z.string().trim().min(1).default("./data/sandbox.sqlite"),
   VMBOT_DB: z.string().trim().min(1).default("./data/vmbot.sqlite"),
   LOG_LEVEL: z
@@ -48,12 +54,7 @@ const sandboxSchema = z.object({
       error: "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent",
     })
     .default("warn"),
-  VMBOT_SANDBOX_PACE_MS: z.coerce
-    .number({ error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
-    .int({ error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
-    .min(50, { error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
-    .max(60_000, { error: "VMBOT_SANDBOX_PACE_MS must be milliseconds from 50 to 60000" })
-    .default(1500),
+  VMBOT_SANDBOX_PACE_MS: wholeNumber("VMBOT_SANDBOX_PACE_MS", "milliseconds", 50, 60_000, 1500),
 });
 
 /** A store's path with its folder's symbolic links resolved, when the folder exists. */

@@ -24,17 +24,23 @@ function sendJson(res: Parameters<RequestListener>[1], status: number, body: unk
   res.end(text);
 }
 
+/** What `GET /healthz` answers for `health`: 200 when ready, else 503 with the reason. */
+export function healthAnswer(health: Health): {
+  status: 200 | 503;
+  body: { status: "ok" } | { status: "unavailable"; reason: string };
+} {
+  return health.ok
+    ? { status: 200, body: { status: "ok" } }
+    : { status: 503, body: { status: "unavailable", reason: health.reason ?? "not ready" } };
+}
+
 /** The bot's HTTP surface (SPEC section 6): Slack events, health, and nothing else by accident. */
 export function createHttpServer(routes: HttpRoutes): Server {
   return createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://vmbot").pathname;
     if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
-      const health = routes.health();
-      sendJson(
-        res,
-        health.ok ? 200 : 503,
-        health.ok ? { status: "ok" } : { status: "unavailable", reason: health.reason },
-      );
+      const answer = healthAnswer(routes.health());
+      sendJson(res, answer.status, answer.body);
       return;
     }
     if (path === "/slack/events" && routes.slackEvents) {

@@ -17,10 +17,12 @@ import type { DestinationStream } from "pino";
 import { z } from "zod";
 import { loadConfig } from "../config.js";
 import { cleanTrace } from "../gitlab/trace.js";
+import { healthAnswer } from "../server.js";
 import { startVmbot, StartupError, type RunningVmbot } from "../start.js";
 import { createSlackSigner, stateValuesFor, type InputValue } from "../simulators/slack-signer.js";
 import type { FakeMessage, JsonObject } from "../simulators/slack.js";
 import { escapeHtml } from "./ui/blockkit.js";
+import type { Ephemeral, OpenView, Snapshot } from "./ui/snapshot.js";
 import {
   CHANNEL,
   isScenario,
@@ -49,15 +51,6 @@ export interface RunningSandbox {
   bot: RunningVmbot;
   platform: SimulatedPlatform;
   stop(): Promise<void>;
-}
-
-/** One answer only its recipient sees: `chat.postEphemeral`, or a `response_url` reply. */
-interface Ephemeral {
-  id: string;
-  user: string;
-  ts: string;
-  text: string;
-  blocks: unknown[];
 }
 
 const MAX_BODY_BYTES = 256 * 1024;
@@ -324,13 +317,13 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     return { channel, own };
   }
 
-  function snapshot(): unknown {
+  function snapshot(): Snapshot {
     assignViews();
     const { channel, own } = ephemerals();
     const messages = [...slack.messages.filter((m) => m.channel === CHANNEL.id), ...channel].sort(
       (a, b) => Number(a.ts) - Number(b.ts),
     );
-    const views: { user: string; view: unknown }[] = [];
+    const views: { user: string; view: OpenView }[] = [];
     for (const [id, user] of viewUsers) {
       const view = slack.view(id);
       if (view !== undefined && !closedViews.has(id)) views.push({ user, view });
@@ -585,12 +578,8 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       return;
     }
     if (req.method === "GET" && path === "/healthz") {
-      const health = bot.health();
-      sendJson(
-        res,
-        health.ok ? 200 : 503,
-        health.ok ? { status: "ok" } : { status: "unavailable", reason: health.reason },
-      );
+      const answer = healthAnswer(bot.health());
+      sendJson(res, answer.status, answer.body);
       return;
     }
     const uiType = UI_FILES[path];

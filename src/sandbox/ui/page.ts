@@ -11,45 +11,7 @@ import {
   renderModal,
   type StateValues,
 } from "./blockkit.js";
-
-interface Person {
-  id: string;
-  name: string;
-  realName: string;
-}
-
-interface ChannelMessage {
-  ts: string;
-  thread_ts?: string;
-  [key: string]: unknown;
-}
-
-interface Ephemeral {
-  id: string;
-  user: string;
-  ts: string;
-  text: string;
-  blocks: unknown[];
-}
-
-interface View {
-  id: string;
-  hash: string;
-  blocks: unknown[];
-  [key: string]: unknown;
-}
-
-interface Snapshot {
-  channel: { id: string; name: string };
-  bot: { id: string; name: string };
-  gitlab: string;
-  people: Record<string, Person>;
-  messages: ChannelMessage[];
-  ephemerals: Ephemeral[];
-  views: { user: string; view: View }[];
-  files: string[];
-  scenarios: { name: string; label: string; detail: string; on: boolean }[];
-}
+import type { OpenView as View, SandboxPerson as Person, Snapshot } from "./snapshot.js";
 
 const STORAGE_KEY = "vmbot-sandbox-person";
 
