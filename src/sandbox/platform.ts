@@ -130,6 +130,8 @@ export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
     started.push(vault);
     const lockHolder = gitlab.addUser({ username: "ci-runner", name: "CI runner" });
 
+    const lockHeld = () => Boolean(gitlab.terraformState(PROJECT_ID, STATE_NAME)?.lock);
+
     const on: Record<Scenario, boolean> = {
       replace: false,
       "failing-configure": false,
@@ -207,13 +209,8 @@ export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
         ADMINS: PEOPLE.admin.id,
         POLL_INTERVAL_MS: "2000",
       },
-      scenarios: () => {
-        // An admin's /vm unlock ends the stuck lock: the switch shows it.
-        if (on["stuck-lock"] && !gitlab.terraformState(PROJECT_ID, STATE_NAME)?.lock) {
-          on["stuck-lock"] = false;
-        }
-        return { ...on };
-      },
+      // A stuck lock that an admin's /vm unlock removed is over: the switch shows it.
+      scenarios: () => ({ ...on, "stuck-lock": on["stuck-lock"] && lockHeld() }),
       setScenario,
       run({ webhookUrl, paceMs }) {
         gitlab.deliverHooks({ url: webhookUrl, secretToken: webhookSecret });

@@ -17,7 +17,7 @@ import { STEP_EVENT_TYPE } from "../ids.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
-import type { NodeUsage } from "../vm/nodes.js";
+import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import type { RequestStarter } from "./starter.js";
 
@@ -40,7 +40,6 @@ export interface TrackerDeps {
 
 /** How long a plan review waits for Proxmox before it goes out with the last answer, or none. */
 const NODES_BUDGET_MS = 3_000;
-const GIB = 1024 ** 3;
 
 /** Follows every unfinished request through its pipeline, reading the truth from GitLab. */
 export interface Tracker {
@@ -182,13 +181,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     });
     const nodes = Array.isArray(read) ? read : directory.last();
     if (nodes === undefined || nodes.length === 0) return undefined;
-    return nodes.map((node) => ({
-      name: node.name,
-      online: node.status === "online",
-      ...(node.cpu === undefined ? {} : { cpuPercent: node.cpu * 100 }),
-      ...(node.memUsed === undefined ? {} : { memoryUsedGb: node.memUsed / GIB }),
-      ...(node.memTotal === undefined ? {} : { memoryTotalGb: node.memTotal / GIB }),
-    }));
+    return nodes.map(usageOf);
   }
 
   async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
