@@ -20,7 +20,7 @@ export interface ParsingResult {
   resources: number;
 }
 
-const SHARED_PLAN = "terraform-plan-text/terraform-plan-comment-basic-1-modify-plan.txt";
+const PLAN_FIXTURE = "terraform-plan-text/terraform-plan-comment-basic-1-modify-plan.txt";
 const MB = 1024 * 1024;
 
 /** A real plan job's log, whose resource blocks the benchmark's logs repeat under new names. */
@@ -28,7 +28,7 @@ let template: string | undefined;
 
 function planJobLog(): string {
   if (template === undefined) {
-    const plan = readFileSync(resolve(process.cwd(), "../shared/fixtures", SHARED_PLAN), "utf8");
+    const plan = readFileSync(resolve(process.cwd(), "test/fixtures", PLAN_FIXTURE), "utf8");
     template = planTrace(plan.slice(plan.indexOf("  # "), plan.indexOf("Plan:")));
   }
   return template;
@@ -162,7 +162,7 @@ export async function planParsingSection(): Promise<Section> {
   const roundsOf = (mb: number) => results.find((r) => r.sizeMb === mb)?.rounds ?? 0;
   const worst = results.reduce((low, r) => (r.ratio < low.ratio ? r : low));
   const largest = results.at(-1);
-  const body = `A GitLab job log built from a real plan in \`../shared/fixtures\` (the runner's log around it,
+  const body = `A GitLab job log built from a real plan in \`test/fixtures\` (the runner's log around it,
 with its section markers and colours, repeated with the resources under new names) is streamed in
 chunks through the trace cleaner and the plan parser, as the tracker reads a plan job's log. The
 baseline splits the same stream into lines and does nothing else: no text parser can be faster.

@@ -8,7 +8,7 @@ import {
   type HostRecap,
   type TaskFailure,
 } from "../../src/ansible/recap.js";
-import { describeWithFixtures, fixturePath, readFixture } from "../support/fixtures.js";
+import { fixturePath, readFixture } from "../support/fixtures.js";
 
 // SGR and erase-line sequences as GitLab job logs carry them; stripped here independently of
 // the parser so the comparison proves something.
@@ -149,7 +149,7 @@ function expected(name: string): FixtureExpectation {
   return found;
 }
 
-describeWithFixtures("parseAnsibleOutput on real ansible-playbook output", () => {
+describe("parseAnsibleOutput on real ansible-playbook output", () => {
   it("has an expectation for every file in the ansible fixture folders", () => {
     const onDisk = ["ansible", "ansible-callback"].flatMap((dir) =>
       readdirSync(fixturePath(dir)).map((file) => `${dir}/${file}`),

@@ -8,13 +8,13 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { CHROMIUM, INSTALL_CHROMIUM } from "../setup/chromium.js";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBot, type BotProcess } from "../support/process.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const DOCS = join(ROOT, "docs");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 /** As Debian's Chromium runs here: headless, as root, with no network beyond loopback. */
 const CHROMIUM_ARGS = [
@@ -36,7 +36,7 @@ function describeWithChromium(name: string, fn: () => void): void {
     describe(name, fn);
     return;
   }
-  const reason = `Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
+  const reason = `Chromium not found at ${CHROMIUM} (${INSTALL_CHROMIUM}, or set CHROMIUM_PATH)`;
   if (process.env.CI === "true") throw new Error(`${name}: ${reason}; in CI it is required`);
   describe.skip(`${name} [skipped: ${reason}]`, fn);
 }

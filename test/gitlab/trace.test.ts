@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { cleanTrace, createTraceCleaner, type TraceSection } from "../../src/gitlab/trace.js";
-import { fixturePath, readFixture, describeWithFixtures } from "../support/fixtures.js";
+import { fixturePath, readFixture } from "../support/fixtures.js";
 
 interface Cleaned {
   lines: string[];
@@ -85,7 +85,7 @@ function jobSections(offset: number): TraceSection[] {
   }));
 }
 
-describeWithFixtures("cleaning GitLab job logs from ../shared/fixtures/gitlab-trace", () => {
+describe("cleaning GitLab job logs from test/fixtures/gitlab-trace", () => {
   it("has a test for every trace fixture", () => {
     const files = readdirSync(fixturePath("gitlab-trace")).sort();
     expect(files).toEqual([

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parsePlanJson, readPlanJson, type PlanJsonResult } from "../../src/terraform/plan-json.js";
 import { deriveCounts } from "../../src/terraform/plan-text.js";
-import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import { readFixture } from "../support/fixtures.js";
 import { cutPoints, hostileText } from "./support.js";
 
 const RUNS = { numRuns: 300 };
@@ -229,7 +229,7 @@ describe("reading a JSON plan", () => {
   });
 });
 
-describeWithFixtures("reading cut and re-encoded copies of the JSON plan fixtures", () => {
+describe("reading cut and re-encoded copies of the JSON plan fixtures", () => {
   for (const fixture of FIXTURES) {
     const text = readFixture(fixture);
     const whole = parsePlanJson(text);

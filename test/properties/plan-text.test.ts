@@ -6,7 +6,7 @@ import {
   parsePlanText,
   type PlanTextResult,
 } from "../../src/terraform/plan-text.js";
-import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import { readFixture } from "../support/fixtures.js";
 import { colorize, cutPoints, hostileText, printable, SGR } from "./support.js";
 
 const RUNS = { numRuns: 200 };
@@ -235,7 +235,7 @@ describe("reading plan text", () => {
   });
 });
 
-describeWithFixtures("reading cut and re-encoded copies of the plan text fixtures", () => {
+describe("reading cut and re-encoded copies of the plan text fixtures", () => {
   for (const name of FIXTURES) {
     const text = readFixture(name);
     const whole = parsePlanText(text);

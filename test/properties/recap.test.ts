@@ -8,7 +8,7 @@ import {
   type HostRecap,
 } from "../../src/ansible/recap.js";
 import { cleanTrace } from "../../src/gitlab/trace.js";
-import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import { readFixture } from "../support/fixtures.js";
 import { colorize, cutPoints, hostileText, printable, SGR } from "./support.js";
 
 const RUNS = { numRuns: 200 };
@@ -228,7 +228,7 @@ describe("reading ansible-playbook output", () => {
   });
 });
 
-describeWithFixtures("reading cut and re-encoded copies of the ansible fixtures", () => {
+describe("reading cut and re-encoded copies of the ansible fixtures", () => {
   for (const name of FIXTURES) {
     const log = readFixture(name);
     const whole = parseAnsibleOutput(log);

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { cleanTrace, createTraceCleaner, type TraceSection } from "../../src/gitlab/trace.js";
-import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import { readFixture } from "../support/fixtures.js";
 import { colorize, cutPoints, printable, SGR, splitAt } from "./support.js";
 
 const RUNS = { numRuns: 300 };
@@ -172,7 +172,7 @@ describe("cleaning a job log", () => {
   });
 });
 
-describeWithFixtures("cleaning cut and re-encoded copies of the GitLab fixtures", () => {
+describe("cleaning cut and re-encoded copies of the GitLab fixtures", () => {
   for (const name of FIXTURES) {
     const log = readFixture(name);
 

@@ -26,7 +26,7 @@ import { planMessage, type PlanReview } from "../../src/views/plan-message.js";
 import { recapText } from "../../src/views/recap.js";
 import { requestMessage } from "../../src/views/request-message.js";
 import { unlockPrompt } from "../../src/views/unlock.js";
-import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import { readFixture } from "../support/fixtures.js";
 import { planSummary, sampleRequest, SAMPLE_SPEC } from "../support/requests.js";
 
 const PEOPLE: Record<string, string> = { U0REQ: "alice", U0APPROVER: "bob", U0BOT: "vmbot" };
@@ -435,7 +435,7 @@ describe("the plan message", () => {
     expect(visible(html)).toContain("\u2705 Approved by @bob at today 10:05 UTC");
   });
 
-  describeWithFixtures("from real tool output", () => {
+  describe("from real tool output", () => {
     it("renders Terraform's delete plan, and Ansible's failed run as a thread reply with the plan file", () => {
       const plan = parsePlanText(
         readFixture("terraform-plan-text/terraform-plan-comment-basic-2-delete-plan.txt"),

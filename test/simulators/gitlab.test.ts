@@ -6,7 +6,7 @@ import {
   type PipelineVariableSchema,
 } from "@gitbeaker/rest";
 import { afterEach, describe, expect, it } from "vitest";
-import { describeWithFixtures, readFixture, readFixtureJson } from "../support/fixtures.js";
+import { readFixture, readFixtureJson } from "../support/fixtures.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 import {
   startFakeGitlab,
@@ -1503,7 +1503,7 @@ describe("the schema check itself", () => {
   });
 });
 
-describeWithFixtures("fake GitLab JSON against GitLab's own API schemas", () => {
+describe("fake GitLab JSON against GitLab's own API schemas", () => {
   it("matches pipeline/detail.json, user/basic.json and ci_detailed_status.json in every status", async () => {
     const { fake, api } = await start();
     const created = await createPipeline(api, "infra/vms", "main", {
@@ -1569,7 +1569,7 @@ describeWithFixtures("fake GitLab JSON against GitLab's own API schemas", () => 
   });
 });
 
-describeWithFixtures("fake GitLab's new JSON against GitLab's own API schemas", () => {
+describe("fake GitLab's new JSON against GitLab's own API schemas", () => {
   it("matches job.json for a played job and for a job with artifacts", async () => {
     const { fake, api, id } = await startWithPipeline();
     runUntilSettled(fake, id, "tf:plan");
@@ -1593,7 +1593,7 @@ describeWithFixtures("fake GitLab's new JSON against GitLab's own API schemas", 
   });
 });
 
-describeWithFixtures("GitLab job logs built around real tool output", () => {
+describe("GitLab job logs built around real tool output", () => {
   const MARKER = /section_(start|end):(\d+):([a-z_]+)\r\x1b\[0K/g; // eslint-disable-line no-control-regex
 
   /** The section names of a log, as start/end events in order. */
@@ -1702,7 +1702,7 @@ describeWithFixtures("GitLab job logs built around real tool output", () => {
   });
 });
 
-describeWithFixtures("fake GitLab webhooks against GitLab's recorded payloads", () => {
+describe("fake GitLab webhooks against GitLab's recorded payloads", () => {
   /** Paths of every key in `expected` missing from `actual` (objects only; arrays by first item). */
   function missingKeys(expected: unknown, actual: unknown, where = "$"): string[] {
     if (Array.isArray(expected)) {

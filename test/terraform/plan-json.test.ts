@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parsePlanJson, readPlanJson, type PlanOutput } from "../../src/terraform/plan-json.js";
 import type { PlanResource } from "../../src/terraform/plan-text.js";
-import { describeWithFixtures, fixturePath, readFixture } from "../support/fixtures.js";
+import { fixturePath, readFixture } from "../support/fixtures.js";
 
 const DIR = "terraform-json";
 const FIXTURES = [
@@ -15,7 +15,7 @@ const FIXTURES = [
 const created = (...addresses: string[]): PlanResource[] =>
   addresses.map((address) => ({ address, action: "create" }));
 
-describeWithFixtures("reading JSON plans from ../shared/fixtures/terraform-json", () => {
+describe("reading JSON plans from test/fixtures/terraform-json", () => {
   it("has a test for every JSON plan fixture", () => {
     expect(readdirSync(fixturePath(DIR)).sort()).toEqual(FIXTURES);
   });

@@ -6,7 +6,7 @@ import {
   type PlanResource,
   type PlanTextResult,
 } from "../../src/terraform/plan-text.js";
-import { describeWithFixtures, fixturePath, readFixture } from "../support/fixtures.js";
+import { fixturePath, readFixture } from "../support/fixtures.js";
 
 const DIR = "terraform-plan-text";
 const FIXTURES = [
@@ -28,7 +28,7 @@ function parseLineByLine(text: string): PlanTextResult {
 const actions = (result: PlanTextResult) =>
   result.resources.map(({ address, action }) => [address, action]);
 
-describeWithFixtures("reading plan text from ../shared/fixtures/terraform-plan-text", () => {
+describe("reading plan text from test/fixtures/terraform-plan-text", () => {
   it("has a test for every plan text fixture", () => {
     expect(readdirSync(fixturePath(DIR)).sort()).toEqual(FIXTURES);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ansibleTrace } from "../../src/simulators/gitlab-traces.js";
-import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import { readFixture } from "../support/fixtures.js";
 import {
   APPROVER,
   CHANNEL,
@@ -187,7 +187,7 @@ describe("approving and rejecting a plan", () => {
   });
 });
 
-describeWithFixtures("a configuration that fails", () => {
+describe("a configuration that fails", () => {
   it("ends the request naming the failed task and its message from the real Ansible log", async () => {
     const { h, pipelineId, requestId, message } = await planned();
     h.gitlab.setTraces(pipelineId, {

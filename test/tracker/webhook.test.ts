@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sameSecret } from "../../src/gitlab/webhook.js";
-import { describeWithFixtures, readFixture } from "../support/fixtures.js";
+import { readFixture } from "../support/fixtures.js";
 import {
   eventually,
   askForVm,
@@ -65,7 +65,7 @@ describe("POST /gitlab/webhook", () => {
   });
 });
 
-describeWithFixtures("POST /gitlab/webhook with GitLab's own payloads", () => {
+describe("POST /gitlab/webhook with GitLab's own payloads", () => {
   it("accepts GitLab's real Pipeline Hook and Job Hook bodies", async () => {
     const h = await start(withWebhook);
     for (const file of ["pipeline.json", "job.json", "build.json"]) {
