@@ -9,6 +9,15 @@ import { isIpv4 } from "./net/ipv4.js";
 const SLACK_ID = /^[UWS][A-Z0-9]{2,}$/;
 /** Slack's static_select holds at most 100 options. */
 const MAX_FORM_OPTIONS = 100;
+/** The inputs vmbot sends whose values are numbers, so a pipeline may declare them `type: number`. */
+const NUMERIC_INPUTS = [
+  "template_vm_id",
+  "vm_id",
+  "vlan_id",
+  "cpu_cores",
+  "memory_mb",
+  "disk_size_gb",
+];
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 const blankToUndefined = (value: unknown): unknown =>
@@ -164,6 +173,17 @@ const EnvSchema = z.object({
   GITLAB_SIZING_PARAMS: z.preprocess(
     blankToUndefined,
     z.enum(["variables", "inputs"], { error: "must be variables or inputs" }).default("variables"),
+  ),
+  GITLAB_NUMBER_INPUTS: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .default("")
+      .transform(list)
+      .refine((items) => items.every((item) => NUMERIC_INPUTS.includes(item.trim())), {
+        error: `must be a comma-separated list of inputs the pipeline declares as type: number, among ${NUMERIC_INPUTS.join(", ")}`,
+      })
+      .transform((items) => items.map((item) => item.trim())),
   ),
   GITLAB_REQUEST_ID_VARIABLE: boolean(true),
   GITLAB_PLAN_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:plan")),
@@ -373,6 +393,8 @@ export interface Config {
     pipelineParams: "inputs" | "variables";
     /** How cores, memory, disk and DNS reach Terraform: TF_VAR_* variables, or inputs. */
     sizingParams: "variables" | "inputs";
+    /** Inputs the pipeline declares `type: number`; every other input is sent as a string. */
+    numberInputs: string[];
     /** Send VMBOT_REQUEST_ID with each pipeline, so a restart finds the one it created. */
     requestIdVariable: boolean;
     jobs: { plan: string; apply: string; configure: string };
@@ -458,6 +480,7 @@ function toConfig(env: Env): Config {
       ref: env.GITLAB_REF,
       pipelineParams: env.GITLAB_PIPELINE_PARAMS,
       sizingParams: env.GITLAB_SIZING_PARAMS,
+      numberInputs: env.GITLAB_NUMBER_INPUTS,
       requestIdVariable: env.GITLAB_REQUEST_ID_VARIABLE,
       jobs: {
         plan: env.GITLAB_PLAN_JOB,

@@ -35,6 +35,27 @@ export function gitlabMessageText(description: string): string {
 const seconds = (ms: number) =>
   ms < 10_000 ? `${(ms / 1000).toFixed(1)} seconds` : `${Math.round(ms / 1000)} seconds`;
 
+/** GitLab's 400 for a pipeline it will not create, with what to change. */
+function badRequestWords(ctx: GitlabErrorContext, status: number, detail: string): string {
+  const refused = `GitLab refused to ${ctx.doing} (${status}): ${detail}.`;
+  if (/rules configuration prevented any jobs/i.test(detail)) {
+    return `${refused} The pipeline's rules must accept pipelines created through the API (\`$CI_PIPELINE_SOURCE == "api"\`), not only \`"web"\`: see vmbot's README.`;
+  }
+  if (/sufficient permission to run a pipeline/i.test(detail)) {
+    return `${refused} The branch is protected: the bot's token needs a user with the Maintainer role on the project (or one allowed to merge into that branch).`;
+  }
+  // GitLab quotes the input's name in backquotes; the detail has them escaped for Slack.
+  const typed = /[`'](\w+)[`'] input: provided value is not an? (string|number|boolean)/i.exec(
+    detail,
+  );
+  if (typed !== null) {
+    return typed[2] === "number"
+      ? `${refused} The pipeline declares \`${typed[1]}\` as \`type: number\`: list it in GITLAB_NUMBER_INPUTS so vmbot sends it as a number.`
+      : `${refused} The pipeline declares \`${typed[1]}\` without a type (a string), but vmbot sent a number: remove it from GITLAB_NUMBER_INPUTS.`;
+  }
+  return `${refused} Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.`;
+}
+
 /** Turns whatever gitbeaker threw into words a person can act on. */
 export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError {
   // Already in words (e.g. Vault could not give the token): keep them.
@@ -55,7 +76,7 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
       case 403:
         return new VmbotError(
           "gitlab_forbidden",
-          `GitLab did not let the bot ${ctx.doing} in ${project} (403 Forbidden): its token needs the api scope and at least the Developer role on the project.`,
+          `GitLab did not let the bot ${ctx.doing} in ${project} (403 Forbidden): its token needs the api scope, and its user the Maintainer role on the project (pipelines on the protected default branch and the Terraform state lock need it).`,
           { cause: error },
         );
       case 404: {
@@ -75,13 +96,9 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
       }
       case 400:
       case 422:
-        return new VmbotError(
-          "gitlab_bad_request",
-          /rules configuration prevented any jobs/i.test(detail)
-            ? `GitLab refused to ${ctx.doing} (${status}): ${detail}. The pipeline's rules must accept pipelines created through the API (\`$CI_PIPELINE_SOURCE == "api"\`), not only \`"web"\`: see vmbot's README.`
-            : `GitLab refused to ${ctx.doing} (${status}): ${detail}. Check the pipeline's spec:inputs and the ref vmbot runs on against the form's fields.`,
-          { cause: error },
-        );
+        return new VmbotError("gitlab_bad_request", badRequestWords(ctx, status, detail), {
+          cause: error,
+        });
       case 429:
         return new VmbotError(
           "gitlab_rate_limited",

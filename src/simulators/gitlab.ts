@@ -520,16 +520,19 @@ function isDestroy(context: PipelineContext): boolean {
   return context.inputs.action === "destroy" || context.variables.ACTION === "destroy";
 }
 
-/** The VM pipeline's `spec:inputs` (SPEC §1). */
+/**
+ * The VM pipeline's `spec:inputs`, as `examples/gitlab/.gitlab-ci.yml` declares them (SPEC §1):
+ * untyped, so each is a string and GitLab refuses a number for it.
+ */
 export const VM_PIPELINE_INPUTS: Readonly<Record<string, InputSpec>> = {
   action: { default: "apply", options: ["apply", "destroy"] },
   vm_name: {},
   vm_ip: {},
   vm_gateway: { default: "192.168.1.1" },
-  template_vm_id: { type: "number", default: 9000 },
+  template_vm_id: { default: "9000" },
   proxmox_node: { default: "pve" },
-  vm_id: { type: "number", default: 0 },
-  vlan_id: { type: "number", default: 0 },
+  vm_id: { default: "0" },
+  vlan_id: { default: "0" },
 };
 
 export const DEFAULT_PROJECT: FakeProjectOptions = {

@@ -117,7 +117,10 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         act: async () => {
           try {
             const created = await gitlab.triggerPipeline(
-              pipelineParams(request.spec, config.gitlab.sizingParams),
+              pipelineParams(request.spec, {
+                sizing: config.gitlab.sizingParams,
+                numberInputs: config.gitlab.numberInputs,
+              }),
               request.id,
             );
             return { id: created.id, webUrl: created.webUrl, sure: true };

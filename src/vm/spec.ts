@@ -256,12 +256,29 @@ export interface PipelineParams {
 }
 
 /**
- * The pipeline's parameters for a spec. The platform's `spec:inputs` carry what SPEC section 1
- * lists; the sizing values are Terraform variables with defaults, passed as `TF_VAR_*`
- * variables (which Terraform reads without any pipeline change) unless the pipeline declares
- * them as inputs too (`sizing: "inputs"`).
+ * Where sizing goes, and which inputs the pipeline declares `type: number`. GitLab reads an
+ * input declared without a type as a string and refuses any other JSON type for it ("provided
+ * value is not a string"), so every other input is sent as a string.
  */
-export function pipelineParams(spec: VmSpec, sizing: "variables" | "inputs"): PipelineParams {
+export interface ParamsShape {
+  sizing: "variables" | "inputs";
+  numberInputs?: readonly string[];
+}
+
+/**
+ * The pipeline's parameters for a spec. The platform's `spec:inputs` carry what SPEC section 1
+ * lists, each typed as the pipeline declares it; the sizing values are Terraform variables with
+ * defaults, passed as `TF_VAR_*` variables (which Terraform reads without any pipeline change)
+ * unless the pipeline declares them as inputs too (`sizing: "inputs"`).
+ */
+export function pipelineParams(spec: VmSpec, shape: ParamsShape): PipelineParams {
+  const typed = (values: Record<string, string | number>) =>
+    Object.fromEntries(
+      Object.entries(values).map(([name, value]) => [
+        name,
+        shape.numberInputs?.includes(name) === true ? Number(value) : String(value),
+      ]),
+    );
   const inputs = {
     action: "apply",
     vm_name: spec.name,
@@ -278,9 +295,11 @@ export function pipelineParams(spec: VmSpec, sizing: "variables" | "inputs"): Pi
     disk_size_gb: spec.diskGb,
     dns_server: spec.dns,
   };
-  if (sizing === "inputs") return { inputs: { ...inputs, ...sizingValues }, variables: {} };
+  if (shape.sizing === "inputs") {
+    return { inputs: typed({ ...inputs, ...sizingValues }), variables: {} };
+  }
   return {
-    inputs,
+    inputs: typed(inputs),
     variables: Object.fromEntries(
       Object.entries(sizingValues).map(([name, value]) => [`TF_VAR_${name}`, String(value)]),
     ),

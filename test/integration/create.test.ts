@@ -1,7 +1,7 @@
 import { createServer, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { CREATE_FIELDS } from "../../src/ids.js";
-import { DEFAULT_PIPELINE } from "../../src/simulators/gitlab.js";
+import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../src/simulators/gitlab.js";
 import { stateValuesFor } from "../../src/simulators/slack-signer.js";
 import type { FakeView } from "../../src/simulators/slack.js";
 import {
@@ -168,10 +168,10 @@ describe("/vm create", () => {
         vm_name: "web-01",
         vm_ip: "192.168.1.50/24",
         vm_gateway: "192.168.1.1",
-        template_vm_id: 9000,
+        template_vm_id: "9000",
         proxmox_node: "pve",
-        vm_id: 0,
-        vlan_id: 20,
+        vm_id: "0",
+        vlan_id: "20",
       },
       variables: [
         { key: "TF_VAR_cpu_cores", value: "4", variable_type: "env_var" },
@@ -233,9 +233,12 @@ describe("/vm create", () => {
     expect(h.gitlab.pipelines[0]!.variables).toHaveLength(13);
   });
 
-  it("sends sizing as inputs to a pipeline that declares them (GITLAB_SIZING_PARAMS=inputs)", async () => {
+  it("sends sizing as inputs to a pipeline that declares them (GITLAB_SIZING_PARAMS=inputs), typed as declared", async () => {
     const h = await start({
-      env: { GITLAB_SIZING_PARAMS: "inputs" },
+      env: {
+        GITLAB_SIZING_PARAMS: "inputs",
+        GITLAB_NUMBER_INPUTS: "cpu_cores,memory_mb,disk_size_gb",
+      },
       project: { inputs: PLATFORM_INPUTS },
     });
     await submitAndSettle(h);
@@ -257,13 +260,18 @@ describe("/vm create", () => {
       memory_mb: 4096,
       disk_size_gb: 40,
       dns_server: "192.168.1.1",
+      template_vm_id: "9000",
     });
     expect(h.gitlab.pipelines[0]!.inputs).toMatchObject({ cpu_cores: 4, vm_name: "web-01" });
   });
 
   it("sends no variable at all with GITLAB_SIZING_PARAMS=inputs and GITLAB_REQUEST_ID_VARIABLE=false", async () => {
     const h = await start({
-      env: { GITLAB_SIZING_PARAMS: "inputs", GITLAB_REQUEST_ID_VARIABLE: "false" },
+      env: {
+        GITLAB_SIZING_PARAMS: "inputs",
+        GITLAB_NUMBER_INPUTS: "cpu_cores,memory_mb,disk_size_gb",
+        GITLAB_REQUEST_ID_VARIABLE: "false",
+      },
       project: { inputs: PLATFORM_INPUTS, pipelineVariablesMinimumRole: "no_one_allowed" },
     });
     const { request } = await submitAndSettle(h);
@@ -392,10 +400,10 @@ describe("GitLab refusing the pipeline", () => {
       "GitLab refused the bot's token (401 Unauthorized): it is invalid, expired or revoked. An admin needs to give vmbot a new token with the api scope (GITLAB_TOKEN).",
     ],
     [
-      "a token without the Developer role (403)",
+      "a token without the Maintainer role (403)",
       { project: { role: "reporter" } },
       () => undefined,
-      "GitLab did not let the bot create the pipeline in `infra/vms` (403 Forbidden): its token needs the api scope and at least the Developer role on the project.",
+      "GitLab did not let the bot create the pipeline in `infra/vms` (403 Forbidden): its token needs the api scope, and its user the Maintainer role on the project (pipelines on the protected default branch and the Terraform state lock need it).",
     ],
     [
       "a project that does not exist (404)",
@@ -422,6 +430,12 @@ describe("GitLab refusing the pipeline", () => {
       },
       () => undefined,
       'GitLab refused to create the pipeline (400): Pipeline will not run for the selected trigger. The rules configuration prevented any jobs from being added to the pipeline. The pipeline\'s rules must accept pipelines created through the API (`$CI_PIPELINE_SOURCE == "api"`), not only `"web"`: see vmbot\'s README.',
+    ],
+    [
+      "a pipeline that declares an input type: number that vmbot sends as a string (400)",
+      { project: { inputs: { ...VM_PIPELINE_INPUTS, vm_id: { type: "number", default: 0 } } } },
+      () => undefined,
+      "GitLab refused to create the pipeline (400): 'vm_id' input: provided value is not a number. The pipeline declares `vm_id` as `type: number`: list it in GITLAB_NUMBER_INPUTS so vmbot sends it as a number.",
     ],
     [
       "a ref that does not exist (400)",

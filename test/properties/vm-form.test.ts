@@ -154,21 +154,22 @@ describe("the create form, from what was typed to the pipeline's inputs", () => 
           const spec = expectedSpec(form);
           expect(result.spec).toMatchObject(spec);
 
-          const params = pipelineParams(result.spec, sizing);
+          // Untyped inputs, as the example pipeline declares them: every value is a string.
+          const params = pipelineParams(result.spec, { sizing });
           const inputs = {
             action: "apply",
             vm_name: spec.name,
             vm_ip: spec.ip,
             vm_gateway: spec.gateway,
-            template_vm_id: spec.templateId,
+            template_vm_id: String(spec.templateId),
             proxmox_node: spec.node,
-            vm_id: spec.vmId,
-            vlan_id: spec.vlanId,
+            vm_id: String(spec.vmId),
+            vlan_id: String(spec.vlanId),
           };
           const sizingValues = {
-            cpu_cores: spec.cores,
-            memory_mb: spec.memoryMb,
-            disk_size_gb: spec.diskGb,
+            cpu_cores: String(spec.cores),
+            memory_mb: String(spec.memoryMb),
+            disk_size_gb: String(spec.diskGb),
             dns_server: spec.dns,
           };
           expect(params).toEqual(

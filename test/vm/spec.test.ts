@@ -291,20 +291,20 @@ describe("validateVmForm", () => {
     expect(Object.keys(result.errors).sort()).toEqual(["cores", "ip", "name", "vlan"]);
   });
 
-  it("turns a valid form into the platform's inputs, with sizing as Terraform variables", () => {
+  it("turns a valid form into the platform's inputs, all strings, with sizing as Terraform variables", () => {
     const result = validateVmForm({ ...valid, vmId: "150", vlan: "20", template: "9001" }, options);
     expect(result.ok).toBe(true);
     if (!result.ok) return;
-    expect(pipelineParams(result.spec, "variables")).toEqual({
+    expect(pipelineParams(result.spec, { sizing: "variables" })).toEqual({
       inputs: {
         action: "apply",
         vm_name: "web-01",
         vm_ip: "192.168.1.50/24",
         vm_gateway: "192.168.1.1",
-        template_vm_id: 9001,
+        template_vm_id: "9001",
         proxmox_node: "pve",
-        vm_id: 150,
-        vlan_id: 20,
+        vm_id: "150",
+        vlan_id: "20",
       },
       variables: {
         TF_VAR_cpu_cores: "2",
@@ -318,13 +318,29 @@ describe("validateVmForm", () => {
   it("puts sizing among the inputs when the pipeline declares them", () => {
     const result = validateVmForm(valid, options);
     if (!result.ok) throw new Error("the sample form is invalid");
-    const params = pipelineParams(result.spec, "inputs");
+    const params = pipelineParams(result.spec, { sizing: "inputs" });
     expect(params.variables).toEqual({});
     expect(params.inputs).toMatchObject({
-      cpu_cores: 2,
-      memory_mb: 2048,
-      disk_size_gb: 20,
+      cpu_cores: "2",
+      memory_mb: "2048",
+      disk_size_gb: "20",
       dns_server: "192.168.1.1",
+    });
+  });
+
+  it("sends as numbers exactly the inputs the pipeline declares type: number", () => {
+    const result = validateVmForm({ ...valid, vmId: "150" }, options);
+    if (!result.ok) throw new Error("the sample form is invalid");
+    const params = pipelineParams(result.spec, {
+      sizing: "inputs",
+      numberInputs: ["vm_id", "cpu_cores"],
+    });
+    expect(params.inputs).toMatchObject({
+      vm_id: 150,
+      cpu_cores: 2,
+      template_vm_id: "9000",
+      vlan_id: "0",
+      memory_mb: "2048",
     });
   });
 });
