@@ -256,8 +256,8 @@ export async function startVmbot(
       ? undefined
       : createWebhookHandler({
           secret: config.gitlab.webhookSecret,
-          wake: () => {
-            tracker.wake();
+          wake: (pipelineId) => {
+            tracker.wake(pipelineId);
           },
           log: log.child({ component: "webhook" }),
         });

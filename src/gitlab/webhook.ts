@@ -44,7 +44,8 @@ async function readBody(req: IncomingMessage): Promise<string | undefined> {
  */
 export function createWebhookHandler(options: {
   secret: string;
-  wake: () => void;
+  /** Wakes the tracker; with the pipeline the hook is about, its jobs are read on that pass. */
+  wake: (pipelineId?: number) => void;
   log: Logger;
 }): RequestListener {
   return (req, res) => {
@@ -78,14 +79,15 @@ export function createWebhookHandler(options: {
         return;
       }
       if (hook.data.object_kind === "pipeline" || hook.data.object_kind === "build") {
+        const pipelineId =
+          hook.data.object_kind === "build"
+            ? hook.data.pipeline_id
+            : (hook.data.pipeline_id ?? hook.data.object_attributes?.id);
         options.log.debug(
-          {
-            kind: hook.data.object_kind,
-            pipelineId: hook.data.pipeline_id ?? hook.data.object_attributes?.id,
-          },
+          { kind: hook.data.object_kind, pipelineId },
           "webhook: waking the tracker",
         );
-        options.wake();
+        options.wake(pipelineId);
       }
       answer(res, 200, { status: "ok" });
     })().catch((error: unknown) => {

@@ -47,8 +47,12 @@ export interface Tracker {
   tick(): Promise<void>;
   /** Starts polling every POLL_INTERVAL_MS. */
   start(): void;
-  /** Asks for a tick as soon as possible (a webhook arrived, a button was clicked). */
-  wake(): void;
+  /**
+   * Asks for a tick as soon as possible (a webhook arrived, a button was clicked). With a
+   * pipeline (a Job Hook names one), that pipeline's jobs are read on the pass whatever its
+   * `updated_at` says: GitLab leaves a running pipeline's `updated_at` alone while its jobs move.
+   */
+  wake(pipelineId?: number): void;
   /** Stops polling and waits for a tick in progress. */
   stop(): Promise<void>;
 }
@@ -76,6 +80,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
   const seen = new Map<number, string>();
   /** Pipelines whose last reading failed; read again on the next pass whatever the list says. */
   const retry = new Set<number>();
+  /** Pipelines a webhook named since the last pass: read on the next one. */
+  const hinted = new Set<number>();
   let running: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -459,6 +465,16 @@ export function createTracker(deps: TrackerDeps): Tracker {
       }
     }
     for (const id of retry) if (!toRead.has(id)) toRead.set(id, undefined);
+    // GitLab moves a pipeline's updated_at only when its combined status changes: from the
+    // apply job to the configure job it stays "running". Requests in those stages, and the
+    // pipelines a Job Hook named, have their jobs read on every pass.
+    for (const { request, pipelineId } of active) {
+      const moving = request.status === "applying" || request.status === "configuring";
+      if ((moving || hinted.has(pipelineId)) && !toRead.has(pipelineId)) {
+        toRead.set(pipelineId, undefined);
+      }
+    }
+    hinted.clear();
     const activeIds = new Set(active.map((a) => a.pipelineId));
     for (const id of seen.keys()) if (!activeIds.has(id)) seen.delete(id);
 
@@ -529,7 +545,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
       stopped = false;
       schedule(0);
     },
-    wake() {
+    wake(pipelineId) {
+      if (pipelineId !== undefined) hinted.add(pipelineId);
       schedule(0);
     },
     async stop() {

@@ -83,6 +83,34 @@ describe("approving and rejecting a plan", () => {
     ]);
   });
 
+  it("posts the address on the next pass after the apply job, though GitLab leaves the running pipeline's updated_at alone", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    await click(h, message(), APPROVER, "plan_approve");
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("Approved by"),
+    );
+    h.gitlab.advance(pipelineId); // the runner picks tf:apply up: the pipeline is running
+    await h.bot.tracker.tick();
+    const running = h.gitlab.pipelines.find((p) => p.id === pipelineId)!;
+    expect(running.status).toBe("running");
+    const updatedAt = running.updatedAt;
+
+    h.gitlab.setJobArtifact(pipelineId, "tf:apply", "vm_ip.txt", "192.168.1.50\n");
+    runUntilSettled(h, pipelineId, "tf:apply");
+    expect(h.gitlab.job(pipelineId, "ansible:configure").status).toBe("pending");
+    expect(running).toMatchObject({ status: "running", updatedAt });
+    await h.bot.tracker.tick();
+
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "configuring",
+      address: "192.168.1.50",
+    });
+    const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts && !m.files);
+    expect(thread.map((m) => m.text)).toEqual([
+      ":gear: Terraform applied: the VM has address 192.168.1.50.",
+    ]);
+  });
+
   it("reaches ready in one pass when apply and configure both finished since the last look", async () => {
     const { h, pipelineId, requestId, message } = await planned();
     await click(h, message(), APPROVER, "plan_approve");

@@ -43,6 +43,26 @@ describe("POST /gitlab/webhook", () => {
     expect(h.gitlab.hookDeliveries.every((d) => d.response?.status === 200)).toBe(true);
   });
 
+  it("reads the jobs of the pipeline a Job Hook names, though the pipelines list shows no change", async () => {
+    const h = await start(withWebhook);
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    const jobReads = () => h.gitlab.requestsTo("GET", new RegExp(`/pipelines/${pipelineId}/jobs`));
+    // Nothing changed since: a pass reads no job.
+    const before = jobReads().length;
+    await h.bot.tracker.tick();
+    expect(jobReads()).toHaveLength(before);
+
+    const hook = JSON.stringify({ object_kind: "build", pipeline_id: pipelineId, build_id: 1 });
+    expect((await post(h, TEST_SECRETS.webhookSecret, hook)).status).toBe(200);
+    await eventually(
+      () => jobReads().length > before || undefined,
+      "the named pipeline's jobs to be read",
+    );
+  });
+
   it("refuses a wrong or missing token with 401 and wakes nothing", async () => {
     const h = await start(withWebhook);
     const body = JSON.stringify({ object_kind: "pipeline", object_attributes: { id: 1 } });
