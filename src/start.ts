@@ -6,7 +6,8 @@ import { resumeUnlocks } from "./commands/unlock.js";
 import { configSecrets, type Config } from "./config.js";
 import { createEffects, type CrashPoint } from "./effects.js";
 import { userMessage, VmbotError } from "./errors.js";
-import { createGitlab } from "./gitlab/gitlab.js";
+import { createGitlab, type GitlabPort } from "./gitlab/gitlab.js";
+import { judgeGitlab } from "./gitlab/preflight.js";
 import { createWebhookHandler } from "./gitlab/webhook.js";
 import { boltLogger, createLogger, type Logger } from "./logger.js";
 import { createNodeDirectory, type NodeDirectory } from "./proxmox/directory.js";
@@ -57,6 +58,45 @@ const FATAL_AUTH_ERRORS = new Set([
 
 export class StartupError extends Error {
   override name = "StartupError";
+}
+
+/** How long start-up waits for GitLab to say its version and the token's role. */
+const GITLAB_CHECK_BUDGET_MS = 10_000;
+
+/**
+ * GitLab's version and the token's role, checked once at start: what cannot work stops the
+ * start, what will fail later is logged with what to change. A GitLab that does not answer in
+ * time is only a warning: the bot starts and says so when a request reaches GitLab.
+ */
+async function checkGitlab(gitlab: GitlabPort, config: Config, log: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(undefined);
+    }, GITLAB_CHECK_BUDGET_MS);
+  });
+  const about = await Promise.race([gitlab.about(), late])
+    .catch((error: unknown) => {
+      log.warn(
+        { err: error, words: userMessage(error) },
+        "could not check GitLab's version and the token's role; starting all the same",
+      );
+      return undefined;
+    })
+    .finally(() => {
+      clearTimeout(timer);
+    });
+  if (about === undefined) return;
+  const { fatal, warnings } = judgeGitlab(about, {
+    url: config.gitlab.url,
+    project: config.gitlab.project,
+    ref: config.gitlab.ref,
+    pipelineParams: config.gitlab.pipelineParams,
+    sendsVariables: config.gitlab.sizingParams === "variables" || config.gitlab.requestIdVariable,
+  });
+  for (const warning of warnings) log.warn({ gitlabVersion: about.version }, warning);
+  if (fatal.length > 0) throw new StartupError(fatal.join(" "));
+  log.info({ gitlabVersion: about.version, accessLevel: about.accessLevel }, "GitLab checked");
 }
 
 /** PVE API tokens: `user@realm!tokenid=secret`. */
@@ -197,6 +237,13 @@ export async function startVmbot(
     tagRequests: config.gitlab.requestIdVariable,
     ...(options.gitlabTimeoutMs === undefined ? {} : { timeoutMs: options.gitlabTimeoutMs }),
   });
+  try {
+    await checkGitlab(gitlab, config, log);
+  } catch (error) {
+    store.close();
+    platform.vault?.stop();
+    throw error;
+  }
   const effects = createEffects({
     store,
     ...(options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint }),

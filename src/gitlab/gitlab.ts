@@ -96,7 +96,30 @@ export interface GitlabPort {
   terraformStates(): Promise<TerraformState[]>;
   /** Force-unlocks a state through the state API; needs the Maintainer role. */
   unlockTerraformState(name: string): Promise<void>;
+  /** GitLab's version and the token's own standing in the project, for the start-up check. */
+  about(): Promise<GitlabAbout>;
 }
+
+export interface GitlabAbout {
+  /** As GitLab reports it, e.g. `18.2.1` or `17.9.3-ee`. */
+  version: string;
+  /** The token user's access level in the project (30 Developer, 40 Maintainer, …), if any. */
+  accessLevel: number | null;
+  /** The project's minimum role for pipeline variables, when the token may see it. */
+  variablesMinimumRole: string | null;
+}
+
+const MetadataSchema = z.object({ version: z.string() });
+
+const AccessSchema = z.object({ access_level: z.number().int() }).nullish();
+
+const ProjectAboutSchema = z.object({
+  ci_pipeline_variables_minimum_override_role: z.string().nullish(),
+  permissions: z
+    .object({ project_access: AccessSchema, group_access: AccessSchema })
+    .partial()
+    .nullish(),
+});
 
 export interface TerraformState {
   name: string;
@@ -356,6 +379,22 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
         }
         throw mapped;
       }
+    },
+
+    async about() {
+      const [metadata, project] = await Promise.all([
+        call("read GitLab's version", MetadataSchema, () => api.Metadata.show()),
+        call("read the project", ProjectAboutSchema, () => api.Projects.show(options.project)),
+      ]);
+      const levels = [
+        project.permissions?.project_access?.access_level,
+        project.permissions?.group_access?.access_level,
+      ].filter((level): level is number => level !== undefined);
+      return {
+        version: metadata.version,
+        accessLevel: levels.length > 0 ? Math.max(...levels) : null,
+        variablesMinimumRole: project.ci_pipeline_variables_minimum_override_role ?? null,
+      };
     },
 
     async findPipeline(requestId, createdAfter) {

@@ -469,6 +469,25 @@ Planning failed. Terraform encountered an error while generating this plan.
 }
 
 /**
+ * Terraform's http backend refused the state lock with 403, as GitLab refuses it to a job token
+ * whose user is below Maintainer (`backend/remote-state/http/client.go`).
+ */
+export function syntheticStateAuthError(): string {
+  return `
+╷
+│ Error: Error acquiring the state lock
+│
+│ Error message: HTTP remote state endpoint invalid auth
+│
+│ Terraform acquires a state lock to protect the state from being written
+│ by multiple users at the same time. Please resolve the issue above and try
+│ again. For most commands, you can disable locking with the "-lock=false"
+│ flag, but this is not recommended.
+╵
+`;
+}
+
+/**
  * `terraform plan -no-color` when the VM must be replaced: moving it to another node forces a new
  * VM (`-/+`), so the plan destroys the existing one.
  */

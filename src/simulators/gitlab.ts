@@ -71,6 +71,7 @@ import {
   syntheticApply,
   syntheticPlan,
   syntheticPlanError,
+  syntheticStateAuthError,
   traceWhileRunning,
   validateTrace,
   type JobOutcome,
@@ -160,7 +161,10 @@ export interface FakeProjectOptions {
   tags?: string[];
   /** The CI config's `spec:inputs`. Absent: the config has no `spec` header. */
   inputs?: Record<string, InputSpec>;
-  /** The token user's role in the project. Default `developer`. */
+  /**
+   * The token user's role in the project. Default `maintainer`, the role vmbot's README asks for;
+   * a `developer` cannot run pipelines on the protected default branch nor take a state lock.
+   */
   role?: Role;
   /** Default `DEFAULT_PIPELINE`. */
   pipeline?: PipelineDefinition;
@@ -169,7 +173,8 @@ export interface FakeProjectOptions {
   /**
    * Protected branches and the lowest role allowed to push or merge to each. Creating a pipeline,
    * playing a job or canceling a pipeline on a protected ref needs that role (GitLab's
-   * `Chain::Validate::Abilities`, `update_build`, `update_pipeline`). Default: none protected.
+   * `Chain::Validate::Abilities`, `update_build`, `update_pipeline`). Default: the default
+   * branch, for maintainers, as GitLab protects it in a new project.
    */
   protectedBranches?: Record<string, "developer" | "maintainer">;
   /**
@@ -207,6 +212,12 @@ export interface FakeGitlabOptions {
   users?: FakeUser[];
   /** Clock for every timestamp. */
   now?: () => Date;
+  /**
+   * The GitLab version `GET /metadata` and `GET /version` report. Default a current 18.x.
+   * Below 17.10 the pipeline-create API has no `inputs` parameter: it ignores one, as Grape
+   * ignores any parameter an endpoint does not declare.
+   */
+  version?: string;
 }
 
 export interface PipelineVariable {
@@ -599,6 +610,12 @@ function serialOf(content: string): number | null {
 const RUNNER = { id: 12, description: "pve-runner-01" };
 const GITLAB_VERSION = "18.2.1";
 
+/** Whether a GitLab version such as `17.9.3-ee` is `major.minor` or later. */
+function versionAtLeast(version: string, major: number, minor: number): boolean {
+  const [, a = "0", b = "0"] = /^(\d+)\.(\d+)/.exec(version) ?? [];
+  return Number(a) > major || (Number(a) === major && Number(b) >= minor);
+}
+
 // IDs start in different ranges so a test notices when an iid or job ID is used as a pipeline ID.
 const FIRST_PIPELINE_ID = 1001;
 const FIRST_JOB_ID = 5001;
@@ -850,6 +867,7 @@ class GitlabModel {
   token: string;
   tokenValid = true;
   baseUrl = "";
+  readonly version: string;
   /** Told of every job and pipeline status change, synchronously. */
   onEvent: (event: ModelEvent) => void = () => undefined;
   private nextPipelineId = FIRST_PIPELINE_ID;
@@ -864,6 +882,7 @@ class GitlabModel {
     readonly now: () => Date,
   ) {
     this.token = options.token;
+    this.version = options.version ?? GITLAB_VERSION;
     this.user = { ...DEFAULT_USER, ...options.user };
     this.users = [this.user];
     for (const user of options.users ?? []) this.addUser(user);
@@ -1321,6 +1340,15 @@ class GitlabModel {
     if (outcome !== undefined) options.outcome = outcome;
     const failing = outcome === "failed";
     const vm = vmParamsOf(pipeline);
+    // The job token acts as the user who started (or played) the job; GitLab refuses the state
+    // lock to anyone below Maintainer, and Terraform stops there.
+    const locksState = ["terraform-plan", "terraform-apply", "terraform-destroy"];
+    if (given === undefined && locksState.includes(job.logKind)) {
+      if (ROLE_LEVEL[project.role] < ROLE_LEVEL.maintainer) {
+        const trace = job.logKind === "terraform-plan" ? planTrace : applyTrace;
+        return trace(syntheticStateAuthError(), options);
+      }
+    }
     switch (job.logKind) {
       case "terraform-validate":
         return validateTrace(given ?? (failing ? terraformFailure() : undefined), options);
@@ -1403,10 +1431,10 @@ function toProject(options: FakeProjectOptions): Project {
     branches: new Set([defaultBranch, ...(options.branches ?? [])]),
     tags: new Set(options.tags ?? []),
     inputs: options.inputs,
-    role: options.role ?? "developer",
+    role: options.role ?? "maintainer",
     pipeline,
     variablesMinimumRole: options.pipelineVariablesMinimumRole ?? "developer",
-    protectedBranches: { ...options.protectedBranches },
+    protectedBranches: options.protectedBranches ?? { [defaultBranch]: "maintainer" },
     traces: { ...options.traces },
     artifacts: options.artifacts,
     nextIid: 1,
@@ -2272,7 +2300,9 @@ function createPipeline(ctx: RouteContext): Reply {
   if (typeof ref !== "string") throw grapeError(400, "ref is invalid");
 
   const variables = readVariables(ctx.input.variables);
-  const rawInputs = ctx.input.inputs ?? {};
+  // The `inputs` parameter arrived in 17.10: an older GitLab drops it unread.
+  const rawInputs =
+    (versionAtLeast(ctx.model.version, 17, 10) ? ctx.input.inputs : undefined) ?? {};
   if (typeof rawInputs !== "object" || Array.isArray(rawInputs)) {
     throw grapeError(400, "inputs is invalid");
   }
@@ -3380,8 +3410,45 @@ function isMutation(query: unknown): boolean {
   }
 }
 
+/** GET /metadata (and the older GET /version): any authenticated caller. */
+function metadata(ctx: RouteContext): Reply {
+  const { version } = ctx.model;
+  return json(200, {
+    version,
+    revision: "6d9b3a1c2f0",
+    kas: { enabled: false, externalUrl: null, externalK8sProxyUrl: null, version: null },
+    enterprise: version.endsWith("-ee"),
+  });
+}
+
+/** GET /projects/:id: the fields vmbot reads, and the caller's own access in `permissions`. */
+function showProject(ctx: RouteContext): Reply {
+  const project = projectFor(ctx);
+  const name = project.path.split("/").at(-1) ?? project.path;
+  const maintainer = ROLE_LEVEL[project.role] >= ROLE_LEVEL.maintainer;
+  return json(200, {
+    id: project.id,
+    name,
+    path: name,
+    path_with_namespace: project.path,
+    default_branch: project.defaultBranch,
+    web_url: `${ctx.model.baseUrl}/${project.path}`,
+    // Settings only Maintainers see, as Entities::Project exposes them.
+    ...(maintainer
+      ? { ci_pipeline_variables_minimum_override_role: project.variablesMinimumRole }
+      : {}),
+    permissions: {
+      project_access: { access_level: ROLE_LEVEL[project.role], notification_level: 3 },
+      group_access: null,
+    },
+  });
+}
+
 /** Every endpoint the fake serves. Add new ones here. */
 const ROUTES: readonly Route[] = [
+  route("GET", "/metadata", metadata, "always"),
+  route("GET", "/version", metadata, "always"),
+  route("GET", "/projects/:id", showProject),
   route("POST", "/projects/:id/pipeline", createPipeline),
   route("GET", "/projects/:id/pipelines", listPipelines),
   route("GET", "/projects/:id/pipelines/:pipeline_id", showPipeline),

@@ -12,6 +12,7 @@ import { parseAnsibleOutput } from "../ansible/recap.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
 import { recapText } from "../views/recap.js";
+import { failureCause } from "./failure-cause.js";
 import { renderRequest } from "../views/render.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
@@ -112,16 +113,21 @@ export function createTracker(deps: TrackerDeps): Tracker {
     return moved;
   }
 
-  /** The last lines of a job's log, cleaned and redacted, for a failure message. */
-  async function logTail(job: Job): Promise<string> {
+  /**
+   * The last lines of a failed job's log, cleaned and redacted, and the failure's cause when the
+   * whole log shows one, for a failure message.
+   */
+  async function failureOf(job: Job): Promise<{ tail: string; cause: string | undefined }> {
     try {
-      const lines = cleanTrace(await gitlab.jobLog(job.id))
-        .split("\n")
-        .filter((line) => line.trim() !== "");
-      return deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n"));
+      const text = cleanTrace(await gitlab.jobLog(job.id));
+      const lines = text.split("\n").filter((line) => line.trim() !== "");
+      return {
+        tail: deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n")),
+        cause: failureCause(text),
+      };
     } catch (error) {
       log.warn({ err: error, jobId: job.id }, "could not read a failed job's log");
-      return "";
+      return { tail: "", cause: undefined };
     }
   }
 
@@ -131,13 +137,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function failJob(request: RequestRecord, job: Job, stage: string): Promise<void> {
-    const tail = await logTail(job);
+    const { tail, cause } = await failureOf(job);
     const status = job.status === "canceled" ? "was canceled" : "failed";
     // The log is outside text: escaped, so it can neither mention nor close the code block.
     const excerpt = tail === "" ? "" : `\n\`\`\`${escapeMrkdwn(tail)}\`\`\``;
     await fail(
       request,
-      `The ${stage} job \`${escapeMrkdwn(job.name)}\` ${status} in GitLab. ${link(job.webUrl, "Open its log")}.${excerpt}`,
+      `The ${stage} job \`${escapeMrkdwn(job.name)}\` ${status} in GitLab.${cause === undefined ? "" : ` ${cause}`} ${link(job.webUrl, "Open its log")}.${excerpt}`,
     );
   }
 

@@ -58,7 +58,7 @@ describe("/vm capacity", () => {
     const [request] = h.proxmox!.requestsTo(/^\/api2\/json\/cluster\/resources$/);
     expect(request?.query.get("type")).toBe("node");
     expect(request?.headers.authorization).toBe(`PVEAPIToken=${TEST_SECRETS.proxmoxToken}`);
-    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
   });
 
   it("lists three nodes by name with the offline one marked and without load", async () => {

@@ -56,7 +56,7 @@ describe("the create form's node list", () => {
     ]);
     expect(node.element.initial_option?.value).toBe("pve2");
     expect(node.hint?.text).toBe("Free CPU and memory, live from Proxmox.");
-    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
   });
 
   it("opens within the budget while Proxmox takes 10 seconds, then updates the list in place", async () => {

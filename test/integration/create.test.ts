@@ -83,7 +83,7 @@ describe("/vm create", () => {
     const open = await h.slack.waitFor("views.open");
     expect(open.ok).toBe(true);
     expect(open.args.trigger_id).toBe(delivery.triggerId);
-    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
 
     const view = open.args.view as {
       blocks: { block_id: string; element: Record<string, unknown> }[];
@@ -149,7 +149,7 @@ describe("/vm create", () => {
         vm_vlan: "The VLAN must be blank (or 0) for untagged, or a whole number from 1 to 4094.",
       },
     });
-    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
     expect(h.bot.store.listAudit()).toHaveLength(0);
     expect(h.bot.store.listActive()).toHaveLength(0);
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
@@ -337,7 +337,7 @@ describe("/vm create", () => {
       },
     });
     expect(allRequests(h)).toHaveLength(0);
-    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
   });
 
   it("lets members of a requester user group ask for VMs", async () => {
@@ -384,7 +384,7 @@ describe("/vm create", () => {
     expect(dm.args.text).toBe(
       `vmbot could not post your request for web-01 in <#${CHANNEL}> (not_in_channel): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`,
     );
-    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
     expect(allRequests(h)[0]?.status).toBe("failed");
   });
 });

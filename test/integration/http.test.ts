@@ -40,7 +40,7 @@ describe("POST /slack/events", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(harness.slack.callsTo("views.open")).toHaveLength(0);
     expect(harness.bot.store.listAudit()).toHaveLength(0);
-    expect(harness.gitlab.requests).toHaveLength(0);
+    expect(harness.gitlabSinceStart()).toHaveLength(0);
   });
 
   it("refuses a replayed form submission signed with another secret", async () => {

@@ -133,7 +133,7 @@ describe("/vm unlock", () => {
       response_type: "ephemeral",
       text: ":warning: Only vmbot's admins (ADMINS) may unlock Terraform state. Ask one of them if the state is stuck.",
     });
-    expect(h.gitlab.requests).toHaveLength(0);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
   });
 
   it("checks the clicker again at the click: a non-admin's click unlocks nothing", async () => {

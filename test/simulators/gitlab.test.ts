@@ -331,7 +331,14 @@ describe("fake GitLab: errors as gitbeaker callers see them", () => {
 
   it("answers variables from a role below the project's minimum with 400", async () => {
     const { api } = await start({
-      projects: [{ id: 9, path: "infra/legacy", pipelineVariablesMinimumRole: "maintainer" }],
+      projects: [
+        {
+          id: 9,
+          path: "infra/legacy",
+          role: "developer",
+          pipelineVariablesMinimumRole: "maintainer",
+        },
+      ],
     });
     const failure = await failureOf(
       createPipeline(api, 9, "main", { variables: [{ key: "A", value: "1" }] }),
@@ -2584,6 +2591,60 @@ describe("fake GitLab: onPipelineCreated and vmParamsOf", () => {
       name: "old-01",
       ip: "10.1.0.9/16",
       cores: 8,
+    });
+  });
+});
+
+describe("fake GitLab: the rules a new project on a current GitLab has", () => {
+  it("protects the default branch: a developer may not run a pipeline there, in GitLab's words", async () => {
+    const { api } = await start({ projects: [{ ...project, role: "developer" }] });
+    expect(await failureOf(createPipeline(api, 7, "main", VM))).toStrictEqual({
+      status: 400,
+      description:
+        '{"base":["You do not have sufficient permission to run a pipeline on \'main\'. Please select a different branch or contact your administrator for assistance."]}',
+    });
+  });
+
+  it("fails a developer's plan job on the state lock, as Terraform prints it", async () => {
+    const { fake, id } = await startWithPipeline({
+      projects: [{ ...project, role: "developer", protectedBranches: {} }],
+    });
+    runUntilSettled(fake, id, "tf:plan");
+    const plan = fake.job(id, "tf:plan");
+    expect(plan.status).toBe("failed");
+    expect(plan.log).toContain("Error: Error acquiring the state lock");
+    expect(plan.log).toContain("Error message: HTTP remote state endpoint invalid auth");
+    expect(plan.log).toContain("ERROR: Job failed: exit code 1");
+  });
+
+  it("runs a maintainer's plan job to success", async () => {
+    const { fake, id } = await startWithPipeline();
+    runUntilSettled(fake, id, "tf:plan");
+    expect(fake.job(id, "tf:plan").status).toBe("success");
+  });
+
+  it("tells its version and the caller's own access to the project", async () => {
+    const { api } = await start({
+      version: "17.9.3-ee",
+      projects: [{ ...project, role: "developer" }],
+    });
+    expect(await api.Metadata.show()).toMatchObject({ version: "17.9.3-ee", enterprise: true });
+    const shown = await api.Projects.show(7);
+    expect(shown).toMatchObject({
+      path_with_namespace: "infra/vms",
+      default_branch: "main",
+      permissions: { project_access: { access_level: 30 }, group_access: null },
+    });
+    // A developer does not see the project's CI/CD settings.
+    expect(shown).not.toHaveProperty("ci_pipeline_variables_minimum_override_role");
+  });
+
+  it("below 17.10 drops the inputs parameter unread, so the spec's defaults and requirements apply", async () => {
+    const { api } = await start({ version: "17.9.3" });
+    expect(await failureOf(createPipeline(api, 7, "main", VM))).toStrictEqual({
+      status: 400,
+      description:
+        '{"base":["`vm_name` input: required value has not been provided, `vm_ip` input: required value has not been provided"]}',
     });
   });
 });

@@ -1,3 +1,4 @@
+import type { RecordedRequest } from "../../src/simulators/http.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { afterEach } from "vitest";
 import { tmpdir } from "node:os";
@@ -87,6 +88,8 @@ export interface Harness {
   config: Config;
   logs: string[];
   baseUrl: string;
+  /** What the bot asked GitLab after start-up (its version and role check left out). */
+  gitlabSinceStart(): readonly RecordedRequest[];
   close(): Promise<void>;
 }
 
@@ -94,6 +97,8 @@ export interface HarnessOptions {
   /** Variables to set, or to remove with `undefined`. */
   env?: Record<string, string | undefined>;
   project?: Partial<FakeProjectOptions>;
+  /** The GitLab version the fake reports (`FakeGitlabOptions.version`). */
+  gitlabVersion?: string;
   gitlabTimeoutMs?: number;
   /** Starts a fake Proxmox (its token defaults to the test token) and points the bot at it. */
   proxmox?: Partial<FakeProxmoxOptions> | true;
@@ -134,6 +139,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const gitlab = await startFakeGitlab({
     token: TEST_SECRETS.gitlabToken,
     projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS, ...options.project }],
+    ...(options.gitlabVersion === undefined ? {} : { version: options.gitlabVersion }),
   });
   const proxmox =
     options.proxmox === undefined
@@ -186,6 +192,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     throw error;
   }
   const baseUrl = `http://127.0.0.1:${bot.port}`;
+  const gitlabAtStart = gitlab.requests.length;
   const signer = createSlackSigner({
     eventsUrl: `${baseUrl}/slack/events`,
     signingSecret: TEST_SECRETS.signingSecret,
@@ -201,6 +208,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     config,
     logs: captured.lines,
     baseUrl,
+    gitlabSinceStart: () => gitlab.requests.slice(gitlabAtStart),
     async close() {
       await bot.stop(2_000);
       for (const call of slack.calls) recordSlackPayload(call.method, call.args);
