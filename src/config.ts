@@ -9,6 +9,10 @@ import { isIpv4 } from "./net/ipv4.js";
 const SLACK_ID = /^[UWS][A-Z0-9]{2,}$/;
 /** Slack's static_select holds at most 100 options. */
 const MAX_FORM_OPTIONS = 100;
+/** The Vault secret of vmbot's read-only (PVEAuditor) Proxmox token. */
+export const DEFAULT_PROXMOX_PATH = "proxmox-readonly";
+/** The older default: the secret that holds the pipeline's provisioning token. */
+export const LEGACY_PROXMOX_PATH = "proxmox";
 /** The inputs vmbot sends whose values are numbers, so a pipeline may declare them `type: number`. */
 const NUMERIC_INPUTS = [
   "template_vm_id",
@@ -230,7 +234,7 @@ const EnvSchema = z.object({
     z.string().trim().default("/var/run/secrets/kubernetes.io/serviceaccount/token"),
   ),
   VAULT_KV_MOUNT: z.preprocess(blankToUndefined, z.string().trim().default("secret")),
-  VAULT_PROXMOX_PATH: z.preprocess(blankToUndefined, z.string().trim().default("proxmox")),
+  VAULT_PROXMOX_PATH: optionalString(),
   VAULT_GITLAB_PATH: optionalString(),
   PROXMOX_URL: z.preprocess(
     blankToUndefined,
@@ -412,7 +416,11 @@ export interface Config {
         /** How vmbot logs in to Vault: exactly one of these. */
         auth: VaultAuth;
         kvMount: string;
-        proxmoxPath: string;
+        /**
+         * Where the Proxmox token is, tried in order: VAULT_PROXMOX_PATH when set; else the
+         * read-only token's secret, then the older default (the provisioning token's secret).
+         */
+        proxmoxPaths: string[];
         gitlabPath: string | undefined;
       }
     | undefined;
@@ -500,7 +508,10 @@ function toConfig(env: Env): Config {
             addr: env.VAULT_ADDR,
             auth: vaultAuth(env),
             kvMount: env.VAULT_KV_MOUNT,
-            proxmoxPath: env.VAULT_PROXMOX_PATH,
+            proxmoxPaths:
+              env.VAULT_PROXMOX_PATH === undefined
+                ? [DEFAULT_PROXMOX_PATH, LEGACY_PROXMOX_PATH]
+                : [env.VAULT_PROXMOX_PATH],
             gitlabPath: env.VAULT_GITLAB_PATH,
           },
     proxmox: {

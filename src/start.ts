@@ -102,21 +102,59 @@ async function checkGitlab(gitlab: GitlabPort, config: Config, log: Logger): Pro
 /** PVE API tokens: `user@realm!tokenid=secret`. */
 const PVE_TOKEN = /^[^@\s]+@[^!\s]+![^=\s]+=\S+$/;
 
-/** The Proxmox API token from Vault, checked for its shape before it is sent anywhere. */
-function proxmoxTokenFromVault(vault: Vault, mount: string, path: string): SecretSource {
-  const source = vault.source(path, "api_token");
+/**
+ * The Proxmox API token from Vault, checked for its shape before it is sent anywhere. `paths`
+ * are tried in order while Vault has no such secret; the first found is kept. A token found
+ * only at a later path (the older default, which holds the pipeline's provisioning token) is
+ * used with a warning: vmbot only reads, and should get a read-only token.
+ */
+function proxmoxTokenFromVault(
+  vault: Vault,
+  mount: string,
+  paths: readonly string[],
+  log: Logger,
+): SecretSource {
+  const candidates = paths.map((path) => ({ path, source: vault.source(path, "api_token") }));
+  const [preferred] = candidates;
+  if (preferred === undefined) throw new StartupError("no Vault path for the Proxmox token");
+  let chosen: (typeof candidates)[number] | undefined;
+  /** Vault answers these for a secret that is not there, or that this role may not read. */
+  const elsewhere = (error: unknown) =>
+    error instanceof VmbotError &&
+    (error.code === "vault_missing" || error.code === "vault_denied");
+  const read = async (): Promise<string> => {
+    if (chosen !== undefined) return chosen.source.get();
+    let first: unknown;
+    for (const candidate of candidates) {
+      try {
+        const token = await candidate.source.get();
+        if (candidate !== preferred) {
+          log.warn(
+            `vmbot reads the Proxmox token at ${mount}/${candidate.path}, not at ${mount}/${preferred.path}: that secret usually holds the pipeline's provisioning token. Give vmbot a read-only (PVEAuditor) token at ${mount}/${preferred.path} (see the README).`,
+          );
+        }
+        chosen = candidate;
+        return token;
+      } catch (error) {
+        if (!elsewhere(error)) throw error;
+        first ??= error;
+      }
+    }
+    // Not found anywhere: the first path is where it belongs, so its answer says what to do.
+    throw first;
+  };
   return {
     async get() {
-      const token = await source.get();
+      const token = await read();
       if (!PVE_TOKEN.test(token)) {
         throw new VmbotError(
           "vault_missing",
-          `The \`api_token\` in the Vault secret \`${mount}/${path}\` does not look like a Proxmox API token (user@realm!tokenid=secret).`,
+          `The \`api_token\` in the Vault secret \`${mount}/${(chosen ?? preferred).path}\` does not look like a Proxmox API token (user@realm!tokenid=secret).`,
         );
       }
       return token;
     },
-    refresh: (used) => source.refresh(used),
+    refresh: (used) => (chosen ?? preferred).source.refresh(used),
   };
 }
 
@@ -173,7 +211,12 @@ async function connectPlatform(
   if (config.proxmox.token !== undefined) {
     proxmoxToken = fixedSecret(config.proxmox.token);
   } else if (vault && config.vault) {
-    proxmoxToken = proxmoxTokenFromVault(vault, config.vault.kvMount, config.vault.proxmoxPath);
+    proxmoxToken = proxmoxTokenFromVault(
+      vault,
+      config.vault.kvMount,
+      config.vault.proxmoxPaths,
+      log.child({ component: "vault" }),
+    );
     await proxmoxToken.get().catch((error: unknown) => {
       log.warn(
         { err: error },

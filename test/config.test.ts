@@ -150,6 +150,16 @@ describe("loadConfig", () => {
     );
   });
 
+  it("reads the Proxmox token only where VAULT_PROXMOX_PATH says, when it is set", () => {
+    const config = loadConfig({
+      ...minimal,
+      VAULT_ADDR: "https://vault.lan:8200/",
+      VAULT_TOKEN: "hvs.TestVaultToken0000000001",
+      VAULT_PROXMOX_PATH: "infra/pve-auditor",
+    });
+    expect(config.vault?.proxmoxPaths).toEqual(["infra/pve-auditor"]);
+  });
+
   it("reads the GitLab token from Vault instead of GITLAB_TOKEN when VAULT_GITLAB_PATH is set", () => {
     const config = loadConfig({
       ...minimal,
@@ -163,7 +173,8 @@ describe("loadConfig", () => {
       addr: "https://vault.lan:8200",
       auth: { method: "token", token: "hvs.TestVaultToken0000000001" },
       kvMount: "secret",
-      proxmoxPath: "proxmox",
+      // The read-only token's secret first; the older default still works.
+      proxmoxPaths: ["proxmox-readonly", "proxmox"],
       gitlabPath: "gitlab",
     });
     // Without Vault, VAULT_GITLAB_PATH cannot stand in for the token.
@@ -212,7 +223,7 @@ describe("loadConfig", () => {
       VAULT_TOKEN: "hvs.TestVaultToken0000000001",
     });
     expect(config.proxmox.url).toBe("https://pve.lan:8006");
-    expect(config.vault?.proxmoxPath).toBe("proxmox");
+    expect(config.vault?.proxmoxPaths).toEqual(["proxmox-readonly", "proxmox"]);
   });
 
   it("refuses a GitLab address with credentials in it, which would be shown to people", () => {

@@ -124,7 +124,7 @@ export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
       appRole: { roleId, secretId },
       secrets: [
         { path: "gitlab", data: { token: gitlabToken } },
-        { path: "proxmox", data: { api_token: proxmoxToken } },
+        { path: "proxmox-readonly", data: { api_token: proxmoxToken } },
       ],
     });
     started.push(vault);

@@ -92,7 +92,7 @@ describe("secrets from Vault", () => {
   it("picks up a Proxmox token rotated in Vault on the next Proxmox call", async () => {
     const h = await start({ vault: true, proxmox: { nodes: [fakeNode("pve1")] } });
     expect(await capacityText(h)).toContain("*pve1*");
-    h.vault!.writeSecret("proxmox", { api_token: ROTATED_PROXMOX_TOKEN });
+    h.vault!.writeSecret("proxmox-readonly", { api_token: ROTATED_PROXMOX_TOKEN });
     h.proxmox!.setToken(ROTATED_PROXMOX_TOKEN);
     expect(await capacityText(h)).toContain("*pve1*");
     expect(h.proxmox!.requests.at(-1)?.headers.authorization).toBe(
@@ -241,12 +241,12 @@ describe("keeping the Vault login healthy", () => {
       vault: true,
       proxmox: true,
       prepare: ({ vault }) => {
-        vault?.denyPath("secret/data/proxmox");
+        vault?.denyPath("secret/data/proxmox-readonly");
       },
     });
     for (let i = 0; i < 3; i += 1) {
       expect(await capacityText(h)).toContain(
-        "Vault denied vmbot permission to read `secret/proxmox`",
+        "Vault denied vmbot permission to read `secret/proxmox-readonly`",
       );
     }
     expect(h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/)).toHaveLength(1);
@@ -381,16 +381,32 @@ describe("Vault failures name the path and the cause, never the secret", () => {
     expect(await capacityText(h)).toContain("*pve1*");
   });
 
+  it("reads the Proxmox token at the older default, secret/proxmox, and warns that it should be read-only", async () => {
+    const h = await start({
+      vault: true,
+      proxmox: true,
+      prepare: ({ vault }) => {
+        vault?.deleteSecretMetadata("proxmox-readonly");
+        vault?.writeSecret("proxmox", { api_token: TEST_SECRETS.proxmoxToken });
+      },
+    });
+    expect(await capacityText(h)).toContain("Proxmox capacity: 2 of 3 nodes online");
+    const warning = h.logs.find((line) => line.includes("not at secret/proxmox-readonly"));
+    expect(warning).toContain(
+      "vmbot reads the Proxmox token at secret/proxmox, not at secret/proxmox-readonly: that secret usually holds the pipeline's provisioning token. Give vmbot a read-only (PVEAuditor) token at secret/proxmox-readonly",
+    );
+  });
+
   it("starts without the Proxmox token, and /vm capacity says why", async () => {
     const h = await start({
       vault: true,
       proxmox: true,
       prepare: ({ vault }) => {
-        vault?.deleteSecretMetadata("proxmox");
+        vault?.deleteSecretMetadata("proxmox-readonly");
       },
     });
     expect(await capacityText(h)).toContain(
-      "vmbot could not read the nodes' capacity. Vault has no secret `secret/proxmox` (404)",
+      "vmbot could not read the nodes' capacity. Vault has no secret `secret/proxmox-readonly` (404)",
     );
     expect(h.proxmox!.requests).toHaveLength(0);
   });
@@ -400,11 +416,11 @@ describe("Vault failures name the path and the cause, never the secret", () => {
       vault: true,
       proxmox: true,
       prepare: ({ vault }) => {
-        vault?.writeSecret("proxmox", { api_token: "just-a-password-123" });
+        vault?.writeSecret("proxmox-readonly", { api_token: "just-a-password-123" });
       },
     });
     expect(await capacityText(h)).toContain(
-      "The `api_token` in the Vault secret `secret/proxmox` does not look like a Proxmox API token (user@realm!tokenid=secret).",
+      "The `api_token` in the Vault secret `secret/proxmox-readonly` does not look like a Proxmox API token (user@realm!tokenid=secret).",
     );
     expect(h.proxmox!.requests).toHaveLength(0);
     expect(h.logs.join("\n")).not.toContain("just-a-password-123");
@@ -412,7 +428,7 @@ describe("Vault failures name the path and the cause, never the secret", () => {
 
   it("tells the person in Slack when Vault is sealed while the bot runs, and recovers", async () => {
     const h = await start({ vault: true, proxmox: true });
-    h.vault!.writeSecret("proxmox", { api_token: ROTATED_PROXMOX_TOKEN });
+    h.vault!.writeSecret("proxmox-readonly", { api_token: ROTATED_PROXMOX_TOKEN });
     h.proxmox!.setToken(ROTATED_PROXMOX_TOKEN);
     h.vault!.seal();
     expect(await capacityText(h)).toContain("is sealed (503)");

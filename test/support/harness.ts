@@ -105,7 +105,7 @@ export interface HarnessOptions {
   proxmoxTimeoutMs?: number;
   nodeListMaxAgeMs?: number;
   /**
-   * Starts a fake Vault holding `secret/gitlab` (token) and `secret/proxmox` (api_token) with an
+   * Starts a fake Vault holding `secret/gitlab` (token) and `secret/proxmox-readonly` (api_token) with an
    * AppRole login (`VAULT_TEST_ROLE_ID` and the test secret ID); the bot logs in with it and
    * reads both tokens there instead of GITLAB_TOKEN and PROXMOX_TOKEN.
    */
@@ -123,7 +123,7 @@ function vaultOptions(options: Partial<FakeVaultOptions> | true): FakeVaultOptio
     appRole: { roleId: VAULT_TEST_ROLE_ID, secretId: TEST_SECRETS.vaultSecretId },
     secrets: [
       { path: "gitlab", data: { token: TEST_SECRETS.gitlabToken } },
-      { path: "proxmox", data: { api_token: TEST_SECRETS.proxmoxToken } },
+      { path: "proxmox-readonly", data: { api_token: TEST_SECRETS.proxmoxToken } },
     ],
     rootToken: TEST_SECRETS.vaultToken,
     ...(options === true ? {} : options),
