@@ -10,6 +10,7 @@ import { findMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { requestMessage } from "../views/request-message.js";
 import { pipelineParams } from "../vm/spec.js";
+import { messageDigest, record, renderRequestMessage } from "./message-sync.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -83,7 +84,12 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
           return { ts: posted.ts };
         },
       });
-      return store.updateRequest(request.id, { messageTs: ts });
+      const posted = store.updateRequest(request.id, { messageTs: ts });
+      // What was posted is what the request held: the message is not behind.
+      if (store.effect(request.id, "post_request_message")?.result?.reconciled !== true) {
+        record(store, posted, messageDigest(requestMessage(request)), deps.log);
+      }
+      return posted;
     } catch (error) {
       deps.log.error({ err: error }, "could not post the request message");
       const reason = slackErrorCode(error);
@@ -173,7 +179,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       request = posted;
     }
     if (request.pipelineId === null) request = await createPipeline(request);
-    await updateRequestMessage(client, request, deps.log.child({ requestId: request.id }));
+    await updateRequestMessage(client, store, request, deps.log.child({ requestId: request.id }));
   }
 
   const start = (request: RequestRecord): Promise<void> => {
@@ -206,15 +212,15 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
  */
 export async function updateRequestMessage(
   client: SlackClient,
+  store: Store,
   request: RequestRecord,
   log: Logger,
 ): Promise<void> {
   if (request.messageTs === null) return;
-  const message = requestMessage(request);
-  try {
-    await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
-  } catch (error) {
-    log.error({ err: error }, "could not update the request message; telling the requester");
+  if (!(await renderRequestMessage(client, store, request, log))) {
+    // The tracker renders it again on its next passes; meanwhile the requester knows.
+    const message = requestMessage(request);
+    log.error("could not update the request message; telling the requester");
     await client.chat
       .postMessage({
         channel: request.requester,

@@ -12,13 +12,13 @@ import { parseAnsibleOutput } from "../ansible/recap.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
 import { recapText } from "../views/recap.js";
-import { renderRequest } from "../views/render.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import type { RequestStarter } from "./starter.js";
 
 type SlackClient = webApi.WebClient;
@@ -81,17 +81,9 @@ export function createTracker(deps: TrackerDeps): Tracker {
   let stopped = false;
   let wakeAgain = false;
 
+  /** Renders the request message; one Slack refused is rendered again on a later pass. */
   async function render(request: RequestRecord): Promise<void> {
-    if (request.messageTs === null) return;
-    try {
-      await client.chat.update({
-        channel: request.channel,
-        ts: request.messageTs,
-        ...renderRequest(request),
-      });
-    } catch (error) {
-      log.error({ err: error, requestId: request.id }, "could not update the request message");
-    }
+    await renderRequestMessage(client, store, request, log);
   }
 
   function move(
@@ -499,7 +491,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
       wakeAgain = true;
       return running;
     }
-    running = pass()
+    // First the messages Slack refused to update on earlier passes (finished requests' too).
+    running = catchUpMessages({ client, store, log })
+      .catch((error: unknown) => {
+        log.warn({ err: error }, "could not catch up the request messages; retrying next pass");
+      })
+      .then(pass)
       .catch((error: unknown) => {
         log.warn({ err: error }, "tracker pass failed; retrying on the next one");
       })
