@@ -138,7 +138,12 @@ export interface SqliteStoreOptions {
   readOnly?: boolean;
 }
 
-const BUSY_TIMEOUT_MS = 5_000;
+/**
+ * How long a write waits for a lock another program holds. One bot owns the store, so only an
+ * outside program (an operator's open transaction) can hold it; better-sqlite3 waits on the event
+ * loop, and Slack wants its answers within three seconds.
+ */
+const BUSY_TIMEOUT_MS = 1_000;
 
 /** The database file, opened, checked and migrated, or an error that says why it cannot be. */
 function openDatabase(path: string, readOnly: boolean): Database.Database {
