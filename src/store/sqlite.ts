@@ -233,6 +233,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     );
     return toEffect(selectEffect.get(subject, step));
   };
+  const selectWatched = db.prepare(
+    `SELECT * FROM effects WHERE step = ? AND state = 'done'
+       AND json_extract(result, '$.watchUntil') > ? ORDER BY intended_at, rowid`,
+  );
   const markRendered = db.prepare(
     "UPDATE requests SET rendered_revision = ?, rendered_hash = ? WHERE id = ?",
   );
@@ -340,6 +344,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
         }),
       );
       return toEffect(selectEffect.get(subject, step));
+    },
+
+    watchedEffects(step, now) {
+      return selectWatched.all(step, now).map(toEffect);
     },
 
     pendingEffects() {

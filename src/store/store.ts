@@ -152,6 +152,11 @@ export interface Store {
   intend(subject: string, step: string, detail?: Record<string, unknown>): EffectRecord;
   /** Records the result of an intended (or unrecorded) effect. */
   complete(subject: string, step: string, result: Record<string, unknown>): EffectRecord;
+  /**
+   * Done effects of `step` whose result asks for a watch (`watchUntil`, ISO 8601) that has not
+   * ended at `now`: e.g. a pipeline create whose first attempt may still land in GitLab.
+   */
+  watchedEffects(step: string, now: string): EffectRecord[];
   /** Effects intended and not done, oldest first: what a restart must reconcile. */
   pendingEffects(): EffectRecord[];
   listAudit(requestId?: string): AuditRecord[];

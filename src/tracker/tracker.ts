@@ -18,6 +18,7 @@ import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+import { createLatePipelines } from "./late-pipelines.js";
 import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import type { RequestStarter } from "./starter.js";
 
@@ -428,11 +429,21 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
   }
 
+  const latePipelines = createLatePipelines({
+    store,
+    gitlab,
+    effects: deps.effects,
+    log,
+    note: postResult,
+    now,
+  });
+
   async function pass(): Promise<void> {
     // Housekeeping on the unfinished requests as they stand, then a fresh read for following.
     const unfinished = store.listActive();
     await deps.starter.resume(unfinished);
     await finishCancels();
+    await latePipelines.sweep();
     await expirePlans(unfinished);
     const active = store
       .listActive()

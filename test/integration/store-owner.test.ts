@@ -10,21 +10,8 @@ import {
 import { createSlackSigner, stateValuesFor } from "../../src/simulators/slack-signer.js";
 import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
-import { runBot, type BotProcess } from "../support/process.js";
+import { portOf, runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
-
-/** The port a bot process listens on, once it says it is running. */
-async function portOf(bot: BotProcess): Promise<number> {
-  const started = Date.now();
-  while (Date.now() - started < 20_000) {
-    for (const line of bot.stdout().split("\n")) {
-      if (line.includes('"vmbot is running"')) return (JSON.parse(line) as { port: number }).port;
-    }
-    if (bot.child.exitCode !== null || bot.child.signalCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
-}
 
 let slack: FakeSlack;
 let gitlab: FakeGitlab;
