@@ -84,6 +84,29 @@ describe("a store that cannot take a write", () => {
     );
   });
 
+  it("answers a Reject click it cannot record privately, and cancels nothing", async () => {
+    const h = await start();
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    const request = h.bot.store.listActive()[0]!;
+    const message = h.slack.message(CHANNEL, request.messageTs!)!;
+    const lock = holdWriteLock(h);
+    try {
+      await h.signer.blockAction({ message, userId: APPROVER, actionId: "plan_reject" });
+      const answer = await h.slack.waitFor(
+        "chat.postEphemeral",
+        (call) => call.args.user === APPROVER,
+      );
+      expect(answer.args).toMatchObject({ channel: CHANNEL, text: NOT_RECORDED });
+    } finally {
+      lock.release();
+    }
+    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(0);
+  });
+
   it("answers a form it cannot record on the form itself, and creates nothing", async () => {
     const h = await start();
     await h.signer.slashCommand({ text: "create web-02", userId: REQUESTER, channelId: CHANNEL });
