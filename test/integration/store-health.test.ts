@@ -2,9 +2,12 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { NOT_RECORDED } from "../../src/actions/store-failure.js";
 import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import type { FakeMessage } from "../../src/simulators/slack.js";
 import {
+  ADMIN,
   APPROVER,
   CHANNEL,
+  PROJECT_PATH,
   REQUESTER,
   askForVm,
   harnessPerTest,
@@ -105,6 +108,45 @@ describe("a store that cannot take a write", () => {
     }
     expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
     expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(0);
+  });
+
+  it("answers a force-unlock confirmation it cannot record privately, and unlocks nothing", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    h.gitlab.addUser({ username: "alice" });
+    h.gitlab.addTerraformState(PROJECT_PATH, "general", { lockedBy: "alice" });
+    const command = await h.signer.slashCommand({
+      text: "unlock",
+      userId: ADMIN,
+      channelId: CHANNEL,
+    });
+    const prompt = await h.slack.waitForResponse((post) => post.url === command.responseUrl);
+    const message: FakeMessage = {
+      channel: CHANNEL,
+      ts: "1796205600.000100",
+      text: String(prompt.body.text),
+      blocks: prompt.body.blocks as FakeMessage["blocks"],
+      user: h.slack.identity.botUserId,
+      bot_id: h.slack.identity.botId,
+      app_id: h.slack.identity.appId,
+    };
+    const lock = holdWriteLock(h);
+    try {
+      await h.signer.blockAction({
+        message,
+        ephemeral: true,
+        actionId: "unlock_confirm",
+        userId: ADMIN,
+      });
+      const answer = await h.slack.waitFor(
+        "chat.postEphemeral",
+        (call) => call.args.user === ADMIN,
+      );
+      expect(answer.args).toMatchObject({ channel: CHANNEL, text: NOT_RECORDED });
+    } finally {
+      lock.release();
+    }
+    expect(h.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(0);
+    expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).not.toBeNull();
   });
 
   it("answers a form it cannot record on the form itself, and creates nothing", async () => {
