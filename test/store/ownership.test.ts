@@ -95,7 +95,6 @@ describe("a store that cannot be trusted or written", () => {
         ok: false,
         reason: "the store cannot be written: another program holds its write lock",
       });
-      other.pragma("busy_timeout = 0");
     } finally {
       other.exec("ROLLBACK");
       other.close();
