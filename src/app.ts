@@ -9,6 +9,7 @@ import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
 import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerPlanDecisions } from "./actions/plan-decision.js";
+import { answerStoreFailures } from "./actions/store-failure.js";
 import { registerUnlockActions } from "./commands/unlock.js";
 import { registerVmCommand } from "./commands/vm.js";
 import type { Config } from "./config.js";
@@ -99,6 +100,7 @@ export function createApp(deps: AppDeps): VmbotApp {
     }
   };
   app.use(track);
+  app.use(answerStoreFailures(log));
 
   app.error(async (error) => {
     log.error({ err: error }, "unhandled error in a Slack listener");

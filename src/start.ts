@@ -16,6 +16,7 @@ import { createRedactor, type Redactor } from "./redact.js";
 import { fixedSecret, type SecretSource } from "./secrets.js";
 import { createHttpServer, type Health } from "./server.js";
 import { createTracker, type Tracker } from "./tracker/tracker.js";
+import { StoreOwnedError } from "./store/owner.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import type { Store } from "./store/store.js";
 import { createVault, type Vault } from "./vault/vault.js";
@@ -260,16 +261,25 @@ export async function startVmbot(
     redactor,
     ...(options.logDestination ? { destination: options.logDestination } : {}),
   });
-  const platform = await connectPlatform(config, options, log, redactor);
+  // The store first: a second bot on the same store, or a damaged one, stops here, before
+  // anything is asked of Vault, Slack or GitLab.
   let store: Store;
   try {
     store = openSqliteStore(config.dbPath);
   } catch (error) {
-    platform.vault?.stop();
     throw new StartupError(
-      `the store at VMBOT_DB (${config.dbPath}) cannot be opened: ${(error as Error).message}`,
+      error instanceof StoreOwnedError
+        ? error.message
+        : `the store at VMBOT_DB (${config.dbPath}) cannot be opened: ${(error as Error).message}`,
       { cause: error },
     );
+  }
+  let platform: Platform;
+  try {
+    platform = await connectPlatform(config, options, log, redactor);
+  } catch (error) {
+    store.close();
+    throw error;
   }
   const gitlab = createGitlab({
     url: config.gitlab.url,
@@ -309,6 +319,8 @@ export async function startVmbot(
   const health = (): Health => {
     if (stopping) return { ok: false, reason: "shutting down" };
     if (!store.isOpen()) return { ok: false, reason: "the store is closed" };
+    const writable = store.writable();
+    if (!writable.ok) return { ok: false, reason: writable.reason };
     if (!slack.connected) return { ok: false, reason: slack.reason };
     return { ok: true };
   };

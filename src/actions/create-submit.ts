@@ -13,6 +13,7 @@ import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Store } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
+import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues } from "../vm/spec.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
@@ -156,13 +157,28 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       });
       return;
     }
-    const { request, created } = deps.store.createRequest({
-      requester: userId,
-      spec: result.spec,
-      notes: result.notes,
-      channel: metadata.data.channel,
-      submissionKey: `view:${view.id}`,
-    });
+    let stored: ReturnType<Store["createRequest"]>;
+    try {
+      stored = deps.store.createRequest({
+        requester: userId,
+        spec: result.spec,
+        notes: result.notes,
+        channel: metadata.data.channel,
+        submissionKey: `view:${view.id}`,
+      });
+    } catch (error) {
+      if (storeWriteFailure(error) === undefined) throw error;
+      log.error({ err: error }, "could not record the request: the store refused the write");
+      await ack({
+        response_action: "errors",
+        errors: {
+          [CREATE_FIELDS.name]:
+            "vmbot could not record your request just now (its store cannot take a write), so nothing was created. Please press Create again in a minute.",
+        },
+      });
+      return;
+    }
+    const { request, created } = stored;
     if (created) {
       deps.store.audit({
         requestId: request.id,

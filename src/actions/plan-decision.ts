@@ -14,7 +14,7 @@ import { PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
-import { renderRequest } from "../views/render.js";
+import { renderRequestMessage } from "../tracker/message-sync.js";
 
 export interface PlanDecisionDeps {
   config: Config;
@@ -105,7 +105,7 @@ async function checkDecision(
     });
     if (expired) {
       deps.store.audit({ requestId: request.id, actor: "vmbot", action: "expired", detail: {} });
-      await render(client, expired, deps.log);
+      await render(client, deps.store, expired, deps.log);
     }
     await tell(client, channel, user, words);
     return undefined;
@@ -115,13 +115,9 @@ async function checkDecision(
 
 const clock = (deps: PlanDecisionDeps) => (deps.now ?? (() => new Date()))();
 
-async function render(client: SlackClient, request: RequestRecord, log: Logger) {
-  if (request.messageTs === null) return;
-  await client.chat
-    .update({ channel: request.channel, ts: request.messageTs, ...renderRequest(request) })
-    .catch((error: unknown) => {
-      log.error({ err: error }, "could not update the request message");
-    });
+/** Renders the request message; one Slack refused is rendered again by the tracker's next pass. */
+async function render(client: SlackClient, store: Store, request: RequestRecord, log: Logger) {
+  await renderRequestMessage(client, store, request, log);
 }
 
 /**
@@ -166,7 +162,7 @@ async function refuseOutdated(
     detail: { reason: pipelineStatus === "canceled" ? "pipeline_canceled" : "plan_rerun" },
   });
   await tell(args.client, args.body.channel?.id ?? "", args.body.user.id, words);
-  if (moved) await render(args.client, moved, log);
+  if (moved) await render(args.client, deps.store, moved, log);
   return true;
 }
 
@@ -218,7 +214,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
           detail: { applyStatus: apply.status },
         });
         await tell(args.client, args.body.channel?.id ?? "", user, words);
-        if (ended) await render(args.client, ended, log);
+        if (ended) await render(args.client, deps.store, ended, log);
         return;
       }
       if (await refuseOutdated(deps, args, found, step, jobs, pipeline.status, log)) return;
@@ -237,7 +233,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
         detail: { jobId: apply.id },
       });
       log.info({ jobId: apply.id }, "plan approved; apply job started");
-      await render(args.client, claimed, log);
+      await render(args.client, deps.store, claimed, log);
     } catch (error) {
       log.error({ err: error }, "could not start the apply job; releasing the approval");
       deps.store.complete(found.id, step, { failed: true });
@@ -250,7 +246,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
         user,
         `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
       );
-      if (released) await render(args.client, released, log);
+      if (released) await render(args.client, deps.store, released, log);
     }
   };
 }
@@ -278,7 +274,7 @@ export function createRejectAction(deps: PlanDecisionDeps) {
       return;
     }
     deps.store.audit({ requestId: found.id, actor: user, action: "rejected", detail: {} });
-    await render(args.client, claimed, log);
+    await render(args.client, deps.store, claimed, log);
     try {
       const pipelineId = found.pipelineId ?? 0;
       // GitLab answers 200 to a cancel whatever the state: read it back to be sure. A pipeline

@@ -80,6 +80,16 @@ export interface GitlabPort {
     requestId: string,
     createdAfter: string,
   ): Promise<(Pipeline & { sure: boolean }) | undefined>;
+  /**
+   * Every pipeline on the ref created since `createdAfter` that carries this request's
+   * VMBOT_REQUEST_ID, oldest first, skipping the IDs in `known` (already looked at); empty when
+   * requests are not tagged.
+   */
+  requestPipelines(
+    requestId: string,
+    createdAfter: string,
+    known?: ReadonlySet<number>,
+  ): Promise<{ pipelines: Pipeline[]; looked: number[] }>;
   /** The project's pipelines on the configured ref changed since `updatedAfter` (ISO 8601). */
   changedPipelines(updatedAfter: string): Promise<PipelineSummary[]>;
   pipeline(pipelineId: number): Promise<PipelineSummary>;
@@ -395,6 +405,42 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
         accessLevel: levels.length > 0 ? Math.max(...levels) : null,
         variablesMinimumRole: project.ci_pipeline_variables_minimum_override_role ?? null,
       };
+    },
+
+    async requestPipelines(requestId, createdAfter, known = new Set<number>()) {
+      if (options.tagRequests === false) return { pipelines: [], looked: [] };
+      const listed = await call("look for the request's pipelines", z.array(CandidateSchema), () =>
+        api.Pipelines.all(options.project, {
+          ref: options.ref,
+          updatedAfter: createdAfter,
+          orderBy: "id",
+          sort: "asc",
+          perPage: 100,
+        }),
+      );
+      const candidates = listed.filter(
+        (p) =>
+          (p.source === undefined || p.source === "api") &&
+          p.created_at >= createdAfter &&
+          !known.has(p.id),
+      );
+      const pipelines: Pipeline[] = [];
+      for (const candidate of candidates) {
+        const variables = await call(
+          `read the variables of pipeline #${candidate.id}`,
+          z.array(z.object({ key: z.string(), value: z.string().nullish() })),
+          () => api.Pipelines.allVariables(options.project, candidate.id),
+        );
+        if (variables.some((v) => v.key === REQUEST_ID_VARIABLE && v.value === requestId)) {
+          pipelines.push({
+            id: candidate.id,
+            iid: candidate.iid,
+            status: candidate.status,
+            webUrl: candidate.web_url,
+          });
+        }
+      }
+      return { pipelines, looked: candidates.map((c) => c.id) };
     },
 
     async findPipeline(requestId, createdAfter) {

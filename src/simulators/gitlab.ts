@@ -388,10 +388,16 @@ export interface FailureMatch {
  *   sets `Retry-After` (429 also gets GitLab's `RateLimit-*` headers).
  * - `{ delayMs }`: answer normally after the delay. Like a slow GitLab, the request still takes
  *   effect if the client has given up by then; `settled()` waits for it.
+ * - `{ until }`: hold the request until the promise settles, then handle it normally, whether
+ *   or not its client is still there: a create that GitLab makes visible only later (after the
+ *   caller crashed, or gave up).
  * - `"reset"`: drop the connection without answering.
  */
 export type InjectedFailure =
-  { status: number; body?: unknown; retryAfter?: number } | { delayMs: number } | "reset";
+  | { status: number; body?: unknown; retryAfter?: number }
+  | { delayMs: number }
+  | { until: Promise<unknown> }
+  | "reset";
 
 export interface FakeGitlab {
   /** Base URL for gitbeaker's `host` (no `/api/v4`). */
@@ -3606,6 +3612,21 @@ export async function startFakeGitlab(options: FakeGitlabOptions): Promise<FakeG
       });
     });
 
+  /** Waits for `until`; resolves false if the fake is closed first. */
+  const hold = (until: Promise<unknown>): Promise<boolean> =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => undefined, 2 ** 31 - 1).unref();
+      timers.set(timer, () => {
+        resolve(false);
+      });
+      const done = () => {
+        clearTimeout(timer);
+        timers.delete(timer);
+        resolve(true);
+      };
+      until.then(done, done);
+    });
+
   const handle = async (req: RecordedRequest, res: ServerResponse): Promise<void> => {
     requests.push(req);
     const failure = takeFailure(req);
@@ -3615,6 +3636,12 @@ export async function startFakeGitlab(options: FakeGitlabOptions): Promise<FakeG
     }
     if (failure !== undefined && "delayMs" in failure) {
       const awake = await sleep(failure.delayMs);
+      if (!awake) {
+        res.destroy();
+        return;
+      }
+    } else if (failure !== undefined && "until" in failure) {
+      const awake = await hold(failure.until);
       if (!awake) {
         res.destroy();
         return;

@@ -51,4 +51,15 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX effects_state ON effects (state);
   `,
+  `
+  ALTER TABLE requests ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE requests ADD COLUMN rendered_revision INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE requests ADD COLUMN rendered_hash TEXT;
+  CREATE INDEX requests_behind ON requests (updated_at) WHERE rendered_revision < revision;
+
+  CREATE TABLE heartbeat (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    at TEXT NOT NULL
+  );
+  `,
 ];

@@ -6,6 +6,8 @@ import { z } from "zod";
 import { DecisionSchema, PlanReviewRecordSchema } from "../tracker/review.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
+import { claimStore, type StoreOwnership } from "./owner.js";
+import { checkIntegrity, createWriteProbe, guardWrite } from "./sqlite-checks.js";
 import {
   FINAL_STATUSES,
   REQUEST_STATUSES,
@@ -41,6 +43,9 @@ const RequestRowSchema = z.object({
   address: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
+  revision: z.number().int(),
+  rendered_revision: z.number().int(),
+  rendered_hash: z.string().nullable(),
 });
 
 const AuditRowSchema = z.object({
@@ -97,6 +102,9 @@ function toRecord(row: unknown): RequestRecord {
     address: r.address,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    revision: r.revision,
+    renderedRevision: r.rendered_revision,
+    renderedHash: r.rendered_hash,
   };
 }
 
@@ -121,15 +129,78 @@ function migrate(db: Database.Database): void {
   });
 }
 
-/** Opens (and creates on first run) the SQLite store at `path`; `:memory:` for a throwaway one. */
-export function openSqliteStore(path: string, clock: () => Date = () => new Date()): Store {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+export interface SqliteStoreOptions {
+  clock?: () => Date;
+  /**
+   * Opens an existing store to read it (tooling, tests) while its bot runs: no lock, no
+   * migration, and every write refused.
+   */
+  readOnly?: boolean;
+}
+
+/**
+ * How long a write waits for a lock another program holds. One bot owns the store, so only an
+ * outside program (an operator's open transaction) can hold it; better-sqlite3 waits on the event
+ * loop, and Slack wants its answers within three seconds.
+ */
+const BUSY_TIMEOUT_MS = 1_000;
+
+/** The database file, opened, checked and migrated, or an error that says why it cannot be. */
+function openDatabase(path: string, readOnly: boolean): Database.Database {
+  if (readOnly) return new Database(path, { readonly: true, fileMustExist: true });
   const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.pragma("foreign_keys = ON");
-  db.pragma("busy_timeout = 5000");
-  migrate(db);
+  try {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    if (path !== ":memory:") checkIntegrity(db, path);
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("foreign_keys = ON");
+    migrate(db);
+    return db;
+  } catch (error) {
+    db.close();
+    const code = (error as { code?: unknown }).code;
+    if (
+      code === "SQLITE_NOTADB" ||
+      (typeof code === "string" && code.startsWith("SQLITE_CORRUPT"))
+    ) {
+      throw new Error(
+        `the store ${path} is damaged (${(error as Error).message}). Restore it from a backup, or move it aside to start with an empty store.`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * Opens (and creates on first run) the SQLite store at `path`; `:memory:` for a throwaway one.
+ * A store on a file belongs to this process until it is closed: a second open of the same file
+ * (here or in another process) throws StoreOwnedError. A damaged file, or one that cannot take
+ * a write, is refused.
+ */
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
+  const clock = options.clock ?? (() => new Date());
+  const readOnly = options.readOnly === true;
+  if (path !== ":memory:" && !readOnly) mkdirSync(dirname(path), { recursive: true });
+  const ownership: StoreOwnership | undefined =
+    path === ":memory:" || readOnly ? undefined : claimStore(path);
+  let db: Database.Database;
+  try {
+    db = openDatabase(path, readOnly);
+  } catch (error) {
+    ownership?.release();
+    throw error;
+  }
+  const probe = createWriteProbe(db, clock, BUSY_TIMEOUT_MS);
+  if (!readOnly) {
+    const first = probe();
+    if (!first.ok) {
+      db.close();
+      ownership?.release();
+      throw new Error(`${first.reason} (${path})`);
+    }
+  }
 
   const insertRequest = db.prepare(`
     INSERT INTO requests (id, status, requester, spec, notes, channel, submission_key, created_at, updated_at)
@@ -157,9 +228,21 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     "SELECT * FROM effects WHERE state = 'intended' ORDER BY intended_at, rowid",
   );
   const intend = (subject: string, step: string, detail: Record<string, unknown> = {}) => {
-    insertIntent.run(subject, step, JSON.stringify(detail), clock().toISOString());
+    guardWrite(`record the intent ${step} of ${subject}`, () =>
+      insertIntent.run(subject, step, JSON.stringify(detail), clock().toISOString()),
+    );
     return toEffect(selectEffect.get(subject, step));
   };
+  const selectWatched = db.prepare(
+    `SELECT * FROM effects WHERE step = ? AND state = 'done'
+       AND json_extract(result, '$.watchUntil') > ? ORDER BY intended_at, rowid`,
+  );
+  const markRendered = db.prepare(
+    "UPDATE requests SET rendered_revision = ?, rendered_hash = ? WHERE id = ?",
+  );
+  const selectBehind = db.prepare(
+    "SELECT * FROM requests WHERE rendered_revision < revision AND message_ts IS NOT NULL ORDER BY updated_at LIMIT ?",
+  );
   const columns = {
     status: "status",
     messageTs: "message_ts",
@@ -180,6 +263,7 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     const assignments = [
       ...entries.map(([key]) => `${columns[key]} = @${key}`),
       "updated_at = @now",
+      "revision = revision + 1",
     ];
     const guard =
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
@@ -204,15 +288,17 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     createRequest(request: NewRequest) {
       const now = clock().toISOString();
       const id = newRequestId(clock().getTime());
-      const { changes } = insertRequest.run({
-        id,
-        requester: request.requester,
-        spec: JSON.stringify(request.spec),
-        notes: JSON.stringify(request.notes),
-        channel: request.channel,
-        submissionKey: request.submissionKey,
-        now,
-      });
+      const { changes } = guardWrite("record a new request", () =>
+        insertRequest.run({
+          id,
+          requester: request.requester,
+          spec: JSON.stringify(request.spec),
+          notes: JSON.stringify(request.notes),
+          channel: request.channel,
+          submissionKey: request.submissionKey,
+          now,
+        }),
+      );
       return {
         request: toRecord(selectBySubmission.get(request.submissionKey)),
         created: changes === 1,
@@ -225,16 +311,20 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     },
 
     updateRequest(id, patch) {
-      if (!update(id, patch)) throw new Error(`No request ${id} in the store.`);
+      if (!guardWrite(`update request ${id}`, () => update(id, patch))) {
+        throw new Error(`No request ${id} in the store.`);
+      }
       return toRecord(selectById.get(id));
     },
 
     transition(id, from, to, patch = {}, intent) {
-      return db.transaction(() => {
-        if (!update(id, { ...patch, status: to }, from)) return undefined;
-        if (intent !== undefined) intend(id, intent.step, intent.detail);
-        return toRecord(selectById.get(id));
-      })();
+      return guardWrite(`move request ${id} to ${to}`, () =>
+        db.transaction(() => {
+          if (!update(id, { ...patch, status: to }, from)) return undefined;
+          if (intent !== undefined) intend(id, intent.step, intent.detail);
+          return toRecord(selectById.get(id));
+        })(),
+      );
     },
 
     effect(subject, step) {
@@ -245,13 +335,19 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     intend,
 
     complete(subject, step, result) {
-      completeEffect.run({
-        subject,
-        step,
-        result: JSON.stringify(result),
-        now: clock().toISOString(),
-      });
+      guardWrite(`record the result of ${step} of ${subject}`, () =>
+        completeEffect.run({
+          subject,
+          step,
+          result: JSON.stringify(result),
+          now: clock().toISOString(),
+        }),
+      );
       return toEffect(selectEffect.get(subject, step));
+    },
+
+    watchedEffects(step, now) {
+      return selectWatched.all(step, now).map(toEffect);
     },
 
     pendingEffects() {
@@ -263,12 +359,14 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     },
 
     audit(entry: AuditEntry) {
-      insertAudit.run(
-        entry.requestId,
-        entry.actor,
-        entry.action,
-        JSON.stringify(entry.detail ?? {}),
-        clock().toISOString(),
+      guardWrite(`audit ${entry.action}`, () =>
+        insertAudit.run(
+          entry.requestId,
+          entry.actor,
+          entry.action,
+          JSON.stringify(entry.detail ?? {}),
+          clock().toISOString(),
+        ),
       );
     },
 
@@ -290,10 +388,23 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
       });
     },
 
+    markRendered(id, revision, hash) {
+      guardWrite(`record what the message of ${id} shows`, () =>
+        markRendered.run(revision, hash, id),
+      );
+    },
+
+    listBehind(limit) {
+      return selectBehind.all(limit).map(toRecord);
+    },
+
+    writable: probe,
+
     isOpen: () => db.open,
 
     close() {
       if (db.open) db.close();
+      ownership?.release();
     },
   };
 }

@@ -45,6 +45,12 @@ export interface RequestRecord {
   address: string | null;
   createdAt: string;
   updatedAt: string;
+  /** Counts the request's changes: every update adds one. */
+  revision: number;
+  /** The revision the request message in Slack last showed. */
+  renderedRevision: number;
+  /** A digest of what the request message last showed, when the bot knows it. */
+  renderedHash: string | null;
 }
 
 export interface NewRequest {
@@ -103,6 +109,23 @@ export interface EffectRecord {
   doneAt: string | null;
 }
 
+/** A write the store could not make (disk full, file read-only or damaged, lock held). */
+export class StoreWriteError extends Error {
+  override name = "StoreWriteError";
+  constructor(
+    /** What was being written, e.g. "update request vm-…". */
+    readonly what: string,
+    /** Why, in words for an operator. */
+    readonly reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(`the store could not ${what}: ${reason}`, options);
+  }
+}
+
+/** Whether the store can take a write now, and why not. */
+export type Writable = { ok: true } | { ok: false; reason: string };
+
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
 export interface Store {
   /** Creates the request, or returns the one already created for the same submission. */
@@ -129,9 +152,23 @@ export interface Store {
   intend(subject: string, step: string, detail?: Record<string, unknown>): EffectRecord;
   /** Records the result of an intended (or unrecorded) effect. */
   complete(subject: string, step: string, result: Record<string, unknown>): EffectRecord;
+  /**
+   * Done effects of `step` whose result asks for a watch (`watchUntil`, ISO 8601) that has not
+   * ended at `now`: e.g. a pipeline create whose first attempt may still land in GitLab.
+   */
+  watchedEffects(step: string, now: string): EffectRecord[];
   /** Effects intended and not done, oldest first: what a restart must reconcile. */
   pendingEffects(): EffectRecord[];
   listAudit(requestId?: string): AuditRecord[];
+  /** Records that the request message now shows `revision` of the request (digest `hash`). */
+  markRendered(id: string, revision: number, hash: string): void;
+  /** Requests with a message that shows an older revision than the store holds, oldest first. */
+  listBehind(limit: number): RequestRecord[];
+  /**
+   * A cheap write (a heartbeat row), at most every few seconds while writes succeed: whether
+   * the store can take writes, and why not.
+   */
+  writable(): Writable;
   isOpen(): boolean;
   close(): void;
 }

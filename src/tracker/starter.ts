@@ -10,6 +10,8 @@ import { findMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { requestMessage } from "../views/request-message.js";
 import { pipelineParams } from "../vm/spec.js";
+import { LATE_WATCH_MS } from "./late-pipelines.js";
+import { messageDigest, record, renderRequestMessage } from "./message-sync.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -83,7 +85,12 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
           return { ts: posted.ts };
         },
       });
-      return store.updateRequest(request.id, { messageTs: ts });
+      const posted = store.updateRequest(request.id, { messageTs: ts });
+      // What was posted is what the request held: the message is not behind.
+      if (store.effect(request.id, "post_request_message")?.result?.reconciled !== true) {
+        record(store, posted, messageDigest(requestMessage(request)), deps.log);
+      }
+      return posted;
     } catch (error) {
       deps.log.error({ err: error }, "could not post the request message");
       const reason = slackErrorCode(error);
@@ -104,7 +111,17 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
   }
 
   async function createPipeline(request: RequestRecord): Promise<RequestRecord> {
-    const intended = store.effect(request.id, "create_pipeline")?.intendedAt ?? request.createdAt;
+    const earlier = store.effect(request.id, "create_pipeline");
+    const intended = earlier?.intendedAt ?? request.createdAt;
+    // A crash left a create in flight: GitLab may still make that one visible after this
+    // attempt, and the tracker keeps looking for it for a while (late-pipelines.ts).
+    const leftInFlight = earlier?.state === "intended";
+    const watch = () => ({
+      watchUntil: new Date(
+        Date.parse(store.effect(request.id, "create_pipeline")?.intendedAt ?? intended) +
+          LATE_WATCH_MS,
+      ).toISOString(),
+    });
     const find = async () => {
       const found = await gitlab.findPipeline(request.id, before(intended, 60_000));
       return found === undefined
@@ -123,13 +140,18 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
               }),
               request.id,
             );
-            return { id: created.id, webUrl: created.webUrl, sure: true };
+            return {
+              id: created.id,
+              webUrl: created.webUrl,
+              sure: true,
+              ...(leftInFlight ? watch() : {}),
+            };
           } catch (error) {
             // The answer may be lost while the pipeline exists: look before calling it failed.
             if (!(error instanceof VmbotError) || !UNCERTAIN.has(error.code)) throw error;
             const found = await find().catch(() => undefined);
             if (found === undefined) throw error;
-            return found;
+            return { ...found, ...(leftInFlight ? watch() : {}) };
           }
         },
       });
@@ -162,7 +184,11 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
     } catch (error) {
       const code = error instanceof VmbotError ? error.code : "internal";
       deps.log.error({ err: error, code }, "could not create the pipeline");
-      store.complete(request.id, "create_pipeline", { failed: code });
+      // GitLab may still create it: the tracker cancels one that lands late.
+      store.complete(request.id, "create_pipeline", {
+        failed: code,
+        ...(leftInFlight || UNCERTAIN.has(code) ? watch() : {}),
+      });
       store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
       return store.updateRequest(request.id, { status: "failed", error: userMessage(error) });
     }
@@ -176,7 +202,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       request = posted;
     }
     if (request.pipelineId === null) request = await createPipeline(request);
-    await updateRequestMessage(client, request, deps.log.child({ requestId: request.id }));
+    await updateRequestMessage(client, store, request, deps.log.child({ requestId: request.id }));
   }
 
   const start = (request: RequestRecord): Promise<void> => {
@@ -209,15 +235,15 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
  */
 export async function updateRequestMessage(
   client: SlackClient,
+  store: Store,
   request: RequestRecord,
   log: Logger,
 ): Promise<void> {
   if (request.messageTs === null) return;
-  const message = requestMessage(request);
-  try {
-    await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
-  } catch (error) {
-    log.error({ err: error }, "could not update the request message; telling the requester");
+  if (!(await renderRequestMessage(client, store, request, log))) {
+    // The tracker renders it again on its next passes; meanwhile the requester knows.
+    const message = requestMessage(request);
+    log.error("could not update the request message; telling the requester");
     await client.chat
       .postMessage({
         channel: request.requester,

@@ -13,13 +13,14 @@ import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
 import { recapText } from "../views/recap.js";
 import { failureCause } from "./failure-cause.js";
-import { renderRequest } from "../views/render.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+import { createLatePipelines } from "./late-pipelines.js";
+import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import type { RequestStarter } from "./starter.js";
 
 type SlackClient = webApi.WebClient;
@@ -88,17 +89,9 @@ export function createTracker(deps: TrackerDeps): Tracker {
   let stopped = false;
   let wakeAgain = false;
 
+  /** Renders the request message; one Slack refused is rendered again on a later pass. */
   async function render(request: RequestRecord): Promise<void> {
-    if (request.messageTs === null) return;
-    try {
-      await client.chat.update({
-        channel: request.channel,
-        ts: request.messageTs,
-        ...renderRequest(request),
-      });
-    } catch (error) {
-      log.error({ err: error, requestId: request.id }, "could not update the request message");
-    }
+    await renderRequestMessage(client, store, request, log);
   }
 
   function move(
@@ -448,11 +441,21 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
   }
 
+  const latePipelines = createLatePipelines({
+    store,
+    gitlab,
+    effects: deps.effects,
+    log,
+    note: postResult,
+    now,
+  });
+
   async function pass(): Promise<void> {
     // Housekeeping on the unfinished requests as they stand, then a fresh read for following.
     const unfinished = store.listActive();
     await deps.starter.resume(unfinished);
     await finishCancels();
+    await latePipelines.sweep();
     await expirePlans(unfinished);
     const active = store
       .listActive()
@@ -521,7 +524,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
       wakeAgain = true;
       return running;
     }
-    running = pass()
+    // First the messages Slack refused to update on earlier passes (finished requests' too).
+    running = catchUpMessages({ client, store, log })
+      .catch((error: unknown) => {
+        log.warn({ err: error }, "could not catch up the request messages; retrying next pass");
+      })
+      .then(pass)
       .catch((error: unknown) => {
         log.warn({ err: error }, "tracker pass failed; retrying on the next one");
       })

@@ -183,7 +183,8 @@ async function planned(w: World, pipelineId: number): Promise<FakeMessage> {
 }
 
 function audit(w: World): { requestId: string | null; action: string }[] {
-  const store = openSqliteStore(w.db);
+  // The bot may be running: read its store without taking it.
+  const store = openSqliteStore(w.db, { readOnly: true });
   try {
     return store.listAudit();
   } finally {
