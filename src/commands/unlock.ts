@@ -11,6 +11,7 @@ import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
+import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import { UNLOCK_CANCEL, UNLOCK_CONFIRM } from "../ids.js";
 import type { Logger } from "../logger.js";
@@ -201,7 +202,7 @@ async function forceUnlock(
     await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {
       detail: { ...detail, user: clicker.user, channel: clicker.channel ?? null },
       act: async () => {
-        await deps.gitlab.unlockTerraformState(name);
+        await removeLock(deps.gitlab, name, locked.lockedAt, log);
         return {};
       },
     });
@@ -221,6 +222,33 @@ async function forceUnlock(
     await respond(replace(failure(userMessage(error))));
   } finally {
     unlocking.delete(name);
+  }
+}
+
+/**
+ * Removes the lock taken at `lockedAt`. When GitLab's answer is lost (a timeout, a dropped
+ * connection, a 5xx), the lock is read again: gone (or another one) means GitLab did remove it.
+ * Still there, or unreadable, the original failure stands.
+ */
+async function removeLock(
+  gitlab: GitlabPort,
+  name: string,
+  lockedAt: string,
+  log: Logger,
+): Promise<void> {
+  try {
+    await gitlab.unlockTerraformState(name);
+  } catch (error) {
+    if (gitlabRefused(error)) throw error;
+    log.warn({ err: error, state: name }, "no answer to the unlock; reading the lock again");
+    const current = await findState(gitlab, name).then(
+      ({ state }) => lockedState(state),
+      (readError: unknown) => {
+        log.warn({ err: readError, state: name }, "could not read the lock again either");
+        throw error;
+      },
+    );
+    if (current?.lockedAt === lockedAt) throw error;
   }
 }
 
@@ -313,7 +341,7 @@ export async function resumeUnlocks(
           return current?.lockedAt === lockedAt ? undefined : { gone: true };
         },
         act: async () => {
-          await deps.gitlab.unlockTerraformState(name);
+          await removeLock(deps.gitlab, name, lockedAt, log);
           return {};
         },
       });

@@ -156,6 +156,15 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
   const selectPending = db.prepare(
     "SELECT * FROM effects WHERE state = 'intended' ORDER BY intended_at, rowid",
   );
+  const audit = (entry: AuditEntry) => {
+    insertAudit.run(
+      entry.requestId,
+      entry.actor,
+      entry.action,
+      JSON.stringify(entry.detail ?? {}),
+      clock().toISOString(),
+    );
+  };
   const intend = (subject: string, step: string, detail: Record<string, unknown> = {}) => {
     insertIntent.run(subject, step, JSON.stringify(detail), clock().toISOString());
     return toEffect(selectEffect.get(subject, step));
@@ -229,10 +238,12 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
       return toRecord(selectById.get(id));
     },
 
-    transition(id, from, to, patch = {}, intent) {
+    transition(id, from, to, patch = {}, intent, entry) {
       return db.transaction(() => {
         if (!update(id, { ...patch, status: to }, from)) return undefined;
-        if (intent !== undefined) intend(id, intent.step, intent.detail);
+        const intents = intent === undefined ? [] : "step" in intent ? [intent] : intent;
+        for (const each of intents) intend(id, each.step, each.detail);
+        if (entry !== undefined) audit({ ...entry, requestId: id });
         return toRecord(selectById.get(id));
       })();
     },
@@ -262,15 +273,7 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
       return selectActive.all().map(toRecord);
     },
 
-    audit(entry: AuditEntry) {
-      insertAudit.run(
-        entry.requestId,
-        entry.actor,
-        entry.action,
-        JSON.stringify(entry.detail ?? {}),
-        clock().toISOString(),
-      );
-    },
+    audit,
 
     listAudit(requestId) {
       const rows =
