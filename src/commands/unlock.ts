@@ -25,6 +25,7 @@ import {
   stateMissing,
   stillLocked,
   unlocked,
+  unlockUnknown,
   unlockedNotice,
   unlockPrompt,
   type Reply,
@@ -213,22 +214,33 @@ async function forceUnlock(
     }
   } catch (error) {
     log.warn({ err: error, state: name }, "could not force-unlock a Terraform state");
+    const unknown = error instanceof UnlockOutcomeUnknown;
+    const cause = unknown ? error.cause : error;
     deps.store.audit({
       requestId: null,
       actor: clicker.user,
-      action: "unlock_failed",
-      detail: { state: name, code: (error as { code?: unknown }).code ?? "internal" },
+      action: unknown ? "unlock_unknown" : "unlock_failed",
+      detail: { state: name, code: (cause as { code?: unknown }).code ?? "internal" },
     });
-    await respond(replace(failure(userMessage(error))));
+    await respond(
+      replace(failure(unknown ? unlockUnknown(name, userMessage(cause)) : userMessage(error))),
+    );
   } finally {
     unlocking.delete(name);
   }
 }
 
+/** GitLab did not answer the unlock, and the lock could not be read again either. */
+class UnlockOutcomeUnknown extends Error {
+  constructor(cause: unknown) {
+    super("the unlock's outcome is unknown", { cause });
+  }
+}
+
 /**
  * Removes the lock taken at `lockedAt`. When GitLab's answer is lost (a timeout, a dropped
- * connection, a 5xx), the lock is read again: gone (or another one) means GitLab did remove it.
- * Still there, or unreadable, the original failure stands.
+ * connection, a 5xx), the lock is read again: gone (or another one) means GitLab did remove it;
+ * still there, the original failure stands; unreadable, the outcome is unknown.
  */
 async function removeLock(
   gitlab: GitlabPort,
@@ -245,7 +257,7 @@ async function removeLock(
       ({ state }) => lockedState(state),
       (readError: unknown) => {
         log.warn({ err: readError, state: name }, "could not read the lock again either");
-        throw error;
+        throw new UnlockOutcomeUnknown(error);
       },
     );
     if (current?.lockedAt === lockedAt) throw error;

@@ -446,6 +446,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
       }
     }
     for (const id of retry) if (!toRead.has(id)) toRead.set(id, undefined);
+    // An approval GitLab has not confirmed is read every pass, changed or not, until it is settled.
+    for (const { request, pipelineId } of active) {
+      if (request.status === "applying" && request.error !== null && !toRead.has(pipelineId)) {
+        toRead.set(pipelineId, undefined);
+      }
+    }
     const activeIds = new Set(active.map((a) => a.pipelineId));
     for (const id of seen.keys()) if (!activeIds.has(id)) seen.delete(id);
 

@@ -60,6 +60,34 @@ const audit = (h: Harness, requestId: string) =>
 const threadOf = (h: Harness, message: FakeMessage) =>
   h.slack.messages.filter((m) => m.thread_ts === message.ts);
 
+/** `/vm unlock` by the admin, and the prompt with its Force-unlock button. */
+async function unlockPrompt(h: Harness): Promise<ResponseUrlPost> {
+  const command = await h.signer.slashCommand({
+    text: "unlock",
+    userId: ADMIN,
+    channelId: CHANNEL,
+  });
+  return h.slack.waitForResponse((post) => post.url === command.responseUrl);
+}
+
+/** The admin confirms the force-unlock on the ephemeral prompt. */
+async function confirm(h: Harness, prompt: ResponseUrlPost): Promise<void> {
+  await h.signer.blockAction({
+    message: {
+      channel: CHANNEL,
+      ts: "1796205600.000100",
+      text: String(prompt.body.text),
+      blocks: prompt.body.blocks as FakeMessage["blocks"],
+      user: h.slack.identity.botUserId,
+      bot_id: h.slack.identity.botId,
+      app_id: h.slack.identity.appId,
+    },
+    ephemeral: true,
+    actionId: "unlock_confirm",
+    userId: ADMIN,
+  });
+}
+
 describe("a play whose answer is lost after GitLab started the job", () => {
   for (const [lost, failure, options] of [
     ["a dropped connection", "reset", {}],
@@ -140,6 +168,24 @@ describe("a play whose answer is lost after GitLab started the job", () => {
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("pending");
   }, 30_000);
 
+  it("a play that did not reach GitLab, and no read back: a later pass finds the job waiting and plays it once", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
+    h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
+    await click(h, message(), APPROVER, "plan_approve");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    expect(h.bot.store.getRequest(requestId)?.error).toContain("checking with GitLab");
+
+    await h.bot.tracker.tick();
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("pending");
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "applying", error: null });
+    expect(audit(h, requestId)).toContainEqual([APPROVER, "apply_started"]);
+    await h.bot.tracker.tick();
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
+  }, 30_000);
+
   it("a play that did not reach GitLab, read back as still waiting: the approval is released with the truth", async () => {
     const { h, pipelineId, requestId, message } = await planned();
     h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
@@ -211,29 +257,9 @@ describe("a lock removal whose answer is lost", () => {
       lockedAt: new Date(Math.floor(Date.now() / 1000 - 3600) * 1000),
     });
     h.gitlab.failNext({ method: "DELETE", path: /\/lock$/ }, { afterEffect: "reset" });
-    const command = await h.signer.slashCommand({
-      text: "unlock",
-      userId: ADMIN,
-      channelId: CHANNEL,
-    });
-    const prompt: ResponseUrlPost = await h.slack.waitForResponse(
-      (post) => post.url === command.responseUrl,
-    );
+    const prompt = await unlockPrompt(h);
     const before = h.slack.responses.length;
-    await h.signer.blockAction({
-      message: {
-        channel: CHANNEL,
-        ts: "1796205600.000100",
-        text: String(prompt.body.text),
-        blocks: prompt.body.blocks as FakeMessage["blocks"],
-        user: h.slack.identity.botUserId,
-        bot_id: h.slack.identity.botId,
-        app_id: h.slack.identity.appId,
-      },
-      ephemeral: true,
-      actionId: "unlock_confirm",
-      userId: ADMIN,
-    });
+    await confirm(h, prompt);
     const done = await h.slack.waitForResponse((post) => h.slack.responses.indexOf(post) >= before);
     expect(done.body.text).toBe(
       ":unlock: Unlocked the Terraform state `general`; GitLab confirms it is free. The channel has been told.",
@@ -243,6 +269,33 @@ describe("a lock removal whose answer is lost", () => {
     const actions = h.bot.store.listAudit().map((entry) => [entry.actor, entry.action]);
     expect(actions).toContainEqual([ADMIN, "unlocked"]);
     expect(actions.map(([, action]) => action)).not.toContain("unlock_failed");
+  }, 30_000);
+});
+
+describe("a lock removal whose answer and read back are both lost", () => {
+  it("tells the admin vmbot cannot tell, and audits the unlock as unknown, not failed", async () => {
+    const h = await start({ project: { role: "maintainer" }, gitlabTimeoutMs: 1_000 });
+    h.gitlab.addUser({ username: "alice" });
+    h.gitlab.addTerraformState(PROJECT_PATH, "general", {
+      lockedBy: "alice",
+      lockedAt: new Date(Math.floor(Date.now() / 1000 - 3600) * 1000),
+    });
+    h.gitlab.failNext({ method: "DELETE", path: /\/lock$/ }, { afterEffect: { delayMs: 3_000 } });
+    const prompt = await unlockPrompt(h);
+    const before = h.slack.responses.length;
+    await confirm(h, prompt);
+    // While GitLab holds the answer back, its GraphQL endpoint starts failing too.
+    await eventually(
+      () => (h.gitlab.requestsTo("DELETE", /\/lock$/).length === 1 ? true : undefined),
+      "the unlock request",
+    );
+    h.gitlab.failNext({ method: "POST", path: /^\/api\/graphql$/ }, { status: 503 });
+    const done = await h.slack.waitForResponse((post) => h.slack.responses.indexOf(post) >= before);
+    expect(String(done.body.text)).toContain("vmbot cannot tell whether it was removed");
+    const actions = h.bot.store.listAudit().map((entry) => entry.action);
+    expect(actions).toContain("unlock_unknown");
+    expect(actions).not.toContain("unlock_failed");
+    expect(h.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
   }, 30_000);
 });
 
