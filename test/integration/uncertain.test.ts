@@ -186,6 +186,30 @@ describe("a play whose answer is lost after GitLab started the job", () => {
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
   }, 30_000);
 
+  it("a later pass whose play GitLab refuses (403) with the job still waiting: the approval is released and the buttons return", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
+    h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
+    await click(h, message(), APPROVER, "plan_approve");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
+
+    h.gitlab.failNext({ method: "POST", path: PLAY }, { status: 403 });
+    await h.bot.tracker.tick();
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "awaiting_approval",
+      decision: null,
+      error: null,
+    });
+    expect(audit(h, requestId).slice(-2)).toEqual([
+      [APPROVER, "approved"],
+      ["vmbot", "approval_released"],
+    ]);
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("plan_approve"),
+    );
+  }, 30_000);
+
   it("a play that did not reach GitLab, read back as still waiting: the approval is released with the truth", async () => {
     const { h, pipelineId, requestId, message } = await planned();
     h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
