@@ -9,12 +9,22 @@ import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
+import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
+import { createThreadPoster } from "../slack/thread.js";
+import { closeIntents, createClosure } from "../tracker/closure.js";
+import { readBackPlay } from "../tracker/play.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
 import { renderRequestMessage } from "../tracker/message-sync.js";
+import {
+  checkingWords,
+  playConfirmedWords,
+  playNotStartedWords,
+  playUnknownWords,
+} from "../views/decision.js";
 
 export interface PlanDecisionDeps {
   config: Config;
@@ -99,15 +109,9 @@ async function checkDecision(
     return undefined;
   }
   if (verb === "approve" && planExpired(request.review, deps.config.planTtlMs, clock(deps))) {
-    const words = expiredWords(deps.config.planTtlMs);
-    const expired = deps.store.transition(request.id, ["awaiting_approval"], "expired", {
-      error: words,
-    });
-    if (expired) {
-      deps.store.audit({ requestId: request.id, actor: "vmbot", action: "expired", detail: {} });
-      await render(client, deps.store, expired, deps.log);
-    }
-    await tell(client, channel, user, words);
+    // Expired, and its pipeline canceled and plan deleted in GitLab, so it cannot be applied.
+    await closureFor(deps, client, deps.log).expire(request);
+    await tell(client, channel, user, expiredWords(deps.config.planTtlMs));
     return undefined;
   }
   return request;
@@ -176,7 +180,8 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     const user = args.body.user.id;
     const log = deps.log.child({ requestId: found.id, user, command: "approve" });
     const decision = { kind: "approved" as const, by: user, at: now().toISOString() };
-    // The claim and the intent to play are one write: after a crash, the tracker finishes it.
+    // The claim, the intent to play and the audit's "approved" are one write: who approved is
+    // on record whatever GitLab answers, and after a crash the tracker finishes the play.
     const step = `play_apply:${decision.at}`;
     const claimed = deps.store.transition(
       found.id,
@@ -184,21 +189,39 @@ export function createApproveAction(deps: PlanDecisionDeps) {
       "applying",
       { decision },
       { step },
+      { actor: user, action: "approved" },
     );
     if (!claimed) {
       const current = deps.store.getRequest(found.id) ?? found;
       await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
       return;
     }
+    const answer = (text: string) => tell(args.client, args.body.channel?.id ?? "", user, text);
+    /** Nothing was started in GitLab: the approval is given back, the buttons return. */
+    const release = async (words: string, reason: string) => {
+      deps.store.complete(found.id, step, { failed: true });
+      const released = deps.store.transition(
+        found.id,
+        ["applying"],
+        "awaiting_approval",
+        { decision: null, error: null },
+        undefined,
+        { actor: user, action: "approval_released", detail: { reason } },
+      );
+      await answer(words);
+      if (released) await render(args.client, deps.store, released, log);
+    };
+    let apply: Job;
     try {
       const [jobs, pipeline] = await Promise.all([
         deps.gitlab.pipelineJobs(found.pipelineId ?? 0),
         deps.gitlab.pipeline(found.pipelineId ?? 0),
       ]);
-      const apply = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
-      if (!apply) {
+      const named = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
+      if (!named) {
         throw new Error(`the pipeline has no job named ${deps.config.gitlab.jobs.apply}`);
       }
+      apply = named;
       if (SUPERSEDED.has(apply.status)) {
         // Canceled, failed or skipped in GitLab meanwhile: this plan will never be applied.
         const words = `This plan can no longer be applied: its apply job is ${apply.status} in GitLab. Run /vm create again for a fresh plan.`;
@@ -213,11 +236,24 @@ export function createApproveAction(deps: PlanDecisionDeps) {
           action: "approval_refused",
           detail: { applyStatus: apply.status },
         });
-        await tell(args.client, args.body.channel?.id ?? "", user, words);
+        await answer(words);
         if (ended) await render(args.client, deps.store, ended, log);
         return;
       }
       if (await refuseOutdated(deps, args, found, step, jobs, pipeline.status, log)) return;
+    } catch (error) {
+      // Only reads so far: nothing was asked of GitLab, so nothing can have started.
+      log.error(
+        { err: error },
+        "could not read the pipeline before playing; releasing the approval",
+      );
+      await release(
+        `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
+        "pipeline_unreadable",
+      );
+      return;
+    }
+    try {
       // Played already (in GitLab, or by the tracker finishing this approval): not again.
       await deps.effects.once(found.id, step, {
         fresh: true,
@@ -229,29 +265,56 @@ export function createApproveAction(deps: PlanDecisionDeps) {
       deps.store.audit({
         requestId: found.id,
         actor: user,
-        action: "approved",
+        action: "apply_started",
         detail: { jobId: apply.id },
       });
       log.info({ jobId: apply.id }, "plan approved; apply job started");
       await render(args.client, deps.store, claimed, log);
     } catch (error) {
-      log.error({ err: error }, "could not start the apply job; releasing the approval");
-      deps.store.complete(found.id, step, { failed: true });
-      const released = deps.store.transition(found.id, ["applying"], "awaiting_approval", {
-        decision: null,
-      });
-      await tell(
-        args.client,
-        args.body.channel?.id ?? "",
-        user,
-        `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
-      );
-      if (released) await render(args.client, deps.store, released, log);
+      if (gitlabRefused(error)) {
+        log.warn({ err: error }, "GitLab refused to start the apply job; releasing the approval");
+        await release(
+          `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
+          "play_refused",
+        );
+        return;
+      }
+      // The answer was lost (timeout, reset, 5xx): GitLab may have started the job. Read it back.
+      log.warn({ err: error }, "no answer to the play; reading the apply job back");
+      const back = await readBackPlay(deps.gitlab, apply.id);
+      if (back.kind === "played") {
+        deps.store.complete(found.id, step, {
+          jobId: back.job.id,
+          status: back.job.status,
+          confirmed: true,
+        });
+        deps.store.audit({
+          requestId: found.id,
+          actor: user,
+          action: "apply_started",
+          detail: { jobId: back.job.id, confirmedByReading: true },
+        });
+        await answer(playConfirmedWords(claimed, back.job));
+        await render(args.client, deps.store, claimed, log);
+      } else if (back.kind === "not_played") {
+        await release(playNotStartedWords(found, userMessage(error)), "play_unanswered");
+      } else {
+        // Still unknown: the approval stands, the buttons stay away, the tracker settles it.
+        log.warn({ err: back.error }, "could not read the apply job back either");
+        const checking = deps.store.transition(found.id, ["applying"], "applying", {
+          error: checkingWords(),
+        });
+        await answer(playUnknownWords(found));
+        if (checking) await render(args.client, deps.store, checking, log);
+      }
     }
   };
 }
 
-/** Reject: claim the request, cancel its pipeline, and check that GitLab did cancel it. */
+/**
+ * Reject: claim the request, then cancel its pipeline and delete the plan's artifacts in GitLab
+ * (a canceled pipeline's manual apply job stays playable; without its plan it applies nothing).
+ */
 export function createRejectAction(deps: PlanDecisionDeps) {
   const now = deps.now ?? (() => new Date());
   return async (args: ButtonArgs) => {
@@ -266,46 +329,30 @@ export function createRejectAction(deps: PlanDecisionDeps) {
       ["awaiting_approval"],
       "rejected",
       { decision },
-      { step: "cancel_pipeline" },
+      closeIntents(found),
+      { actor: user, action: "rejected" },
     );
     if (!claimed) {
       const current = deps.store.getRequest(found.id) ?? found;
       await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
       return;
     }
-    deps.store.audit({ requestId: found.id, actor: user, action: "rejected", detail: {} });
     await render(args.client, deps.store, claimed, log);
-    try {
-      const pipelineId = found.pipelineId ?? 0;
-      // GitLab answers 200 to a cancel whatever the state: read it back to be sure. A pipeline
-      // still waiting on its manual apply job is fine too: GitLab does not cancel manual jobs,
-      // and nothing applies unless someone plays it.
-      const after = await deps.effects.once(found.id, "cancel_pipeline", {
-        fresh: true,
-        act: async () => {
-          await deps.gitlab.cancelPipeline(pipelineId);
-          const read = await deps.gitlab.pipeline(pipelineId);
-          return { status: read.status, webUrl: read.webUrl };
-        },
-      });
-      if (!["canceled", "manual", "skipped", "failed"].includes(after.status)) {
-        await tell(
-          args.client,
-          found.channel,
-          user,
-          `The request is rejected, but its pipeline is ${after.status} in GitLab, not canceled: <${after.webUrl}|check it>.`,
-        );
-      }
-    } catch (error) {
-      log.error({ err: error }, "could not cancel the pipeline");
-      await tell(
-        args.client,
-        found.channel,
-        user,
-        `The request is rejected, but vmbot could not cancel its pipeline yet; it keeps trying in the background. ${userMessage(error)}`,
-      );
+    const problems = await closureFor(deps, args.client, log).close(claimed, true);
+    for (const problem of problems) {
+      await tell(args.client, found.channel, user, `The request is rejected, but ${problem}`);
     }
   };
+}
+
+/** What follows a rejection or an expiry, answering through this click's Slack client. */
+function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Logger) {
+  return createClosure({
+    ...deps,
+    log,
+    post: createThreadPoster({ client, effects: deps.effects, log }),
+    render: (request) => render(client, deps.store, request, log),
+  });
 }
 
 export function registerPlanDecisions(app: App, deps: PlanDecisionDeps): void {

@@ -11,6 +11,7 @@ import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
+import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import { UNLOCK_CANCEL, UNLOCK_CONFIRM } from "../ids.js";
 import type { Logger } from "../logger.js";
@@ -24,6 +25,7 @@ import {
   stateMissing,
   stillLocked,
   unlocked,
+  unlockUnknown,
   unlockedNotice,
   unlockPrompt,
   type Reply,
@@ -201,7 +203,7 @@ async function forceUnlock(
     await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {
       detail: { ...detail, user: clicker.user, channel: clicker.channel ?? null },
       act: async () => {
-        await deps.gitlab.unlockTerraformState(name);
+        await removeLock(deps.gitlab, name, locked.lockedAt, log);
         return {};
       },
     });
@@ -212,15 +214,53 @@ async function forceUnlock(
     }
   } catch (error) {
     log.warn({ err: error, state: name }, "could not force-unlock a Terraform state");
+    const unknown = error instanceof UnlockOutcomeUnknown;
+    const cause = unknown ? error.cause : error;
     deps.store.audit({
       requestId: null,
       actor: clicker.user,
-      action: "unlock_failed",
-      detail: { state: name, code: (error as { code?: unknown }).code ?? "internal" },
+      action: unknown ? "unlock_unknown" : "unlock_failed",
+      detail: { state: name, code: (cause as { code?: unknown }).code ?? "internal" },
     });
-    await respond(replace(failure(userMessage(error))));
+    await respond(
+      replace(failure(unknown ? unlockUnknown(name, userMessage(cause)) : userMessage(error))),
+    );
   } finally {
     unlocking.delete(name);
+  }
+}
+
+/** GitLab did not answer the unlock, and the lock could not be read again either. */
+class UnlockOutcomeUnknown extends Error {
+  constructor(cause: unknown) {
+    super("the unlock's outcome is unknown", { cause });
+  }
+}
+
+/**
+ * Removes the lock taken at `lockedAt`. When GitLab's answer is lost (a timeout, a dropped
+ * connection, a 5xx), the lock is read again: gone (or another one) means GitLab did remove it;
+ * still there, the original failure stands; unreadable, the outcome is unknown.
+ */
+async function removeLock(
+  gitlab: GitlabPort,
+  name: string,
+  lockedAt: string,
+  log: Logger,
+): Promise<void> {
+  try {
+    await gitlab.unlockTerraformState(name);
+  } catch (error) {
+    if (gitlabRefused(error)) throw error;
+    log.warn({ err: error, state: name }, "no answer to the unlock; reading the lock again");
+    const current = await findState(gitlab, name).then(
+      ({ state }) => lockedState(state),
+      (readError: unknown) => {
+        log.warn({ err: readError, state: name }, "could not read the lock again either");
+        throw new UnlockOutcomeUnknown(error);
+      },
+    );
+    if (current?.lockedAt === lockedAt) throw error;
   }
 }
 
@@ -313,7 +353,7 @@ export async function resumeUnlocks(
           return current?.lockedAt === lockedAt ? undefined : { gone: true };
         },
         act: async () => {
-          await deps.gitlab.unlockTerraformState(name);
+          await removeLock(deps.gitlab, name, lockedAt, log);
           return {};
         },
       });

@@ -141,3 +141,22 @@ export function gitlabError(error: unknown, ctx: GitlabErrorContext): VmbotError
     { cause: error },
   );
 }
+
+/**
+ * GitLab's answer was a definite refusal (a 4xx): it did nothing. Anything else (a timeout, a
+ * dropped connection, a 5xx, an unreadable answer) leaves the outcome unknown: read again.
+ */
+export function gitlabRefused(error: unknown): boolean {
+  return (
+    error instanceof VmbotError &&
+    [
+      "gitlab_unauthorized",
+      "gitlab_forbidden",
+      "gitlab_not_found",
+      "gitlab_project_not_found",
+      "gitlab_state_not_found",
+      "gitlab_bad_request",
+      "gitlab_rate_limited",
+    ].includes(error.code)
+  );
+}

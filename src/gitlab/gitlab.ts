@@ -44,6 +44,10 @@ const JobSchema = z.object({
   status: z.string(),
   web_url: z.url(),
   finished_at: z.string().nullish(),
+  /** Who created the job, or played it last. */
+  user: z.object({ username: z.string() }).nullish(),
+  /** The artifacts archive, while the job has one. */
+  artifacts_file: z.object({ filename: z.string() }).nullish(),
 });
 
 export interface Job {
@@ -53,6 +57,9 @@ export interface Job {
   status: string;
   webUrl: string;
   finishedAt: string | null;
+  /** The GitLab username of who started the job (for a manual job: who played it). */
+  user: string | null;
+  hasArtifacts: boolean;
 }
 
 const toJob = (job: z.infer<typeof JobSchema>): Job => ({
@@ -62,6 +69,8 @@ const toJob = (job: z.infer<typeof JobSchema>): Job => ({
   status: job.status,
   webUrl: job.web_url,
   finishedAt: job.finished_at ?? null,
+  user: job.user?.username ?? null,
+  hasArtifacts: job.artifacts_file !== undefined && job.artifacts_file !== null,
 });
 
 /** What vmbot does with GitLab, in its own words. */
@@ -94,11 +103,17 @@ export interface GitlabPort {
   changedPipelines(updatedAfter: string): Promise<PipelineSummary[]>;
   pipeline(pipelineId: number): Promise<PipelineSummary>;
   pipelineJobs(pipelineId: number): Promise<Job[]>;
+  job(jobId: number): Promise<Job>;
   jobLog(jobId: number): Promise<string>;
   playJob(jobId: number): Promise<Job>;
   cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
   /** A file from a job's artifacts, or undefined when the job has none by that path. */
   jobArtifact(jobId: number, path: string): Promise<string | undefined>;
+  /**
+   * Deletes a job's artifacts (its log stays), e.g. a rejected plan's `tfplan`, so that the
+   * apply job has no plan to apply. Needs the Maintainer role.
+   */
+  eraseJobArtifacts(jobId: number): Promise<void>;
   /**
    * The project's Terraform states with their locks. Read through GraphQL: no REST call reads
    * a lock without taking it.
@@ -299,6 +314,12 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       return jobs.map(toJob);
     },
 
+    async job(jobId) {
+      return toJob(
+        await call(`read job #${jobId}`, JobSchema, () => api.Jobs.show(options.project, jobId)),
+      );
+    },
+
     async jobLog(jobId) {
       return call(`read the log of job #${jobId}`, z.string(), () =>
         api.Jobs.showLog(options.project, jobId),
@@ -331,6 +352,27 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       } catch (error) {
         const mapped = gitlabError(error, context(`read ${path} from job #${jobId}`));
         if (mapped.code === "gitlab_not_found") return undefined;
+        throw mapped;
+      }
+    },
+
+    async eraseJobArtifacts(jobId) {
+      // Without a job ID the same endpoint deletes every artifact of the project: never that.
+      if (!Number.isSafeInteger(jobId) || jobId <= 0) {
+        throw new VmbotError("internal", `Not a job ID: ${jobId}.`);
+      }
+      const doing = `delete the artifacts of job #${jobId}`;
+      try {
+        await withToken(() => api.JobArtifacts.remove(options.project, { jobId }));
+      } catch (error) {
+        const mapped = gitlabError(error, context(doing));
+        if (mapped.code === "gitlab_forbidden") {
+          throw new VmbotError(
+            "gitlab_forbidden",
+            `GitLab did not let the bot delete the plan's artifacts of job #${jobId} (403 Forbidden): that needs the Maintainer role on the project for the bot's token.`,
+            { cause: error },
+          );
+        }
         throw mapped;
       }
     },

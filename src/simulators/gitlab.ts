@@ -17,8 +17,12 @@
  * - `setJobStatus`/`setJobLog`/`setJobArtifact` set things directly.
  * - `deliverHooks` POSTs a Pipeline Hook and a Job Hook, as GitLab shapes them, to a URL on every
  *   status change, and records each delivery with its answer.
- * - `failNext` injects HTTP failures, delays and dropped connections; `mark`/`requestsSince`
- *   count requests.
+ * - `failNext` injects HTTP failures, delays and dropped connections, before GitLab acts or after
+ *   it (`afterEffect`: the thing is done, the answer is lost); `mark`/`requestsSince` count
+ *   requests.
+ * - A job's `needs` name the jobs whose artifacts it downloads (`tf:apply` needs `tf:plan`'s
+ *   `tfplan`); when those were deleted (`DELETE …/jobs/:id/artifacts`, Maintainer only), the job
+ *   fails as Terraform does without its plan file.
  * - `addTerraformState`/`lockTerraformState`/`unlockTerraformState` set up GitLab-managed
  *   Terraform states and their locks (held by the token's user or by another user, `addUser`).
  *   They are served by the state API Terraform's http backend uses (`/projects/:id/terraform/
@@ -134,6 +138,12 @@ export interface JobDefinition {
   rules?: (context: PipelineContext) => boolean;
   /** What the job's script is, for the log the simulator writes when it finishes. Default `script`. */
   log?: JobLogKind;
+  /**
+   * Jobs whose artifacts this one downloads before its script (`needs:` / `dependencies:`), as
+   * `tf:apply` takes `tfplan` from `tf:plan`. When a needed job's artifacts were deleted, the
+   * runner finds nothing to download and the script fails (Terraform: no plan file).
+   */
+  needs?: string[];
 }
 
 /** Which of `gitlab-traces.ts`'s logs a job gets: its commands, image and default output. */
@@ -240,6 +250,11 @@ export interface FakeJob {
   log: string;
   /** Files in the job's artifacts archive, path → content. Empty: the job has no artifacts. */
   artifacts: Map<string, string>;
+  /** When its artifacts were deleted (`DELETE …/jobs/:id/artifacts`); null while they are there. */
+  artifactsDeletedAt: string | null;
+  /** Who created the job, or played it last (the job's `user` in GitLab's job JSON). */
+  user: FakeUser;
+  readonly needs: readonly string[];
   /** Replaced by a newer run of the same job (a retry, or playing a finished manual job). */
   retried: boolean;
   createdAt: string;
@@ -392,12 +407,16 @@ export interface FailureMatch {
  *   or not its client is still there: a create that GitLab makes visible only later (after the
  *   caller crashed, or gave up).
  * - `"reset"`: drop the connection without answering.
+ * - `{ afterEffect }`: GitLab does the thing at once, then the answer is lost: `"reset"` drops
+ *   the connection, `{ delayMs }` holds the answer back (the client times out first), `{ status }`
+ *   answers with that status instead (a proxy's 502 after GitLab acted).
  */
 export type InjectedFailure =
   | { status: number; body?: unknown; retryAfter?: number }
   | { delayMs: number }
   | { until: Promise<unknown> }
-  | "reset";
+  | "reset"
+  | { afterEffect: "reset" | { delayMs: number } | { status: number } };
 
 export interface FakeGitlab {
   /** Base URL for gitbeaker's `host` (no `/api/v4`). */
@@ -476,8 +495,11 @@ export interface FakeGitlab {
   advance(pipelineId: number): JobTransition[];
   /** Makes the job fail with `reason` (default `script_failure`) when it finishes. */
   failJob(pipelineId: number, jobName: string, reason?: string): void;
-  /** Plays a manual job as a user clicking ▶ would (the same rules as the API). */
-  playJob(pipelineId: number, jobName: string): FakeJob;
+  /**
+   * Plays a manual job as a user clicking ▶ would (the same rules as the API); `as` names the
+   * user (default: the token's), who then shows as the job's `user`.
+   */
+  playJob(pipelineId: number, jobName: string, options?: { as?: string }): FakeJob;
   /** Retries a finished job as a user clicking ↻ would: a new run of it, pending. */
   retryJob(pipelineId: number, jobName: string): FakeJob;
   /** Cancels a pipeline as a user clicking Cancel would (manual jobs stay playable). */
@@ -520,6 +542,7 @@ export const DEFAULT_PIPELINE: PipelineDefinition = {
       when: "manual",
       rules: (c) => !isDestroy(c),
       log: "terraform-apply",
+      needs: ["tf:plan"],
     },
     { name: "ansible:configure", stage: "configure", rules: (c) => !isDestroy(c), log: "ansible" },
     { name: "notify:destroy", stage: "plan", rules: isDestroy },
@@ -611,6 +634,9 @@ function serialOf(content: string): number | null {
     return null;
   }
 }
+
+/** Stands for the binary plan file `terraform plan -out=tfplan` writes. */
+const TFPLAN_PLACEHOLDER = "PK\u0003\u0004 tfplan: a Terraform plan file (zip)\n";
 
 /** The instance runner every job runs on. */
 const RUNNER = { id: 12, description: "pve-runner-01" };
@@ -756,7 +782,8 @@ type Permission =
   | "update_build"
   | "update_pipeline"
   | "read_terraform_state"
-  | "admin_terraform_state";
+  | "admin_terraform_state"
+  | "destroy_artifacts";
 
 /** A status change in the model, for webhooks. */
 type ModelEvent =
@@ -1018,6 +1045,7 @@ class GitlabModel {
       case "read_terraform_state":
         return level >= ROLE_LEVEL.developer;
       case "admin_terraform_state":
+      case "destroy_artifacts":
         return level >= ROLE_LEVEL.maintainer;
       case "set_pipeline_variables":
         return (
@@ -1094,6 +1122,8 @@ class GitlabModel {
           allowFailure: definition.allowFailure ?? false,
           tags: [...(definition.tags ?? [])].sort(),
           logKind: definition.log ?? "script",
+          needs: [...(definition.needs ?? [])],
+          user: this.user,
         }),
       );
     }
@@ -1106,7 +1136,10 @@ class GitlabModel {
 
   private newJob(
     pipeline: FakePipeline,
-    from: Pick<FakeJob, "name" | "stage" | "when" | "allowFailure" | "tags" | "logKind">,
+    from: Pick<
+      FakeJob,
+      "name" | "stage" | "when" | "allowFailure" | "tags" | "logKind" | "needs" | "user"
+    >,
   ): FakeJob {
     const at = this.timestamp();
     return {
@@ -1118,10 +1151,13 @@ class GitlabModel {
       allowFailure: from.allowFailure,
       tags: from.tags,
       logKind: from.logKind,
+      needs: from.needs,
+      user: from.user,
       status: "created",
       failureReason: null,
       log: "",
       artifacts: new Map(),
+      artifactsDeletedAt: null,
       retried: false,
       createdAt: at,
       updatedAt: at,
@@ -1221,12 +1257,13 @@ class GitlabModel {
   /**
    * `Ci::Build#playable?` and `Ci::PlayBuildService`: a manual job waiting as `manual` is
    * enqueued; a finished one is retried (a new job); anything else cannot be played
-   * (undefined).
+   * (undefined). The player becomes the job's user.
    */
-  play(job: FakeJob): FakeJob | undefined {
+  play(job: FakeJob, by: FakeUser = this.user): FakeJob | undefined {
     if (job.when !== "manual" || job.retried) return undefined;
     const pipeline = this.pipelineById(job.pipelineId);
     if (job.status === "manual") {
+      job.user = by;
       this.setJobStatus(job, "pending");
       this.process(pipeline);
       return job;
@@ -1234,7 +1271,7 @@ class GitlabModel {
     if (job.status === "success" || job.status === "failed" || job.status === "canceled") {
       job.retried = true;
       job.updatedAt = this.timestamp();
-      const fresh = this.newJob(pipeline, job);
+      const fresh = this.newJob(pipeline, { ...job, user: by });
       pipeline.jobs.push(fresh);
       this.onEvent({ kind: "job", job: fresh, pipeline });
       this.setJobStatus(fresh, "pending");
@@ -1242,6 +1279,16 @@ class GitlabModel {
       return fresh;
     }
     return undefined;
+  }
+
+  /**
+   * `Ci::JobArtifacts::DeleteService`: the job's erasable artifacts (the archive and its
+   * metadata) go; its log stays.
+   */
+  deleteArtifacts(job: FakeJob): void {
+    job.artifacts.clear();
+    job.artifactsDeletedAt ??= this.timestamp();
+    job.updatedAt = this.timestamp();
   }
 
   /**
@@ -1309,7 +1356,14 @@ class GitlabModel {
 
   private finish(job: FakeJob, pipeline: FakePipeline): void {
     const planned = this.failures.get(job.id);
-    const log = this.traceOf(job, pipeline, planned === undefined ? undefined : "failed");
+    // A needed job's artifacts were deleted: the runner downloads nothing, the script fails.
+    const missing = latestJobs(pipeline).find(
+      (other) => job.needs.includes(other.name) && other.artifactsDeletedAt !== null,
+    );
+    const log =
+      missing === undefined
+        ? this.traceOf(job, pipeline, planned === undefined ? undefined : "failed")
+        : this.missingArtifactsTrace(job, pipeline, missing);
     const failed = planned !== undefined || log.includes("ERROR: Job failed");
     job.log = log;
     if (!failed) {
@@ -1322,7 +1376,35 @@ class GitlabModel {
     this.setJobStatus(job, failed ? "failed" : "success", planned ?? "script_failure");
   }
 
+  /** The log of a job whose needed artifacts are gone: Terraform finds no plan file. */
+  private missingArtifactsTrace(job: FakeJob, pipeline: FakePipeline, gone: FakeJob): string {
+    const project = this.projectOf(pipeline);
+    const options: TraceOptions = {
+      startedAt: job.startedAt === null ? this.now() : new Date(job.startedAt),
+      finishedAt: this.now(),
+      jobId: job.id,
+      projectId: project.id,
+      projectPath: project.path,
+      ref: pipeline.ref,
+      sha: pipeline.sha,
+      outcome: "failed",
+    };
+    const output = [
+      `No artifacts of ${gone.name} (#${gone.id}) to download: they were deleted.`,
+      "",
+      'Error: Failed to load "tfplan" as a plan file',
+      "",
+      "Error: stat tfplan: no such file or directory",
+      "",
+    ].join("\n");
+    return job.logKind === "terraform-apply"
+      ? applyTrace(output, options)
+      : scriptTrace(output, options);
+  }
+
   private defaultArtifacts(job: FakeJob, pipeline: FakePipeline): Record<string, string> {
+    // `terraform plan -out=tfplan`, kept as an artifact for the apply job.
+    if (job.logKind === "terraform-plan") return { tfplan: TFPLAN_PLACEHOLDER };
     if (job.logKind !== "terraform-apply") return {};
     const ip = vmParamsOf(pipeline).ip ?? "192.168.1.50/24";
     // `terraform output -raw vm_ip > vm_ip.txt`: no newline.
@@ -1693,8 +1775,8 @@ class Entities {
     return this.model.baseUrl;
   }
 
-  userBasic(): Record<string, unknown> {
-    const { id, username, name } = this.model.user;
+  userBasic(user: FakeUser = this.model.user): Record<string, unknown> {
+    const { id, username, name } = user;
     return {
       id,
       username,
@@ -1706,9 +1788,9 @@ class Entities {
   }
 
   /** Entities::User, as jobs show their user. */
-  user(): Record<string, unknown> {
+  user(user: FakeUser = this.model.user): Record<string, unknown> {
     return {
-      ...this.userBasic(),
+      ...this.userBasic(user),
       created_at: "2024-01-15T09:00:00.000Z",
       bio: "",
       location: "",
@@ -1822,7 +1904,7 @@ class Entities {
       duration: started ? isoDiffSeconds(job.startedAt, job.finishedAt ?? now) : null,
       queued_duration:
         job.queuedAt === null ? null : isoDiffSeconds(job.queuedAt, job.startedAt ?? now),
-      user: this.user(),
+      user: this.user(job.user),
       commit: this.commit(pipeline, project),
       pipeline: this.pipelineBasic(pipeline),
       ...(job.status === "failed" ? { failure_reason: job.failureReason } : {}),
@@ -1889,8 +1971,8 @@ class Entities {
   }
 
   /** User#hook_attrs: no public email, so GitLab sends `[REDACTED]`. */
-  private hookUser(): Record<string, unknown> {
-    const basic = this.userBasic();
+  private hookUser(user?: FakeUser): Record<string, unknown> {
+    const basic = this.userBasic(user);
     return {
       id: basic.id,
       name: basic.name,
@@ -2025,7 +2107,7 @@ class Entities {
       runner: this.hookRunner(job),
       project_id: project.id,
       project_name: project.path.split("/").join(" / "),
-      user: this.hookUser(),
+      user: this.hookUser(job.user),
       commit: {
         id: pipeline.id,
         name: null,
@@ -2731,6 +2813,19 @@ function jobArtifactFile(ctx: RouteContext): Reply {
       "content-disposition": `attachment; filename="${basename.replace(/"/g, '\\"')}"`,
     },
   };
+}
+
+/**
+ * DELETE /projects/:id/jobs/:job_id/artifacts (`API::Ci::JobArtifacts`): `destroy_artifacts`
+ * (Maintainer) is checked on the project before the job is looked up; the archive goes, the log
+ * stays; 204 whether or not the job had artifacts.
+ */
+function deleteJobArtifacts(ctx: RouteContext): Reply {
+  const project = projectFor(ctx);
+  authorize(ctx, project, "destroy_artifacts");
+  const { job } = jobFor(ctx, project);
+  ctx.model.deleteArtifacts(job);
+  return noContent();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -3466,6 +3561,7 @@ const ROUTES: readonly Route[] = [
   route("POST", "/projects/:id/jobs/:job_id/play", playJob, "always"),
   route("POST", "/projects/:id/jobs/:job_id/retry", retryJob, "always"),
   route("GET", "/projects/:id/jobs/:job_id/artifacts/*artifact_path", jobArtifactFile),
+  route("DELETE", "/projects/:id/jobs/:job_id/artifacts", deleteJobArtifacts, "always"),
   // Terraform's http backend sends the token as the password of Basic credentials.
   ...(
     [
@@ -3632,6 +3728,20 @@ export async function startFakeGitlab(options: FakeGitlabOptions): Promise<FakeG
     const failure = takeFailure(req);
     if (failure === "reset") {
       res.socket?.destroy();
+      return;
+    }
+    if (failure !== undefined && "afterEffect" in failure) {
+      // GitLab acts; the answer does not reach the client.
+      const reply = dispatch(model, entities, req);
+      const lost = failure.afterEffect;
+      if (lost === "reset") {
+        res.socket?.destroy();
+      } else if ("delayMs" in lost) {
+        if (await sleep(lost.delayMs)) write(res, reply);
+        else res.destroy();
+      } else {
+        write(res, defaultFailureReply(lost.status, undefined, model.now()));
+      }
       return;
     }
     if (failure !== undefined && "delayMs" in failure) {
@@ -3871,9 +3981,10 @@ export async function startFakeGitlab(options: FakeGitlabOptions): Promise<FakeG
       }
       return retried;
     },
-    playJob: (pipelineId, jobName) => {
+    playJob: (pipelineId, jobName, playOptions) => {
       const job = model.jobByName(pipelineId, jobName);
-      const played = model.play(job);
+      const by = playOptions?.as === undefined ? model.user : model.userByUsername(playOptions.as);
+      const played = model.play(job, by);
       if (played === undefined) {
         throw new Error(
           `job ${jobName} (#${job.id}, ${job.when}) cannot be played as ${job.status}`,

@@ -227,6 +227,17 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const selectPending = db.prepare(
     "SELECT * FROM effects WHERE state = 'intended' ORDER BY intended_at, rowid",
   );
+  const audit = (entry: AuditEntry) => {
+    guardWrite(`audit ${entry.action}`, () =>
+      insertAudit.run(
+        entry.requestId,
+        entry.actor,
+        entry.action,
+        JSON.stringify(entry.detail ?? {}),
+        clock().toISOString(),
+      ),
+    );
+  };
   const intend = (subject: string, step: string, detail: Record<string, unknown> = {}) => {
     guardWrite(`record the intent ${step} of ${subject}`, () =>
       insertIntent.run(subject, step, JSON.stringify(detail), clock().toISOString()),
@@ -317,11 +328,13 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       return toRecord(selectById.get(id));
     },
 
-    transition(id, from, to, patch = {}, intent) {
+    transition(id, from, to, patch = {}, intent, entry) {
       return guardWrite(`move request ${id} to ${to}`, () =>
         db.transaction(() => {
           if (!update(id, { ...patch, status: to }, from)) return undefined;
-          if (intent !== undefined) intend(id, intent.step, intent.detail);
+          const intents = intent === undefined ? [] : "step" in intent ? [intent] : intent;
+          for (const each of intents) intend(id, each.step, each.detail);
+          if (entry !== undefined) audit({ ...entry, requestId: id });
           return toRecord(selectById.get(id));
         })(),
       );
@@ -358,17 +371,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       return selectActive.all().map(toRecord);
     },
 
-    audit(entry: AuditEntry) {
-      guardWrite(`audit ${entry.action}`, () =>
-        insertAudit.run(
-          entry.requestId,
-          entry.actor,
-          entry.action,
-          JSON.stringify(entry.detail ?? {}),
-          clock().toISOString(),
-        ),
-      );
-    },
+    audit,
 
     listAudit(requestId) {
       const rows =

@@ -126,6 +126,11 @@ export class StoreWriteError extends Error {
 /** Whether the store can take a write now, and why not. */
 export type Writable = { ok: true } | { ok: false; reason: string };
 
+export interface TransitionIntent {
+  step: string;
+  detail?: Record<string, unknown>;
+}
+
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
 export interface Store {
   /** Creates the request, or returns the one already created for the same submission. */
@@ -141,8 +146,10 @@ export interface Store {
     from: readonly RequestStatus[],
     to: RequestStatus,
     patch?: Omit<RequestPatch, "status">,
-    /** An effect to record as intended in the same transaction, when the move happens. */
-    intent?: { step: string; detail?: Record<string, unknown> },
+    /** Effects to record as intended in the same transaction, when the move happens. */
+    intent?: TransitionIntent | readonly TransitionIntent[],
+    /** An audit entry for the move, written in the same transaction (who approved, rejected). */
+    audit?: Omit<AuditEntry, "requestId">,
   ): RequestRecord | undefined;
   /** Requests that are not in a final status, oldest first. */
   listActive(): RequestRecord[];

@@ -17,10 +17,13 @@ import { STEP_EVENT_TYPE } from "../ids.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
+import { createThreadPoster } from "../slack/thread.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
-import { expiredWords, planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import { createLatePipelines } from "./late-pipelines.js";
 import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
+import { createClosure, isClosed } from "./closure.js";
+import { createApprovalFinisher } from "./play.js";
+import { planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import type { RequestStarter } from "./starter.js";
 
 type SlackClient = webApi.WebClient;
@@ -93,6 +96,18 @@ export function createTracker(deps: TrackerDeps): Tracker {
   async function render(request: RequestRecord): Promise<void> {
     await renderRequestMessage(client, store, request, log);
   }
+
+  const approvals = createApprovalFinisher({ store, gitlab, effects: deps.effects, log, render });
+  const closure = createClosure({
+    config,
+    store,
+    gitlab,
+    effects: deps.effects,
+    log,
+    render,
+    post: createThreadPoster({ client, effects: deps.effects, log }),
+    now,
+  });
 
   function move(
     request: RequestRecord,
@@ -275,6 +290,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
       return;
     }
     if (request.status === "applying" && apply) {
+      if (apply.status !== "manual") await approvals.settle(request, apply);
       if (STOPPED.has(apply.status)) {
         await failJob(request, apply, "apply");
       } else if (apply.status === "success") {
@@ -290,8 +306,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
         });
         if (next) await render(next);
       } else if (apply.status === "manual" && request.decision?.kind === "approved") {
-        // Approved here, but the bot stopped before GitLab started the job: finish the approval.
-        await playApproved(request, apply);
+        // Approved here, but GitLab has not started the job (a crash, a lost answer): finish it.
+        await approvals.playApproved(request, apply);
       }
       return;
     }
@@ -377,46 +393,6 @@ export function createTracker(deps: TrackerDeps): Tracker {
     await failJob(request, job, "configure");
   }
 
-  /** Plays the apply job of an approved request, once per approval. */
-  async function playApproved(request: RequestRecord, apply: Job): Promise<void> {
-    const at = request.decision?.at ?? "";
-    await deps.effects.once(request.id, `play_apply:${at}`, {
-      act: async () => {
-        const played = await gitlab.playJob(apply.id);
-        log.info({ requestId: request.id, jobId: apply.id }, "played the approved apply job");
-        return { jobId: apply.id, status: played.status };
-      },
-    });
-  }
-
-  /**
-   * Cancels left to do after a crash: the request was rejected here, and the pipeline may still
-   * be waiting. A pipeline already canceled (or finished) needs nothing more.
-   */
-  async function finishCancels(): Promise<void> {
-    for (const effect of store.pendingEffects()) {
-      if (effect.step !== "cancel_pipeline") continue;
-      const request = store.getRequest(effect.subject);
-      if (request?.pipelineId === null || request === undefined) continue;
-      const pipelineId = request.pipelineId;
-      try {
-        await deps.effects.once(request.id, effect.step, {
-          reconcile: async () => {
-            const pipeline = await gitlab.pipeline(pipelineId);
-            // A pipeline left waiting on its manual job reads the same before and after a
-            // cancel: cancel it (again); GitLab's cancel is idempotent.
-            return ["canceled", "success", "failed", "skipped"].includes(pipeline.status)
-              ? { status: pipeline.status }
-              : undefined;
-          },
-          act: async () => ({ status: (await gitlab.cancelPipeline(pipelineId)).status }),
-        });
-      } catch (error) {
-        log.warn({ err: error, requestId: request.id }, "could not cancel a rejected pipeline");
-      }
-    }
-  }
-
   /** The pipeline's jobs; undefined (and the request ended) when the pipeline is gone. */
   async function pipelineJobsOrGone(request: RequestRecord, pipelineId: number) {
     try {
@@ -431,13 +407,23 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
   }
 
+  /** A closed request's pipeline: an apply played after the close is reported. */
+  async function followClosed(request: RequestRecord, pipelineId: number): Promise<void> {
+    try {
+      await closure.follow(request, await gitlab.pipelineJobs(pipelineId));
+    } catch (error) {
+      if (!(error instanceof VmbotError) || error.code !== "gitlab_not_found") throw error;
+      closure.forget(request);
+    }
+  }
+
   /** Plans that waited longer than PLAN_TTL: their messages turn to "expired". */
   async function expirePlans(unfinished: readonly RequestRecord[]): Promise<void> {
     for (const request of unfinished) {
       if (request.status !== "awaiting_approval") continue;
       if (!planExpired(request.review, config.planTtlMs, now())) continue;
-      const next = move(request, "expired", { error: expiredWords(config.planTtlMs) });
-      if (next) await render(next);
+      // Expired, its pipeline canceled and its plan deleted in GitLab, so it cannot be applied.
+      await closure.expire(request);
     }
   }
 
@@ -454,12 +440,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
     // Housekeeping on the unfinished requests as they stand, then a fresh read for following.
     const unfinished = store.listActive();
     await deps.starter.resume(unfinished);
-    await finishCancels();
+    await closure.finishPending();
     await latePipelines.sweep();
     await expirePlans(unfinished);
-    const active = store
-      .listActive()
-      .flatMap((r) => (r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }]));
+    // Rejected and expired requests too, while their apply job could still be played in GitLab.
+    const active = [...store.listActive(), ...closure.watched()].flatMap((r) =>
+      r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }],
+    );
     /** Pipelines to read now, with the updated_at to remember once they are handled. */
     const toRead = new Map<number, string | undefined>();
     if (since === undefined) {
@@ -489,16 +476,20 @@ export function createTracker(deps: TrackerDeps): Tracker {
 
     const follow = async ({ request, pipelineId }: (typeof active)[number]): Promise<void> => {
       try {
-        const jobs = await pipelineJobsOrGone(request, pipelineId);
-        if (jobs === undefined) return;
-        // Several stages may have finished since the last reading (GitLab does not touch a
-        // pipeline's updated_at while it keeps running): take every step the jobs allow.
-        let current: RequestRecord | undefined = request;
-        for (let step = 0; current && step < MAX_STEPS_PER_PASS; step += 1) {
-          const before: RequestStatus = current.status;
-          await advance(current, jobs);
-          current = store.getRequest(request.id);
-          if (current?.status === before) break;
+        if (isClosed(request)) {
+          await followClosed(request, pipelineId);
+        } else {
+          const jobs = await pipelineJobsOrGone(request, pipelineId);
+          if (jobs === undefined) return;
+          // Several stages may have finished since the last reading (GitLab does not touch a
+          // pipeline's updated_at while it keeps running): take every step the jobs allow.
+          let current: RequestRecord | undefined = request;
+          for (let step = 0; current && step < MAX_STEPS_PER_PASS; step += 1) {
+            const before: RequestStatus = current.status;
+            await advance(current, jobs);
+            current = store.getRequest(request.id);
+            if (current?.status === before) break;
+          }
         }
         retry.delete(pipelineId);
         const updatedAt = toRead.get(pipelineId);

@@ -38,7 +38,10 @@ export function statusLine(request: RequestRecord): string {
       // room for the pipeline's link, which a cut would break.
       return `${truncate(request.error ?? "The request failed.", 2500)}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`;
     case "applying":
-      return `Terraform is applying the plan${pipeline === undefined ? "" : ` (${pipeline})`}.`;
+      // While GitLab has not said whether the apply started, the words say so (checkingWords).
+      return request.error !== null
+        ? `${truncate(request.error, 2500)}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`
+        : `Terraform is applying the plan${pipeline === undefined ? "" : ` (${pipeline})`}.`;
     case "configuring":
       return `Ansible is configuring the VM${request.address === null ? "" : ` at ${escapeMrkdwn(request.address)}`}.`;
     case "ready":

@@ -152,3 +152,8 @@ export function failure(message: string): Reply {
   const text = `:warning: ${message}`;
   return { text, blocks: [section(text)] };
 }
+
+/** GitLab did not answer the unlock, nor the read that followed: say so, and how to find out. */
+export function unlockUnknown(state: string, reason: string): string {
+  return `GitLab did not answer the unlock of ${code(state)}, nor when vmbot read the lock again, so vmbot cannot tell whether it was removed. Run \`/vm unlock ${escapeMrkdwn(state)}\` in a minute to see. ${reason}`;
+}

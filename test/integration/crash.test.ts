@@ -274,6 +274,50 @@ describe("crash between the intent and the result of each outside effect", () =>
       }
     }, 60_000);
 
+    it(`crashes at erase_plan:${moment} after a rejection: the plan is deleted once, and an apply played later fails`, async () => {
+      const w = await startWorld(`erase_plan:${moment}`);
+      try {
+        const { pipelineId } = await ask(w);
+        const plan = await planned(w, pipelineId);
+        await w.signer.blockAction({ message: plan, userId: APPROVER, actionId: "plan_reject" });
+        await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
+        await until(
+          () => (w.gitlab.job(pipelineId, "tf:plan").artifacts.size === 0 ? true : undefined),
+          "the plan's artifacts to be deleted",
+        );
+        await until(
+          () => (audit(w).some((entry) => entry.action === "plan_erased") ? true : undefined),
+          "the deletion in the audit",
+        );
+        // A few more passes: nothing is deleted or audited twice.
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        expect(w.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/)).toHaveLength(1);
+        expect(audit(w).filter((entry) => entry.action === "plan_erased")).toHaveLength(1);
+        expect(audit(w).filter((entry) => entry.action === "rejected")).toHaveLength(1);
+        expect(requestMessage(w)?.text.endsWith("Rejected")).toBe(true);
+        // The restarted bot still follows the pipeline: an apply played in GitLab is reported once.
+        w.gitlab.playJob(pipelineId, "tf:apply");
+        settle(w, pipelineId, "tf:apply");
+        expect(w.gitlab.job(pipelineId, "tf:apply").status).toBe("failed");
+        const alarm = await until(
+          () =>
+            threadOf(w, requestMessage(w)!).find((m) =>
+              m.text.includes("was played in GitLab after the request was rejected"),
+            ),
+          "the apply to be posted in the thread",
+        );
+        expect(alarm.text).toContain("Terraform has no plan to apply");
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        expect(
+          threadOf(w, requestMessage(w)!).filter((m) => m.text.includes("was played in GitLab")),
+        ).toHaveLength(1);
+        expect(requestMessages(w)).toHaveLength(1);
+        exercised.add(`erase_plan:${moment}`);
+      } finally {
+        await w.close();
+      }
+    }, 60_000);
+
     it(`crashes at unlock:${moment}, and the unlock is finished and told once`, async () => {
       const w = await startWorld(`unlock:${moment}`);
       try {
@@ -342,7 +386,8 @@ describe("crash between the intent and the result of each outside effect", () =>
   }, 60_000);
 
   it("exercised every crash point", () => {
-    // 6 effects of the approval flow, the rejection's cancel and the unlock, each before and after.
-    expect(exercised.size).toBe((APPROVE_FLOW_POINTS.length + 2) * 2);
+    // 6 effects of the approval flow, the rejection's cancel and plan deletion, and the unlock,
+    // each before and after.
+    expect(exercised.size).toBe((APPROVE_FLOW_POINTS.length + 3) * 2);
   });
 });

@@ -809,7 +809,8 @@ describe("fake GitLab: the simulated runner", () => {
   it("stores the apply job's vm_ip.txt artifact from the pipeline's vm_ip when it succeeds", async () => {
     const { fake, id } = await startWithPipeline();
     runUntilSettled(fake, id, "tf:plan");
-    expect(fake.job(id, "tf:plan").artifacts.size).toBe(0);
+    // The plan job keeps the plan file for the apply job (`terraform plan -out=tfplan`).
+    expect([...fake.job(id, "tf:plan").artifacts.keys()]).toStrictEqual(["tfplan"]);
     fake.playJob(id, "tf:apply");
     runUntilSettled(fake, id, "tf:apply");
     expect(Object.fromEntries(fake.job(id, "tf:apply").artifacts)).toStrictEqual({
@@ -1236,13 +1237,15 @@ describe("fake GitLab: job logs and artifacts", () => {
   it("answers a missing artifact file with Workhorse's plain 404, and a job without artifacts with Rails' JSON 404", async () => {
     const { fake, api, id } = await startWithPipeline();
     runUntilSettled(fake, id, "tf:plan");
-    const plan = fake.job(id, "tf:plan");
+    // tf:validate keeps no artifacts (tf:plan keeps tfplan).
+    const validate = fake.job(id, "tf:validate");
     expect(
       await failureOf(
-        api.JobArtifacts.downloadArchive(7, { jobId: plan.id, artifactPath: "vm_ip.txt" }),
+        api.JobArtifacts.downloadArchive(7, { jobId: validate.id, artifactPath: "vm_ip.txt" }),
       ),
     ).toStrictEqual({ status: 404, description: "404 Not Found" });
 
+    const plan = fake.job(id, "tf:plan");
     fake.setJobArtifact(id, "tf:plan", "plan.txt", "…");
     const missing = await raw(fake, "GET", `/projects/7/jobs/${plan.id}/artifacts/vm_ip.txt`);
     expect(missing.response.status).toBe(404);

@@ -131,6 +131,38 @@ describe("the SQLite store", () => {
     store.close();
   });
 
+  it("writes a transition's audit entry and several intents with the move, and nothing when it loses", () => {
+    const store = openSqliteStore(":memory:");
+    const { request } = store.createRequest(newRequest());
+    store.updateRequest(request.id, { status: "awaiting_approval" });
+    const won = store.transition(
+      request.id,
+      ["awaiting_approval"],
+      "rejected",
+      {},
+      [{ step: "cancel_pipeline" }, { step: "erase_plan:5002" }],
+      { actor: "U0APPROVER", action: "rejected" },
+    );
+    const lost = store.transition(
+      request.id,
+      ["awaiting_approval"],
+      "applying",
+      {},
+      { step: "play_apply:1" },
+      { actor: "U0OTHER", action: "approved" },
+    );
+    expect(won?.status).toBe("rejected");
+    expect(lost).toBeUndefined();
+    expect(store.pendingEffects().map((e) => e.step)).toEqual([
+      "cancel_pipeline",
+      "erase_plan:5002",
+    ]);
+    expect(store.listAudit(request.id).map((e) => [e.actor, e.action])).toEqual([
+      ["U0APPROVER", "rejected"],
+    ]);
+    store.close();
+  });
+
   it("creates one request for a form delivered twice", () => {
     const store = openSqliteStore(":memory:");
     const first = store.createRequest(newRequest("view:V9"));

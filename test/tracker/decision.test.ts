@@ -78,6 +78,7 @@ describe("approving and rejecting a plan", () => {
       "plan_uploaded",
       "awaiting_approval",
       "approved",
+      "apply_started",
       "configuring",
       "ready",
     ]);

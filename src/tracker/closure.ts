@@ -1,0 +1,310 @@
+import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
+import { userMessage, VmbotError } from "../errors.js";
+import { gitlabRefused } from "../gitlab/errors.js";
+import type { GitlabPort, Job } from "../gitlab/gitlab.js";
+import type { Logger } from "../logger.js";
+import type { ThreadPoster } from "../slack/thread.js";
+import type { RequestRecord, Store, TransitionIntent } from "../store/store.js";
+import { eraseRefusedWords, lateApplyEndWords, lateApplyWords } from "../views/decision.js";
+import { expiredWords } from "./review.js";
+
+/**
+ * What follows a rejection or an expiry. Canceling the pipeline is not enough: GitLab leaves a
+ * manual job playable after a cancel, so vmbot also deletes the plan job's artifacts (the
+ * `tfplan` the apply job takes), and keeps following the pipeline: an apply played in GitLab
+ * afterwards is posted loudly in the request's thread, with who played it, and audited.
+ */
+
+/** The journal step that keeps a closed request's pipeline followed. */
+export const WATCH_STEP = "watch_apply";
+/** How long a closed request's pipeline is followed when nobody plays its apply job. */
+const WATCH_MS = 30 * 24 * 3_600_000;
+const CLOSED = new Set(["rejected", "expired"]);
+/** Job states a cancel stops: none left means the pipeline has nothing more to cancel. */
+const CANCELABLE = new Set([
+  "created",
+  "waiting_for_resource",
+  "preparing",
+  "pending",
+  "running",
+  "scheduled",
+]);
+/** The apply job was played (it is, or was, on its way to a runner). */
+const PLAYED = new Set([
+  "waiting_for_resource",
+  "preparing",
+  "pending",
+  "running",
+  "success",
+  "failed",
+]);
+const FINISHED = new Set(["success", "failed", "canceled"]);
+
+const eraseStep = (jobId: number) => `erase_plan:${jobId}`;
+
+/** The effects a rejection or an expiry records with its move: all finished even after a crash. */
+export function closeIntents(request: RequestRecord): TransitionIntent[] {
+  if (request.pipelineId === null) return [];
+  const intents: TransitionIntent[] = [{ step: "cancel_pipeline" }];
+  if (request.review !== null) {
+    intents.push({
+      step: eraseStep(request.review.planJobId),
+      detail: { jobId: request.review.planJobId },
+    });
+  }
+  intents.push({ step: WATCH_STEP });
+  return intents;
+}
+
+export const isClosed = (request: RequestRecord) => CLOSED.has(request.status);
+
+export interface ClosureDeps {
+  config: Config;
+  store: Store;
+  gitlab: GitlabPort;
+  effects: Effects;
+  log: Logger;
+  post: ThreadPoster;
+  render: (request: RequestRecord) => Promise<void>;
+  now?: () => Date;
+}
+
+export interface Closure {
+  /**
+   * Cancels the pipeline and deletes the plan's artifacts of a request just closed (`fresh`: the
+   * intents were recorded with the move a moment ago). Returns what the decider should hear.
+   */
+  close(request: RequestRecord, fresh: boolean): Promise<string[]>;
+  /** Expires a plan that outlived PLAN_TTL, and closes it. Undefined when it had moved on. */
+  expire(request: RequestRecord): Promise<RequestRecord | undefined>;
+  /** Cancels and deletions left unfinished (a crash, an unanswered call). */
+  finishPending(): Promise<void>;
+  /** Closed requests whose pipelines are still followed. */
+  watched(): RequestRecord[];
+  /** Reads a closed request's jobs: reports an apply played after the close. */
+  follow(request: RequestRecord, jobs: Job[]): Promise<void>;
+  /** The closed request's pipeline no longer exists: nothing more to follow. */
+  forget(request: RequestRecord): void;
+}
+
+export function createClosure(deps: ClosureDeps): Closure {
+  const { store, gitlab, log } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  /** Cancels the pipeline once; a lost answer is settled by reading the jobs back. */
+  async function cancel(request: RequestRecord, pipelineId: number, fresh: boolean) {
+    const settled = async () =>
+      (await gitlab.pipelineJobs(pipelineId)).every((job) => !CANCELABLE.has(job.status));
+    return deps.effects.once<{ status: string; webUrl?: string }>(request.id, "cancel_pipeline", {
+      fresh,
+      reconcile: async () => {
+        if (!(await settled())) return undefined;
+        return { status: (await gitlab.pipeline(pipelineId)).status };
+      },
+      act: async () => {
+        try {
+          await gitlab.cancelPipeline(pipelineId);
+        } catch (error) {
+          // The answer was lost: GitLab's jobs say whether the cancel took effect.
+          if (gitlabRefused(error) || !(await settled())) throw error;
+        }
+        // GitLab answers 200 to a cancel whatever the state: read it back to be sure.
+        const read = await gitlab.pipeline(pipelineId);
+        return { status: read.status, webUrl: read.webUrl };
+      },
+    });
+  }
+
+  /** Deletes the plan job's artifacts once; a lost answer is settled by reading the job back. */
+  async function erase(request: RequestRecord, jobId: number, fresh: boolean) {
+    const gone = async () => !(await gitlab.job(jobId)).hasArtifacts;
+    return deps.effects.once(request.id, eraseStep(jobId), {
+      fresh,
+      detail: { jobId },
+      reconcile: async () => ((await gone()) ? { erased: true } : undefined),
+      act: async () => {
+        try {
+          await gitlab.eraseJobArtifacts(jobId);
+        } catch (error) {
+          if (gitlabRefused(error) || !(await gone())) throw error;
+        }
+        store.audit({
+          requestId: request.id,
+          actor: "vmbot",
+          action: "plan_erased",
+          detail: { jobId },
+        });
+        return { erased: true };
+      },
+    });
+  }
+
+  async function eraseOrSay(request: RequestRecord, jobId: number, fresh: boolean) {
+    try {
+      await erase(request, jobId, fresh);
+    } catch (error) {
+      if (!gitlabRefused(error)) {
+        log.warn(
+          { err: error, requestId: request.id },
+          "could not delete the plan's artifacts yet",
+        );
+        return;
+      }
+      // Refused (e.g. the token is not a Maintainer): said once, in the thread and the audit.
+      store.complete(request.id, eraseStep(jobId), {
+        refused: error instanceof VmbotError ? error.code : "refused",
+      });
+      store.audit({
+        requestId: request.id,
+        actor: "vmbot",
+        action: "plan_erase_refused",
+        detail: { jobId, reason: userMessage(error) },
+      });
+      log.warn(
+        { err: error, requestId: request.id },
+        "GitLab refused to delete the plan's artifacts",
+      );
+      await deps.post(request, "erase_refused", eraseRefusedWords(userMessage(error)));
+    }
+  }
+
+  async function close(request: RequestRecord, fresh: boolean): Promise<string[]> {
+    const problems: string[] = [];
+    const pipelineId = request.pipelineId;
+    if (pipelineId === null) return problems;
+    try {
+      const after = await cancel(request, pipelineId, fresh);
+      if (!["canceled", "manual", "skipped", "failed", "success"].includes(after.status)) {
+        problems.push(
+          `its pipeline is ${after.status} in GitLab, not canceled${after.webUrl === undefined ? "" : `: <${after.webUrl}|check it>`}.`,
+        );
+      }
+    } catch (error) {
+      log.warn({ err: error, requestId: request.id }, "could not cancel the pipeline");
+      problems.push(
+        gitlabRefused(error)
+          ? `GitLab refused to cancel its pipeline. ${userMessage(error)}`
+          : `vmbot could not cancel its pipeline yet; it keeps trying in the background. ${userMessage(error)}`,
+      );
+    }
+    if (request.review !== null) await eraseOrSay(request, request.review.planJobId, fresh);
+    return problems;
+  }
+
+  /** Posts once per job and step, and audits the first time only. */
+  async function report(
+    request: RequestRecord,
+    step: string,
+    text: string,
+    action: string,
+    job: Job,
+  ) {
+    const firstTime = store.effect(request.id, `reply_${step}`) === undefined;
+    if (firstTime) {
+      store.audit({
+        requestId: request.id,
+        actor: "vmbot",
+        action,
+        detail: { jobId: job.id, status: job.status, playedBy: job.user },
+      });
+      log.warn(
+        { requestId: request.id, jobId: job.id, playedBy: job.user, status: job.status },
+        `apply job of a ${request.status} request: ${action}`,
+      );
+    }
+    await deps.post(request, step, text);
+  }
+
+  return {
+    close,
+
+    async expire(request) {
+      const expired = store.transition(
+        request.id,
+        ["awaiting_approval"],
+        "expired",
+        { error: expiredWords(deps.config.planTtlMs) },
+        closeIntents(request),
+        { actor: "vmbot", action: "expired" },
+      );
+      if (expired === undefined) return undefined;
+      await deps.render(expired);
+      await close(expired, true);
+      return expired;
+    },
+
+    async finishPending() {
+      for (const effect of store.pendingEffects()) {
+        const cancelStep = effect.step === "cancel_pipeline";
+        if (!cancelStep && !effect.step.startsWith("erase_plan:")) continue;
+        const request = store.getRequest(effect.subject);
+        if (request === undefined || request.pipelineId === null) {
+          store.complete(effect.subject, effect.step, { abandoned: "no pipeline" });
+          continue;
+        }
+        if (cancelStep) {
+          await cancel(request, request.pipelineId, false).catch((error: unknown) => {
+            log.warn({ err: error, requestId: request.id }, "could not cancel a closed pipeline");
+          });
+        } else {
+          await eraseOrSay(request, Number(effect.step.slice("erase_plan:".length)), false);
+        }
+      }
+    },
+
+    watched() {
+      return store.pendingEffects().flatMap((effect) => {
+        if (effect.step !== WATCH_STEP) return [];
+        const request = store.getRequest(effect.subject);
+        return request !== undefined && isClosed(request) && request.pipelineId !== null
+          ? [request]
+          : [];
+      });
+    },
+
+    async follow(request, jobs) {
+      const apply = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
+      if (apply !== undefined && (PLAYED.has(apply.status) || apply.status === "canceled")) {
+        const erased =
+          request.review !== null &&
+          store.effect(request.id, eraseStep(request.review.planJobId))?.result?.erased === true;
+        if (PLAYED.has(apply.status)) {
+          await report(
+            request,
+            `late_apply:${apply.id}`,
+            lateApplyWords(request, apply, erased),
+            "apply_after_close",
+            apply,
+          );
+        }
+        if (
+          FINISHED.has(apply.status) &&
+          store.effect(request.id, `reply_late_apply:${apply.id}`)
+        ) {
+          await report(
+            request,
+            `late_apply_end:${apply.id}`,
+            lateApplyEndWords(request, apply),
+            `apply_after_close_${apply.status}`,
+            apply,
+          );
+        }
+      }
+      const since = Date.parse(request.decision?.at ?? request.updatedAt);
+      // A canceled apply that was never played can still be played (GitLab retries it as a
+      // new job): followed until one that was played has ended.
+      const ended =
+        apply === undefined ||
+        (FINISHED.has(apply.status) &&
+          store.effect(request.id, `reply_late_apply:${apply.id}`) !== undefined);
+      if (ended || now().getTime() - since > WATCH_MS) {
+        store.complete(request.id, WATCH_STEP, { applyStatus: apply?.status ?? null });
+      }
+    },
+
+    forget(request) {
+      store.complete(request.id, WATCH_STEP, { abandoned: "pipeline gone" });
+    },
+  };
+}

@@ -1,0 +1,135 @@
+import { userMessage } from "../errors.js";
+import { gitlabRefused } from "../gitlab/errors.js";
+import type { GitlabPort, Job } from "../gitlab/gitlab.js";
+import type { Effects } from "../effects.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { checkingWords } from "../views/decision.js";
+
+/**
+ * Playing an approved plan's apply job, and what to believe when GitLab's answer is lost: the job
+ * is read back, and GitLab's word decides. Only a definite refusal (4xx) releases an approval.
+ */
+
+/** What reading the apply job back says about a play whose answer was lost. */
+export type PlayReadBack =
+  | { kind: "played"; job: Job }
+  | { kind: "not_played"; job: Job }
+  | { kind: "unknown"; error: unknown };
+
+/** Reads the apply job again after an uncertain answer: still `manual` means it was not played. */
+export async function readBackPlay(gitlab: GitlabPort, jobId: number): Promise<PlayReadBack> {
+  try {
+    const job = await gitlab.job(jobId);
+    return job.status === "manual" ? { kind: "not_played", job } : { kind: "played", job };
+  } catch (error) {
+    return { kind: "unknown", error };
+  }
+}
+
+/** The journal step of one approval's play. */
+export const playStep = (request: RequestRecord) => `play_apply:${request.decision?.at ?? ""}`;
+
+export interface ApprovalFinisherDeps {
+  store: Store;
+  gitlab: GitlabPort;
+  effects: Effects;
+  log: Logger;
+  render: (request: RequestRecord) => Promise<void>;
+}
+
+export interface ApprovalFinisher {
+  /** Plays the apply job of an approved request whose job still waits as `manual`. */
+  playApproved(request: RequestRecord, apply: Job): Promise<void>;
+  /**
+   * The apply job of an approval is no longer `manual`: it was played. Records it once (a play
+   * whose answer was lost, or that a crash interrupted) and clears "checking with GitLab".
+   */
+  settle(request: RequestRecord, apply: Job): Promise<void>;
+}
+
+export function createApprovalFinisher(deps: ApprovalFinisherDeps): ApprovalFinisher {
+  const { store, log } = deps;
+
+  async function settle(request: RequestRecord, apply: Job): Promise<void> {
+    const step = playStep(request);
+    if (store.effect(request.id, step)?.state === "intended") {
+      store.complete(request.id, step, { jobId: apply.id, status: apply.status, confirmed: true });
+      store.audit({
+        requestId: request.id,
+        actor: request.decision?.by ?? "vmbot",
+        action: "apply_confirmed",
+        detail: { jobId: apply.id, status: apply.status, playedBy: apply.user },
+      });
+    }
+    if (request.error === null) return;
+    const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
+    if (cleared) await deps.render(cleared);
+  }
+
+  /** GitLab refused the play: released when the job still waits, settled if it was played. */
+  async function refused(request: RequestRecord, apply: Job, error: unknown): Promise<void> {
+    const back = await readBackPlay(deps.gitlab, apply.id);
+    if (back.kind === "played") {
+      await settle(request, back.job);
+      return;
+    }
+    if (back.kind === "unknown") throw error;
+    store.complete(request.id, playStep(request), { failed: true, refused: true });
+    const released = store.transition(
+      request.id,
+      ["applying"],
+      "awaiting_approval",
+      { decision: null, error: null },
+      undefined,
+      {
+        actor: "vmbot",
+        action: "approval_released",
+        detail: { jobId: apply.id, reason: userMessage(error) },
+      },
+    );
+    log.warn(
+      { err: error, requestId: request.id },
+      "GitLab refused the apply job; approval released",
+    );
+    if (released) await deps.render(released);
+  }
+
+  return {
+    settle,
+    async playApproved(request, apply) {
+      try {
+        await deps.effects.once(request.id, playStep(request), {
+          act: async () => {
+            const played = await deps.gitlab.playJob(apply.id);
+            log.info({ requestId: request.id, jobId: apply.id }, "played the approved apply job");
+            store.audit({
+              requestId: request.id,
+              actor: request.decision?.by ?? "vmbot",
+              action: "apply_started",
+              detail: { jobId: apply.id, playedLater: true },
+            });
+            return { jobId: apply.id, status: played.status };
+          },
+        });
+        if (request.error !== null) {
+          const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
+          if (cleared) await deps.render(cleared);
+        }
+      } catch (error) {
+        if (gitlabRefused(error)) {
+          await refused(request, apply, error);
+          return;
+        }
+        // Unknown: the intent stays, the next pass reads the job again and settles it.
+        if (request.error === null) {
+          const checking = store.transition(request.id, ["applying"], "applying", {
+            error: checkingWords(),
+          });
+          if (checking) await deps.render(checking);
+        }
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,387 @@
+import { describe, expect, it } from "vitest";
+import type { FakeMessage, ResponseUrlPost } from "../../src/simulators/slack.js";
+import {
+  ADMIN,
+  APPROVER,
+  CHANNEL,
+  PROJECT_PATH,
+  askForVm,
+  eventually,
+  harnessPerTest,
+  runUntilSettled,
+  type Harness,
+  type HarnessOptions,
+} from "../support/harness.js";
+
+/**
+ * GitLab does the thing, and its answer is lost (a timeout, a dropped connection, a proxy's 5xx)
+ * on play, cancel, the plan's deletion and the lock's removal: vmbot reads GitLab again and tells
+ * the truth, does it once, and keeps one record of who decided.
+ */
+
+const start = harnessPerTest();
+const SECOND = "U0SECOND";
+const PLAY = /\/jobs\/\d+\/play$/;
+
+/** A request whose plan awaits approval, on a project where the bot's token is a Maintainer. */
+async function planned(options: HarnessOptions = {}) {
+  const h = await start({
+    ...options,
+    project: { role: "maintainer", ...options.project },
+    env: { APPROVERS: `${APPROVER},${SECOND}`, ...options.env },
+  });
+  const pipelineId = await askForVm(h);
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "tf:plan");
+  await h.bot.tracker.tick();
+  const request = h.bot.store.listActive()[0]!;
+  expect(request.status).toBe("awaiting_approval");
+  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
+  return { h, pipelineId, requestId: request.id, message };
+}
+
+const click = (h: Harness, message: FakeMessage, userId: string, actionId: string) =>
+  h.signer.blockAction({ message, userId, actionId });
+
+const ephemeralTo = (h: Harness, user: string, index = 0) =>
+  h.slack.waitFor(
+    "chat.postEphemeral",
+    (call) =>
+      call.args.user === user &&
+      h.slack
+        .callsTo("chat.postEphemeral")
+        .filter((c) => c.args.user === user)
+        .indexOf(call) === index,
+  );
+
+const audit = (h: Harness, requestId: string) =>
+  h.bot.store.listAudit(requestId).map((entry) => [entry.actor, entry.action]);
+
+const threadOf = (h: Harness, message: FakeMessage) =>
+  h.slack.messages.filter((m) => m.thread_ts === message.ts);
+
+/** `/vm unlock` by the admin, and the prompt with its Force-unlock button. */
+async function unlockPrompt(h: Harness): Promise<ResponseUrlPost> {
+  const command = await h.signer.slashCommand({
+    text: "unlock",
+    userId: ADMIN,
+    channelId: CHANNEL,
+  });
+  return h.slack.waitForResponse((post) => post.url === command.responseUrl);
+}
+
+/** The admin confirms the force-unlock on the ephemeral prompt. */
+async function confirm(h: Harness, prompt: ResponseUrlPost): Promise<void> {
+  await h.signer.blockAction({
+    message: {
+      channel: CHANNEL,
+      ts: "1796205600.000100",
+      text: String(prompt.body.text),
+      blocks: prompt.body.blocks as FakeMessage["blocks"],
+      user: h.slack.identity.botUserId,
+      bot_id: h.slack.identity.botId,
+      app_id: h.slack.identity.appId,
+    },
+    ephemeral: true,
+    actionId: "unlock_confirm",
+    userId: ADMIN,
+  });
+}
+
+describe("a play whose answer is lost after GitLab started the job", () => {
+  for (const [lost, failure, options] of [
+    ["a dropped connection", "reset", {}],
+    ["a timeout", { delayMs: 3_000 }, { gitlabTimeoutMs: 1_000 }],
+  ] as const) {
+    it(`${lost}: reads the job back, tells the approver it started, and nobody can decide again`, async () => {
+      const { h, pipelineId, requestId, message } = await planned(options);
+      h.gitlab.failNext({ method: "POST", path: PLAY }, { afterEffect: failure });
+      const plan = structuredClone(message());
+      await click(h, plan, APPROVER, "plan_approve");
+
+      const told = await ephemeralTo(h, APPROVER);
+      expect(told.args.text).toContain("GitLab was slow to answer, but it did start the apply job");
+      expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
+      expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("pending");
+      const request = h.bot.store.getRequest(requestId)!;
+      expect(request).toMatchObject({ status: "applying", error: null });
+      expect(request.decision).toMatchObject({ kind: "approved", by: APPROVER });
+      expect(audit(h, requestId)).toContainEqual([APPROVER, "approved"]);
+      expect(audit(h, requestId)).toContainEqual([APPROVER, "apply_started"]);
+      expect(audit(h, requestId).map(([, action]) => action)).not.toContain("approval_released");
+      await h.slack.waitFor("chat.update", (call) =>
+        JSON.stringify(call.args.blocks).includes(`Approved by <@${APPROVER}>`),
+      );
+      expect(JSON.stringify(message().blocks)).not.toContain("plan_approve");
+
+      // A second approver, on the message as it was: neither Reject nor Approve counts.
+      await click(h, plan, SECOND, "plan_reject");
+      expect((await ephemeralTo(h, SECOND)).args.text).toBe(
+        `This request (web-01) was already approved by <@${APPROVER}>; there is nothing to decide.`,
+      );
+      await click(h, plan, SECOND, "plan_approve");
+      expect((await ephemeralTo(h, SECOND, 1)).args.text).toContain("was already approved");
+      expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
+      expect(h.bot.store.getRequest(requestId)?.status).toBe("applying");
+
+      // And it follows the apply it started.
+      runUntilSettled(h, pipelineId, "tf:apply");
+      await h.bot.tracker.tick();
+      expect(h.bot.store.getRequest(requestId)?.status).toBe("configuring");
+      expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
+    }, 30_000);
+  }
+
+  it("when the read back fails too: says it is checking with GitLab, keeps the buttons away, and a later pass settles it", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: PLAY }, { afterEffect: "reset" });
+    // Every attempt of the read back (GET is retried) fails.
+    h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
+    await click(h, message(), APPROVER, "plan_approve");
+
+    const told = await ephemeralTo(h, APPROVER);
+    expect(told.args.text).toContain("vmbot cannot tell yet whether it started");
+    expect(told.args.text).toContain("Your approval stands");
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("checking with GitLab"),
+    );
+    expect(JSON.stringify(message().blocks)).not.toContain("plan_approve");
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("applying");
+    expect(
+      h.bot.store.effect(requestId, `play_apply:${h.bot.store.getRequest(requestId)!.decision!.at}`)
+        ?.state,
+    ).toBe("intended");
+    expect(audit(h, requestId)).toContainEqual([APPROVER, "approved"]);
+
+    await h.bot.tracker.tick();
+    const settled = h.bot.store.getRequest(requestId)!;
+    expect(settled).toMatchObject({ status: "applying", error: null });
+    expect(h.bot.store.effect(requestId, `play_apply:${settled.decision!.at}`)?.state).toBe("done");
+    expect(audit(h, requestId)).toContainEqual([APPROVER, "apply_confirmed"]);
+    await h.slack.waitFor(
+      "chat.update",
+      (call) =>
+        JSON.stringify(call.args.blocks).includes("Terraform is applying the plan") &&
+        !JSON.stringify(call.args.blocks).includes("checking with GitLab"),
+    );
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("pending");
+  }, 30_000);
+
+  it("a play that did not reach GitLab, and no read back: a later pass finds the job waiting and plays it once", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
+    h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
+    await click(h, message(), APPROVER, "plan_approve");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    expect(h.bot.store.getRequest(requestId)?.error).toContain("checking with GitLab");
+
+    await h.bot.tracker.tick();
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("pending");
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "applying", error: null });
+    expect(audit(h, requestId)).toContainEqual([APPROVER, "apply_started"]);
+    await h.bot.tracker.tick();
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
+  }, 30_000);
+
+  it("a later pass whose play GitLab refuses (403) with the job still waiting: the approval is released and the buttons return", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
+    h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
+    await click(h, message(), APPROVER, "plan_approve");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
+
+    h.gitlab.failNext({ method: "POST", path: PLAY }, { status: 403 });
+    await h.bot.tracker.tick();
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "awaiting_approval",
+      decision: null,
+      error: null,
+    });
+    expect(audit(h, requestId).slice(-2)).toEqual([
+      [APPROVER, "approved"],
+      ["vmbot", "approval_released"],
+    ]);
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("plan_approve"),
+    );
+  }, 30_000);
+
+  it("a play that did not reach GitLab, read back as still waiting: the approval is released with the truth", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
+    await click(h, message(), APPROVER, "plan_approve");
+    const told = await ephemeralTo(h, APPROVER);
+    expect(told.args.text).toContain("has not started, so it still awaits approval");
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "awaiting_approval",
+      decision: null,
+    });
+    expect(audit(h, requestId).slice(-2)).toEqual([
+      [APPROVER, "approved"],
+      [APPROVER, "approval_released"],
+    ]);
+  }, 30_000);
+});
+
+describe("a cancel and a deletion whose answers are lost", () => {
+  it("cancel reset after GitLab canceled, and the plan's deletion answered 502 after it happened: each done once, nobody told of a failure", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: /\/cancel$/ }, { afterEffect: "reset" });
+    h.gitlab.failNext(
+      { method: "DELETE", path: /\/jobs\/\d+\/artifacts$/ },
+      { afterEffect: { status: 502 } },
+    );
+    await click(h, message(), APPROVER, "plan_reject");
+    await eventually(
+      () =>
+        h.bot.store.effect(requestId, `erase_plan:${h.gitlab.job(pipelineId, "tf:plan").id}`)
+          ?.state === "done"
+          ? true
+          : undefined,
+      "the plan's deletion to be recorded",
+    );
+    expect(h.bot.store.effect(requestId, "cancel_pipeline")?.state).toBe("done");
+    expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);
+    expect(h.gitlab.requestsTo("DELETE", /\/artifacts$/)).toHaveLength(1);
+    expect(h.gitlab.job(pipelineId, "ansible:configure").status).toBe("canceled");
+    expect(h.gitlab.job(pipelineId, "tf:plan").artifacts.size).toBe(0);
+    expect(audit(h, requestId)).toContainEqual([APPROVER, "rejected"]);
+    expect(audit(h, requestId).filter(([, action]) => action === "plan_erased")).toHaveLength(1);
+    // A later pass repeats neither.
+    await h.bot.tracker.tick();
+    expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);
+    expect(h.gitlab.requestsTo("DELETE", /\/artifacts$/)).toHaveLength(1);
+    expect(h.slack.callsTo("chat.postEphemeral")).toHaveLength(0);
+  }, 30_000);
+
+  it("says in the thread when GitLab refuses to delete the plan (a Developer token), and audits it", async () => {
+    const { h, requestId, message } = await planned({ project: { role: "developer" } });
+    await click(h, message(), APPROVER, "plan_reject");
+    const warning = await eventually(
+      () =>
+        threadOf(h, message()).find((m) => m.text.includes("could not make this plan unusable")),
+      "the warning in the thread",
+    );
+    expect(warning.text).toContain("needs the Maintainer role");
+    expect(audit(h, requestId)).toContainEqual(["vmbot", "plan_erase_refused"]);
+  }, 30_000);
+});
+
+describe("a lock removal whose answer is lost", () => {
+  it("reads the lock again: the admin is told it is unlocked, and the audit says unlocked", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    h.gitlab.addUser({ username: "alice" });
+    h.gitlab.addTerraformState(PROJECT_PATH, "general", {
+      lockedBy: "alice",
+      lockedAt: new Date(Math.floor(Date.now() / 1000 - 3600) * 1000),
+    });
+    h.gitlab.failNext({ method: "DELETE", path: /\/lock$/ }, { afterEffect: "reset" });
+    const prompt = await unlockPrompt(h);
+    const before = h.slack.responses.length;
+    await confirm(h, prompt);
+    const done = await h.slack.waitForResponse((post) => h.slack.responses.indexOf(post) >= before);
+    expect(done.body.text).toBe(
+      ":unlock: Unlocked the Terraform state `general`; GitLab confirms it is free. The channel has been told.",
+    );
+    expect(h.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
+    expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
+    const actions = h.bot.store.listAudit().map((entry) => [entry.actor, entry.action]);
+    expect(actions).toContainEqual([ADMIN, "unlocked"]);
+    expect(actions.map(([, action]) => action)).not.toContain("unlock_failed");
+  }, 30_000);
+});
+
+describe("a lock removal whose answer and read back are both lost", () => {
+  it("tells the admin vmbot cannot tell, and audits the unlock as unknown, not failed", async () => {
+    const h = await start({ project: { role: "maintainer" }, gitlabTimeoutMs: 1_000 });
+    h.gitlab.addUser({ username: "alice" });
+    h.gitlab.addTerraformState(PROJECT_PATH, "general", {
+      lockedBy: "alice",
+      lockedAt: new Date(Math.floor(Date.now() / 1000 - 3600) * 1000),
+    });
+    h.gitlab.failNext({ method: "DELETE", path: /\/lock$/ }, { afterEffect: { delayMs: 3_000 } });
+    const prompt = await unlockPrompt(h);
+    const before = h.slack.responses.length;
+    await confirm(h, prompt);
+    // While GitLab holds the answer back, its GraphQL endpoint starts failing too.
+    await eventually(
+      () => (h.gitlab.requestsTo("DELETE", /\/lock$/).length === 1 ? true : undefined),
+      "the unlock request",
+    );
+    h.gitlab.failNext({ method: "POST", path: /^\/api\/graphql$/ }, { status: 503 });
+    const done = await h.slack.waitForResponse((post) => h.slack.responses.indexOf(post) >= before);
+    expect(String(done.body.text)).toContain("vmbot cannot tell whether it was removed");
+    const actions = h.bot.store.listAudit().map((entry) => entry.action);
+    expect(actions).toContain("unlock_unknown");
+    expect(actions).not.toContain("unlock_failed");
+    expect(h.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
+  }, 30_000);
+});
+
+describe("a rejected or expired plan cannot be applied", () => {
+  function playedInGitlab(h: Harness, pipelineId: number) {
+    h.gitlab.addUser({ username: "mallory", name: "Mallory" });
+    h.gitlab.playJob(pipelineId, "tf:apply", { as: "mallory" });
+    runUntilSettled(h, pipelineId, "tf:apply");
+    const apply = h.gitlab.job(pipelineId, "tf:apply");
+    expect(apply.status).toBe("failed");
+    expect(apply.log).toContain('Error: Failed to load "tfplan" as a plan file');
+    return apply;
+  }
+
+  it("after Reject, an apply played in GitLab fails for want of the plan and is posted in the thread in one pass", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    await click(h, message(), APPROVER, "plan_reject");
+    await eventually(
+      () => (h.gitlab.job(pipelineId, "tf:plan").artifacts.size === 0 ? true : undefined),
+      "the plan's artifacts to be deleted",
+    );
+    expect(h.gitlab.job(pipelineId, "tf:plan").log).toContain("terraform plan");
+    const apply = playedInGitlab(h, pipelineId);
+
+    await h.bot.tracker.tick();
+    const thread = threadOf(h, message());
+    const alarm = thread.find((m) => m.text.includes("was played in GitLab after the request"));
+    expect(alarm?.text).toContain("after the request was rejected");
+    expect(alarm?.text).toContain("by GitLab user `mallory`");
+    expect(alarm?.text).toContain(`job #${apply.id}`);
+    expect(alarm?.text).toContain("Terraform has no plan to apply");
+    expect(thread.some((m) => m.text.includes("nothing was applied from this plan"))).toBe(true);
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("rejected");
+    const entry = h.bot.store.listAudit(requestId).find((e) => e.action === "apply_after_close");
+    expect(entry?.detail).toMatchObject({ jobId: apply.id, playedBy: "mallory" });
+
+    // Said once: a later pass adds nothing, and the request is no longer followed.
+    const count = threadOf(h, message()).length;
+    await h.bot.tracker.tick();
+    expect(threadOf(h, message())).toHaveLength(count);
+    expect(h.bot.store.effect(requestId, "watch_apply")?.state).toBe("done");
+  }, 30_000);
+
+  it("after PLAN_TTL expiry, the same: the plan is deleted and a later apply in GitLab is posted with who played it", async () => {
+    const { h, pipelineId, requestId, message } = await planned({ env: { PLAN_TTL: "2h" } });
+    const request = h.bot.store.getRequest(requestId)!;
+    h.bot.store.updateRequest(requestId, {
+      review: {
+        ...request.review!,
+        reviewedAt: new Date(Date.now() - 3 * 3_600_000).toISOString(),
+      },
+    });
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
+    expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);
+    expect(h.gitlab.job(pipelineId, "tf:plan").artifacts.size).toBe(0);
+    playedInGitlab(h, pipelineId);
+
+    await h.bot.tracker.tick();
+    const alarm = threadOf(h, message()).find((m) => m.text.includes("was played in GitLab"));
+    expect(alarm?.text).toContain("after the request expired");
+    expect(alarm?.text).toContain("by GitLab user `mallory`");
+    expect(audit(h, requestId)).toContainEqual(["vmbot", "apply_after_close"]);
+  }, 30_000);
+});
