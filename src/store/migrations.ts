@@ -51,4 +51,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX effects_state ON effects (state);
   `,
+  `
+  CREATE TABLE deliveries (
+    key     TEXT PRIMARY KEY,
+    seen_at TEXT NOT NULL
+  );
+  CREATE INDEX deliveries_seen ON deliveries (seen_at);
+  `,
 ];

@@ -156,6 +156,10 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
   const selectPending = db.prepare(
     "SELECT * FROM effects WHERE state = 'intended' ORDER BY intended_at, rowid",
   );
+  const insertDelivery = db.prepare(
+    "INSERT INTO deliveries (key, seen_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+  );
+  const forgetDeliveries = db.prepare("DELETE FROM deliveries WHERE seen_at < ?");
   const intend = (subject: string, step: string, detail: Record<string, unknown> = {}) => {
     insertIntent.run(subject, step, JSON.stringify(detail), clock().toISOString());
     return toEffect(selectEffect.get(subject, step));
@@ -291,6 +295,14 @@ export function openSqliteStore(path: string, clock: () => Date = () => new Date
     },
 
     isOpen: () => db.open,
+
+    firstDelivery(key, keepMs) {
+      const now = clock();
+      return db.transaction(() => {
+        forgetDeliveries.run(new Date(now.getTime() - keepMs).toISOString());
+        return insertDelivery.run(key, now.toISOString()).changes === 1;
+      })();
+    },
 
     close() {
       if (db.open) db.close();

@@ -134,4 +134,9 @@ export interface Store {
   listAudit(requestId?: string): AuditRecord[];
   isOpen(): boolean;
   close(): void;
+  /**
+   * Records that the delivery `key` (e.g. a slash command's trigger_id) was acted on: true the
+   * first time, false for a repeat seen within `keepMs`. Older keys are forgotten.
+   */
+  firstDelivery(key: string, keepMs: number): boolean;
 }
