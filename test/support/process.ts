@@ -53,3 +53,16 @@ export function runBot(
   });
   return { child, stdout: () => out, stderr: () => err, exited };
 }
+
+/** The HTTP port of a bot started by `runBot`, from its "vmbot is running" log line. */
+export async function botPort(bot: BotProcess): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < 20_000) {
+    for (const line of bot.stdout().split("\n")) {
+      if (line.includes('"vmbot is running"')) return (JSON.parse(line) as { port: number }).port;
+    }
+    if (bot.child.exitCode !== null || bot.child.signalCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
+}
