@@ -1,14 +1,14 @@
 import type { FakeGitlab } from "../../src/simulators/gitlab.js";
 import { stateValuesFor, type SlackSigner } from "../../src/simulators/slack-signer.js";
 import type { FakeSlack } from "../../src/simulators/slack.js";
-import type { Store } from "../../src/store/store.js";
 import { CHANNEL, REQUESTER } from "./harness.js";
 
 export interface LoadTarget {
   slack: FakeSlack;
   gitlab: FakeGitlab;
   signer: SlackSigner;
-  store: Store;
+  /** How many requests the bot's store holds with their pipeline recorded. */
+  requestsWithPipeline: () => number;
 }
 
 export interface LoadResult {
@@ -17,7 +17,9 @@ export interface LoadResult {
   commandsAcked: number;
   /** Forms the bot opened (`views.open` calls that Slack accepted). */
   formsOpened: number;
-  /** Submissions sent at once (one per opened form), and how many were answered 200 with no error. */
+  /** Slack's errors for the views.open calls it refused (an expired trigger_id, say). */
+  formsRefused: string[];
+  /** Submissions sent at once, and how many were answered 200 with no error. */
   submissions: number;
   submissionsAcked: number;
   /** Pipelines created in GitLab, and requests in the store that recorded theirs. */
@@ -36,18 +38,20 @@ async function until(check: () => boolean, what: string, timeoutMs: number): Pro
 }
 
 /**
- * Slack's traffic at a burst: `count` signed `/vm create` commands at once, then a submission of
- * every form they opened, at once; waits until every request has its pipeline (or `timeoutMs`).
+ * Slack's traffic at a burst: `count` signed `/vm create` commands at once, then `count` form
+ * submissions at once; waits until every request has its pipeline (or `timeoutMs`).
  */
 export async function runLoad(
   target: LoadTarget,
   count: number,
   timeoutMs = 120_000,
 ): Promise<LoadResult> {
-  const { slack, gitlab, signer, store } = target;
+  const { slack, gitlab, signer } = target;
   const started = Date.now();
   const viewsBefore = slack.views.length;
+  const opensBefore = slack.callsTo("views.open").length;
   const pipelinesBefore = gitlab.pipelines.length;
+  const recordedBefore = target.requestsWithPipeline();
   const names = Array.from({ length: count }, (_, i) => `load-${String(i + 1).padStart(3, "0")}`);
   const commands = await Promise.all(
     names.map((name) =>
@@ -55,24 +59,37 @@ export async function runLoad(
     ),
   );
   const commandsAcked = commands.filter((delivery) => delivery.status === 200).length;
-  await until(() => slack.views.length - viewsBefore >= commandsAcked, "the forms", timeoutMs);
+  // Every acknowledged command leads to one views.open call, which Slack accepts or refuses.
+  await until(
+    () => slack.callsTo("views.open").length - opensBefore >= commandsAcked,
+    "a views.open call for every command",
+    timeoutMs,
+  );
+  const refused = slack
+    .callsTo("views.open")
+    .slice(opensBefore)
+    .filter((call) => !call.ok)
+    .map((call) => call.error ?? "refused");
   const forms = slack.views.slice(viewsBefore);
+  const first = forms[0];
+  if (first === undefined) throw new Error("the bot opened no form");
+  // `count` forms submitted at once: each opened one, and for any that Slack refused to open, a
+  // copy of the first without its ID, which is a form of its own to the bot.
+  const copy = Object.fromEntries(Object.entries(first).filter(([key]) => key !== "id"));
   const submissions = await Promise.all(
-    forms.map((view, i) =>
-      signer.viewSubmission({
+    names.map((name, i) => {
+      const view = forms[i] ?? copy;
+      return signer.viewSubmission({
         view,
-        values: stateValuesFor(view, {
-          vm_name: names[i] ?? `load-extra-${i}`,
-          vm_ip: "192.168.1.50/24",
-        }),
+        values: stateValuesFor(first, { vm_name: name, vm_ip: "192.168.1.50/24" }),
         userId: REQUESTER,
-      }),
-    ),
+      });
+    }),
   );
   const submissionsAcked = submissions.filter(
     (delivery) => delivery.status === 200 && !delivery.body.includes('"errors"'),
   ).length;
-  const recorded = () => store.listActive().filter((request) => request.pipelineId !== null).length;
+  const recorded = () => target.requestsWithPipeline() - recordedBefore;
   await until(
     () =>
       gitlab.pipelines.length - pipelinesBefore >= submissionsAcked &&
@@ -84,7 +101,8 @@ export async function runLoad(
     commands: count,
     commandsAcked,
     formsOpened: forms.length,
-    submissions: forms.length,
+    formsRefused: refused,
+    submissions: count,
     submissionsAcked,
     pipelines: gitlab.pipelines.length - pipelinesBefore,
     requestsWithPipeline: recorded(),
