@@ -126,17 +126,26 @@ export function applyLimits(server: Server, limits: ServerLimits, log: Logger): 
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   const open = new Map<string, number>();
+  // One warning per client while it is over its bound, not one per connection refused.
+  const warned = new Set<string>();
   server.on("connection", (socket: Socket) => {
     const client = socket.remoteAddress ?? "unknown";
     const count = (open.get(client) ?? 0) + 1;
     if (count > limits.maxConnectionsPerClient) {
-      log.warn({ client, limit: limits.maxConnectionsPerClient }, "too many connections");
+      if (!warned.has(client)) {
+        warned.add(client);
+        log.warn(
+          { client, limit: limits.maxConnectionsPerClient },
+          "a client has too many connections open; closing its new ones",
+        );
+      }
       socket.destroy();
       return;
     }
     open.set(client, count);
     socket.once("close", () => {
       const left = (open.get(client) ?? 1) - 1;
+      warned.delete(client);
       if (left === 0) open.delete(client);
       else open.set(client, left);
     });
