@@ -38,10 +38,18 @@ export async function readBoundedBody(req: IncomingMessage, limit: number): Prom
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new RefusedRequest(413, `the body is larger than ${limit} bytes`, true);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        throw new RefusedRequest(413, `the body is larger than ${limit} bytes`, true);
+      }
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof RefusedRequest) throw error;
+    // The client went away (or its connection was cut) before the body was whole.
+    throw new RefusedRequest(400, "the body was not sent whole", true);
   }
   return Buffer.concat(chunks, size);
 }
