@@ -18,6 +18,8 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm
 
 /** The bot's peak resident memory during the burst must stay under this. */
 export const LOAD_MEMORY_TARGET_MB = 250;
+/** …and grow by less than this under 60 bodies of 4 MB sent at once. */
+const HOSTILE_GROWTH_TARGET_MB = 80;
 
 interface VariantResult extends LoadResult {
   name: string;
@@ -71,17 +73,17 @@ async function warmUp(
   await until(() => recorded() === WARM_UP, "the warm-up's pipelines", { everyMs: 20 });
 }
 
-/** One burst against a fresh bot in its own process, with `bound` connections per client. */
-async function variant(name: string, bound: number | "none", count: number) {
-  const slack = await startSlack();
-  const gitlab = await startGitlab();
-  const dir = mkdtempSync(join(tmpdir(), "vmbot-bench-load-"));
-  const db = join(dir, "vmbot.sqlite");
+/** A bot in its own process on the fakes, with `bound` connections per client. */
+async function spawnBot(
+  fakes: { slack: FakeSlack; gitlab: { url: string } },
+  db: string,
+  bound: number | "none",
+) {
   const child = spawn(process.execPath, ["--import", TSX_LOADER, "bench/load-bot.ts"], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",
-      ...benchEnv({ slack, gitlab }, db, { LOG_LEVEL: "warn", POLL_INTERVAL_MS: "3600000" }),
+      ...benchEnv(fakes, db, { LOG_LEVEL: "warn", POLL_INTERVAL_MS: "3600000" }),
       BENCH_MAX_CONNECTIONS_PER_CLIENT: String(bound),
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -89,31 +91,106 @@ async function variant(name: string, bound: number | "none", count: number) {
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  try {
-    const port = await portOf(child, () => output);
-    const pid = child.pid ?? 0;
-    const idleMb = memoryMb(pid, "VmRSS");
-    const store = new Database(db, { readonly: true, fileMustExist: true });
-    // A bot that has served a few commands, as one in use has: the first requests load and
-    // compile code that the burst would otherwise wait for.
-    const recorded = () =>
-      (
-        store.prepare("SELECT count(*) AS n FROM requests WHERE pipeline_id IS NOT NULL").get() as {
-          n: number;
-        }
-      ).n;
-    const signer = signerFor(slack, `http://127.0.0.1:${port}`);
-    await warmUp(slack, signer, recorded);
-    const result = await runLoad({ slack, gitlab, signer, requestsWithPipeline: recorded }, count);
-    const peakMb = memoryMb(pid, "VmHWM");
-    store.close();
-    return { name, ...result, idleMb, peakMb };
-  } finally {
+  const stop = async () => {
     const exited = new Promise((done) => child.once("exit", done));
     if (child.exitCode === null) child.kill("SIGTERM");
     const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
     await exited;
     clearTimeout(timer);
+  };
+  try {
+    const port = await portOf(child, () => output);
+    return { port, pid: child.pid ?? 0, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** One burst against a fresh bot in its own process, with `bound` connections per client. */
+async function variant(name: string, bound: number | "none", count: number) {
+  const slack = await startSlack();
+  const gitlab = await startGitlab();
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-bench-load-"));
+  const db = join(dir, "vmbot.sqlite");
+  try {
+    const bot = await spawnBot({ slack, gitlab }, db, bound);
+    try {
+      const idleMb = memoryMb(bot.pid, "VmRSS");
+      const store = new Database(db, { readonly: true, fileMustExist: true });
+      const recorded = () =>
+        (
+          store
+            .prepare("SELECT count(*) AS n FROM requests WHERE pipeline_id IS NOT NULL")
+            .get() as { n: number }
+        ).n;
+      const signer = signerFor(slack, `http://127.0.0.1:${bot.port}`);
+      // A bot that has served a few commands, as one in use has: the first requests load and
+      // compile code that the burst would otherwise wait for.
+      await warmUp(slack, signer, recorded);
+      const result = await runLoad(
+        { slack, gitlab, signer, requestsWithPipeline: recorded },
+        count,
+      );
+      const peakMb = memoryMb(bot.pid, "VmHWM");
+      store.close();
+      return { name, ...result, idleMb, peakMb };
+    } finally {
+      await bot.stop();
+    }
+  } finally {
+    await Promise.all([slack.close(), gitlab.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Hostile bodies sent at once, each 4 MB. */
+const HOSTILE_COUNT = 60;
+const HOSTILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * `HOSTILE_COUNT` bodies of 4 MB posted at once to a fresh bot's `/slack/events`, without a
+ * signature or with a made-up one; returns the growth of the bot's resident memory at its peak.
+ */
+async function hostileBodies(signed: boolean): Promise<number> {
+  const slack = await startSlack();
+  const gitlab = await startGitlab();
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-bench-hostile-"));
+  try {
+    const bot = await spawnBot(
+      { slack, gitlab },
+      join(dir, "vmbot.sqlite"),
+      DEFAULT_LIMITS.maxConnectionsPerClient,
+    );
+    try {
+      const before = memoryMb(bot.pid, "VmHWM");
+      const body = Buffer.alloc(HOSTILE_BYTES, "a");
+      const headers: Record<string, string> = {
+        "content-type": "application/x-www-form-urlencoded",
+        ...(signed
+          ? {
+              "x-slack-signature": `v0=${"0".repeat(64)}`,
+              "x-slack-request-timestamp": String(Math.floor(Date.now() / 1000)),
+            }
+          : {}),
+      };
+      await Promise.all(
+        Array.from({ length: HOSTILE_COUNT }, () =>
+          fetch(`http://127.0.0.1:${bot.port}/slack/events`, {
+            method: "POST",
+            headers,
+            body,
+          }).then(
+            (response) => response.arrayBuffer(),
+            () => undefined,
+          ),
+        ),
+      );
+      return memoryMb(bot.pid, "VmHWM") - before;
+    } finally {
+      await bot.stop();
+    }
+  } finally {
     await Promise.all([slack.close(), gitlab.close()]);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -127,6 +204,8 @@ export async function loadSection(): Promise<Section> {
   const baseline = await variant("vmbot without a per-client bound (baseline)", "none", count);
   const bounded = await variant(`vmbot, at most ${bound} connections per client`, bound, count);
   const results: VariantResult[] = [baseline, bounded];
+  const unsignedGrowth = await hostileBodies(false);
+  const signedGrowth = await hostileBodies(true);
   const lost = (r: VariantResult) => r.submissionsAcked - r.requestsWithPipeline;
   const rows = results.map((r) => [
     r.name,
@@ -163,6 +242,22 @@ ${table(
     "memory (idle → peak)",
   ],
   rows,
+)}
+
+Bodies too large, sent at once: ${HOSTILE_COUNT} bodies of ${mb(HOSTILE_BYTES / (1024 * 1024))} each
+are posted to a fresh bot's \`/slack/events\` (with the bound), and the figure is how much its peak
+resident memory grew. An unsigned request is refused before its body is read; one with a
+signature header is read up to 1 MB, then refused with 413 and its connection closed.
+
+${table(
+  ["bodies sent at once", "peak memory growth"],
+  [
+    [`${HOSTILE_COUNT} × ${mb(HOSTILE_BYTES / (1024 * 1024))}, unsigned`, mb(unsignedGrowth)],
+    [
+      `${HOSTILE_COUNT} × ${mb(HOSTILE_BYTES / (1024 * 1024))}, with a made-up signature`,
+      mb(signedGrowth),
+    ],
+  ],
 )}`;
   const complete = (r: VariantResult) =>
     r.commandsAcked === count &&
@@ -182,6 +277,11 @@ ${table(
         target: "the per-client bound costs the burst no more than 1.5× its time",
         figure: `${ms(bounded.elapsedMs)} against ${ms(baseline.elapsedMs)}: ${ratio(bounded.elapsedMs, baseline.elapsedMs)}`,
         met: bounded.elapsedMs <= 1.5 * baseline.elapsedMs,
+      },
+      {
+        target: `${HOSTILE_COUNT} bodies of 4 MB at once grow the bot's memory by less than ${HOSTILE_GROWTH_TARGET_MB} MB`,
+        figure: `unsigned: ${mb(unsignedGrowth)}, with a made-up signature: ${mb(signedGrowth)}`,
+        met: Math.max(unsignedGrowth, signedGrowth) < HOSTILE_GROWTH_TARGET_MB,
       },
       {
         target: `the bot's peak memory during the burst under ${LOAD_MEMORY_TARGET_MB} MB`,
