@@ -227,7 +227,7 @@ pipeline. The baseline is the same bot with no bound on connections per client; 
 the bound it ships with (${bound}). Memory is the bot's resident memory before the burst
 (\`VmRSS\`) and its peak (\`VmHWM\`, from \`/proc/<pid>/status\`). A form is refused by Slack when
 \`views.open\` comes after its trigger_id's three seconds. \`BENCH_LOAD_COUNT\` sets the burst.
-The machine's load average when the burst began: ${machineLoad.toFixed(1)} on ${plural(cpus().length, "CPU")}.
+The machine's load average when the burst began: ${machineLoad.toFixed(1)} on ${plural(cpus().length, "CPU")}. On a machine shared that much, how many forms open varies from run to run (from under a quarter to all of them at a load average of 8 to 10 on 2 CPUs): the three seconds include the wait for a core, for the bot and for the simulated Slack alike.
 
 ${table(
   [
