@@ -4,6 +4,7 @@ import { format, resolveConfig } from "prettier";
 import { commandLatencySection } from "./command-latency.js";
 import { footprintSection } from "./footprint.js";
 import { gitlabCallsSection } from "./gitlab-calls.js";
+import { loadSection } from "./load.js";
 import { notificationSection } from "./notification.js";
 import { planParsingSection } from "./plan-parsing.js";
 import { table, verdictText, type Section } from "./report.js";
@@ -27,6 +28,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   { name: "notification", title: "2. Notification latency", run: notificationSection },
   { name: "calls", title: "3. GitLab calls per tracker pass", run: gitlabCallsSection },
   { name: "footprint", title: "5. Footprint", run: footprintSection },
+  { name: "load", title: "6. A burst of Slack traffic", run: loadSection },
 ];
 
 const OUTPUT = "docs/BENCHMARKS.md";
@@ -77,18 +79,19 @@ async function main(): Promise<void> {
     const doc = `# Benchmarks
 
 Measured by \`npm run bench\` on loopback against the simulators in \`src/simulators/\` (Slack, GitLab and
-Proxmox), with the bot in the same process or, for its footprint, started as \`npm start\` starts
+Proxmox), with the bot in the same process or, for its footprint and the burst, in a process of its own as \`npm start\` starts
 it. Every figure stands beside a baseline measured in the same run, or against an absolute
 target; on a shared machine the ratios say more than the absolute times.
 
 Machine: ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? "unknown"}), Node ${process.version}.
 
-Reproduce: \`npm run bench\` (about four minutes). \`BENCH_SAMPLES\` (default 600) sets the
+Reproduce: \`npm run bench\` (about five minutes). \`BENCH_SAMPLES\` (default 600) sets the
 \`/vm create\` requests per variant, \`BENCH_SUBMIT_SAMPLES\` (300) the form submissions,
 \`BENCH_STALE_SAMPLES\` (3) the commands sent with a stale node list, \`BENCH_WEBHOOK_SAMPLES\`
 (30) and \`BENCH_POLL_SAMPLES\` (10) the notification samples, \`BENCH_PARSE_ROUNDS\` (3) and
-\`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds; \`BENCH_ONLY=command,notification,calls,parsing,footprint\`
-runs only those named and leaves this file alone.
+\`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds, \`BENCH_LOAD_COUNT\` (200) the burst of commands and
+submissions; \`BENCH_ONLY=command,notification,calls,parsing,footprint,load\` runs only those
+named and leaves this file alone.
 
 ## Targets
 

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { loadConfig } from "../src/config.js";
+import type { ServerLimits } from "../src/server.js";
 import { startVmbot, type RunningVmbot } from "../src/start.js";
 import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../src/simulators/gitlab.js";
 import type { RecordedRequest } from "../src/simulators/http.js";
@@ -63,10 +64,12 @@ export interface BenchBot {
 export async function startBot(
   fakes: { slack: FakeSlack; gitlab: { url: string } },
   change: Record<string, string | undefined> = {},
+  httpLimits: Partial<ServerLimits> = {},
 ): Promise<BenchBot> {
   const dir = mkdtempSync(join(tmpdir(), "vmbot-bench-"));
   const bot = await startVmbot(loadConfig(benchEnv(fakes, join(dir, "vmbot.sqlite"), change)), {
     logDestination: silent,
+    httpLimits,
   });
   const url = `http://127.0.0.1:${bot.port}`;
   return {

@@ -19,25 +19,50 @@ function fail(message: string): never {
 
 let config: Config | undefined;
 
-/** Stops on SIGTERM or SIGINT: in-flight work gets eight of the ten seconds. */
+/**
+ * Stops on SIGTERM or SIGINT: in-flight work gets eight of the ten seconds.
+ *
+ * Last resort for an error nothing else caught, once the bot runs:
+ * - a promise rejected with nobody waiting for it (`unhandledRejection`) is logged and the bot
+ *   keeps serving: such a promise is work that already failed, and nothing was left half done by
+ *   it (Node's default, since Node 15, would exit on it);
+ * - an exception thrown out of a callback (`uncaughtException`) may have stopped any code
+ *   half way, and Node's documentation says it is not safe to go on after one. It is logged,
+ *   the bot stops as on SIGTERM and exits with status 1, for its supervisor (Docker's restart
+ *   policy, Kubernetes, systemd) to start it again: every outside effect is in the store's
+ *   journal, so a restart repeats nothing and loses nothing.
+ */
 function stopOnSignals(running: { log: RunningVmbot["log"]; stop(): Promise<void> }): void {
-  let signals = 0;
-  const shutdown = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) process.exit(1);
-    running.log.info({ signal }, "received signal");
+  let stops = 0;
+  const shutdown = (code: 0 | 1) => {
+    stops += 1;
+    if (stops > 1) process.exit(1);
     const hardStop = setTimeout(() => process.exit(1), 10_000);
     hardStop.unref();
     running.stop().then(
-      () => process.exit(0),
+      () => process.exit(code),
       (error: unknown) => {
         running.log.error({ err: error }, "could not stop cleanly");
         process.exit(1);
       },
     );
   };
-  process.on("SIGTERM", shutdown);
-  process.on("SIGINT", shutdown);
+  const onSignal = (signal: NodeJS.Signals) => {
+    running.log.info({ signal }, "received signal");
+    shutdown(0);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  process.on("unhandledRejection", (reason: unknown) => {
+    running.log.error({ err: reason }, "a failure nothing waited for; carrying on");
+  });
+  process.on("uncaughtException", (error: Error) => {
+    running.log.fatal(
+      { err: error },
+      "an unexpected error left the bot in an unknown state; stopping, to be started again",
+    );
+    shutdown(1);
+  });
 }
 
 /** The sandbox: the real bot against a simulated Slack, GitLab, Proxmox and Vault, and a page. */

@@ -14,7 +14,8 @@ import { createNodeDirectory, type NodeDirectory } from "./proxmox/directory.js"
 import { createProxmox } from "./proxmox/proxmox.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { fixedSecret, type SecretSource } from "./secrets.js";
-import { createHttpServer, type Health } from "./server.js";
+import { createHttpServer, DEFAULT_LIMITS, type Health, type ServerLimits } from "./server.js";
+import { createSlackEventsHandler } from "./slack/request.js";
 import { createTracker, type Tracker } from "./tracker/tracker.js";
 import { StoreOwnedError } from "./store/owner.js";
 import { openSqliteStore } from "./store/sqlite.js";
@@ -31,6 +32,8 @@ export interface StartOptions {
   proxmoxTimeoutMs?: number;
   /** How long a Proxmox node list is reused (15 seconds by default). */
   nodeListMaxAgeMs?: number;
+  /** The HTTP server's bounds, where they differ from DEFAULT_LIMITS (tests). */
+  httpLimits?: Partial<ServerLimits>;
   /** Fault injection for crash tests, called at every effect's crash points. */
   onCrashPoint?: (point: CrashPoint) => void;
 }
@@ -363,7 +366,22 @@ export async function startVmbot(
           },
           log: log.child({ component: "webhook" }),
         });
-  const server = createHttpServer({ slackEvents: vmbot.slackEvents, gitlabWebhook, health });
+  const limits = { ...DEFAULT_LIMITS, ...options.httpLimits };
+  const bolt = vmbot.slackEvents;
+  const slackEvents =
+    bolt === undefined
+      ? undefined
+      : createSlackEventsHandler({
+          signingSecret: config.slack.signingSecret ?? "",
+          bolt,
+          log: log.child({ component: "http" }),
+          maxBodyBytes: limits.maxBodyBytes,
+        });
+  const server = createHttpServer(
+    { slackEvents, gitlabWebhook, health },
+    log.child({ component: "http" }),
+    limits,
+  );
   try {
     await verify();
     if (vmbot.socket) {

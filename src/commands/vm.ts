@@ -1,4 +1,5 @@
-import type { App } from "@slack/bolt";
+import { createHash } from "node:crypto";
+import type { App, SlashCommand } from "@slack/bolt";
 import { VM_COMMAND } from "../ids.js";
 import { answerHelp } from "./help.js";
 import { createCapacityCommand, type CapacityDeps } from "./capacity.js";
@@ -12,7 +13,26 @@ export function parseVmCommand(text: string): { sub: string; arg: string | undef
   return { sub: sub.toLowerCase(), arg: arg === "" ? undefined : arg };
 }
 
-/** Routes `/vm <subcommand>` to its module; anything unknown gets usage. */
+/**
+ * How long a command is remembered, so that the same one delivered again acts once. Slack's
+ * signature holds for five minutes either way, so a replay of a signed body comes within ten;
+ * an hour leaves room for clocks that disagree.
+ */
+export const COMMAND_MEMORY_MS = 60 * 60 * 1000;
+
+/** What identifies one typed command: its trigger_id, unique to it, else its whole body. */
+export function commandKey(command: SlashCommand): string {
+  const id =
+    typeof command.trigger_id === "string" && command.trigger_id !== ""
+      ? command.trigger_id
+      : createHash("sha256").update(JSON.stringify(command)).digest("hex");
+  return `command:${id}`;
+}
+
+/**
+ * Routes `/vm <subcommand>` to its module; anything unknown gets usage. A command delivered
+ * twice (a replayed request, or Slack trying again) is acknowledged and acts only once.
+ */
 export function registerVmCommand(
   app: App,
   deps: CreateCommandDeps & UnlockDeps & CapacityDeps,
@@ -21,6 +41,14 @@ export function registerVmCommand(
   const unlock = createUnlockCommand(deps);
   const capacity = createCapacityCommand(deps);
   app.command(VM_COMMAND, async (args) => {
+    if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
+      deps.log.info(
+        { user: args.command.user_id, retry: args.context.retryNum },
+        "a command delivered again: acknowledged, not repeated",
+      );
+      await args.ack();
+      return;
+    }
     const { sub, arg } = parseVmCommand(args.command.text);
     switch (sub) {
       case "create":

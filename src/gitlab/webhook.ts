@@ -28,6 +28,7 @@ function answer(res: ServerResponse, status: number, body: Record<string, string
 }
 
 async function readBody(req: IncomingMessage): Promise<string | undefined> {
+  if (Number(req.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -63,6 +64,8 @@ export function createWebhookHandler(options: {
       }
       const body = await readBody(req);
       if (body === undefined) {
+        // The rest of the body is not read: the connection cannot be reused.
+        res.setHeader("connection", "close");
         answer(res, 413, { error: "body too large" });
         return;
       }

@@ -17,7 +17,7 @@ import type { DestinationStream } from "pino";
 import { z } from "zod";
 import { loadConfig } from "../config.js";
 import { cleanTrace } from "../gitlab/trace.js";
-import { healthAnswer } from "../server.js";
+import { applyLimits, DEFAULT_LIMITS, healthAnswer, requestPath } from "../server.js";
 import { startVmbot, StartupError, type RunningVmbot } from "../start.js";
 import { createSlackSigner, stateValuesFor, type InputValue } from "../simulators/slack-signer.js";
 import type { FakeMessage, JsonObject } from "../simulators/slack.js";
@@ -192,7 +192,7 @@ const tsOf = (ms: number): string =>
 
 export async function startSandbox(options: SandboxOptions): Promise<RunningSandbox> {
   // The port first: a second sandbox stops here, before it touches the first one's store.
-  const server = createServer((_req, res) => {
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, (_req, res) => {
     sendJson(res, 503, { status: "unavailable", reason: "the sandbox is starting" });
   });
   try {
@@ -572,7 +572,11 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       );
       return;
     }
-    const path = new URL(req.url ?? "/", "http://sandbox").pathname;
+    const path = requestPath(req);
+    if (path === undefined) {
+      send(res, 400, "Malformed request-target.", "text/plain; charset=utf-8");
+      return;
+    }
     if (req.method === "GET" && path === "/") {
       send(res, 200, PAGE, "text/html; charset=utf-8");
       return;
@@ -646,6 +650,8 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     send(res, 404, "Not found.", "text/plain; charset=utf-8");
   }
 
+  // The bot's own port has these bounds already; the page's gets them too.
+  applyLimits(server, { ...DEFAULT_LIMITS, maxBodyBytes: MAX_BODY_BYTES }, bot.log);
   server.removeAllListeners("request");
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((error: unknown) => {

@@ -62,4 +62,11 @@ export const MIGRATIONS: readonly string[] = [
     at TEXT NOT NULL
   );
   `,
+  `
+  CREATE TABLE deliveries (
+    key     TEXT PRIMARY KEY,
+    seen_at TEXT NOT NULL
+  );
+  CREATE INDEX deliveries_seen ON deliveries (seen_at);
+  `,
 ];

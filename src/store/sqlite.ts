@@ -238,6 +238,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       ),
     );
   };
+  const insertDelivery = db.prepare(
+    "INSERT INTO deliveries (key, seen_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+  );
+  const forgetDeliveries = db.prepare("DELETE FROM deliveries WHERE seen_at < ?");
   const intend = (subject: string, step: string, detail: Record<string, unknown> = {}) => {
     guardWrite(`record the intent ${step} of ${subject}`, () =>
       insertIntent.run(subject, step, JSON.stringify(detail), clock().toISOString()),
@@ -404,6 +408,16 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     writable: probe,
 
     isOpen: () => db.open,
+
+    firstDelivery(key, keepMs) {
+      const now = clock();
+      return guardWrite(`record the delivery ${key}`, () =>
+        db.transaction(() => {
+          forgetDeliveries.run(new Date(now.getTime() - keepMs).toISOString());
+          return insertDelivery.run(key, now.toISOString()).changes === 1;
+        })(),
+      );
+    },
 
     close() {
       if (db.open) db.close();

@@ -178,4 +178,9 @@ export interface Store {
   writable(): Writable;
   isOpen(): boolean;
   close(): void;
+  /**
+   * Records that the delivery `key` (e.g. a slash command's trigger_id) was acted on: true the
+   * first time, false for a repeat seen within `keepMs`. Older keys are forgotten.
+   */
+  firstDelivery(key: string, keepMs: number): boolean;
 }

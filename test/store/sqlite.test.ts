@@ -75,7 +75,7 @@ describe("the SQLite store", () => {
     first.close();
     const db = new Database(path);
     db.exec(
-      "DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
+      "DROP TABLE deliveries; DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
         "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address; DROP TABLE effects;",
     );
     db.pragma("user_version = 1");
@@ -219,5 +219,22 @@ describe("the SQLite store", () => {
     expect(store.isOpen()).toBe(true);
     store.close();
     expect(store.isOpen()).toBe(false);
+  });
+
+  it("acts on a delivery once, across a reopen, and forgets it after its time", () => {
+    const path = tempDb();
+    let now = new Date("2026-12-02T10:00:00Z");
+    const clock = () => now;
+    const first = openSqliteStore(path, { clock });
+    expect(first.firstDelivery("command:T1", 60_000)).toBe(true);
+    expect(first.firstDelivery("command:T1", 60_000)).toBe(false);
+    expect(first.firstDelivery("command:T2", 60_000)).toBe(true);
+    first.close();
+
+    const second = openSqliteStore(path, { clock });
+    expect(second.firstDelivery("command:T1", 60_000)).toBe(false);
+    now = new Date("2026-12-02T10:01:01Z");
+    expect(second.firstDelivery("command:T1", 60_000)).toBe(true);
+    second.close();
   });
 });

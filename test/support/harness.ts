@@ -4,6 +4,7 @@ import { afterEach } from "vitest";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type Config } from "../../src/config.js";
+import type { ServerLimits } from "../../src/server.js";
 import { startVmbot, type RunningVmbot } from "../../src/start.js";
 import {
   startFakeGitlab,
@@ -111,6 +112,8 @@ export interface HarnessOptions {
    */
   vault?: Partial<FakeVaultOptions> | true;
   vaultTimeoutMs?: number;
+  /** The bot's HTTP bounds, where a test needs them smaller. */
+  httpLimits?: Partial<ServerLimits>;
   /** Runs once the fakes are up and before the bot starts, e.g. to seal the fake Vault. */
   prepare?: (fakes: { vault: FakeVault | undefined; proxmox: FakeProxmox | undefined }) => void;
 }
@@ -185,6 +188,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         ? {}
         : { nodeListMaxAgeMs: options.nodeListMaxAgeMs }),
       vaultTimeoutMs: options.vaultTimeoutMs ?? 3_000,
+      ...(options.httpLimits === undefined ? {} : { httpLimits: options.httpLimits }),
     });
   } catch (error) {
     await closeFakes();

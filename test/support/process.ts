@@ -18,19 +18,24 @@ export interface BotProcess {
 /**
  * Runs `src/main.ts` in a child process, as `npm start` would, with only the given environment
  * (plus PATH). Its output is recorded for the suite's secret scan. `built: true` runs what
- * `npm start` runs, `dist/main.js` (`npm run build` first).
+ * `npm start` runs, `dist/main.js` (`npm run build` first); `preload` modules (paths from the
+ * repository's root) are imported before `src/main.ts`.
  */
 export function runBot(
   env: Record<string, string>,
   cwd = ROOT,
-  options: { built?: boolean } = {},
+  options: { built?: boolean; preload?: string[] } = {},
 ): BotProcess {
   // Node itself with tsx's loader, not the tsx command: signals then reach the bot directly
   // (the command relays them and kills a child that is slow to acknowledge).
+  const preload = (options.preload ?? []).flatMap((file) => [
+    "--import",
+    pathToFileURL(resolve(ROOT, file)).href,
+  ]);
   const args =
     options.built === true
       ? [resolve(ROOT, "dist/main.js")]
-      : ["--import", TSX_LOADER, resolve(ROOT, "src/main.ts")];
+      : ["--import", TSX_LOADER, ...preload, resolve(ROOT, "src/main.ts")];
   const child = spawn(process.execPath, args, {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },

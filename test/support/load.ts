@@ -1,0 +1,111 @@
+import type { FakeGitlab } from "../../src/simulators/gitlab.js";
+import { stateValuesFor, type SlackSigner } from "../../src/simulators/slack-signer.js";
+import type { FakeSlack } from "../../src/simulators/slack.js";
+import { CHANNEL, REQUESTER } from "./harness.js";
+
+export interface LoadTarget {
+  slack: FakeSlack;
+  gitlab: FakeGitlab;
+  signer: SlackSigner;
+  /** How many requests the bot's store holds with their pipeline recorded. */
+  requestsWithPipeline: () => number;
+}
+
+export interface LoadResult {
+  /** Signed `/vm create` commands sent at once, and how many were answered 200. */
+  commands: number;
+  commandsAcked: number;
+  /** Forms the bot opened (`views.open` calls that Slack accepted). */
+  formsOpened: number;
+  /** Slack's errors for the views.open calls it refused (an expired trigger_id, say). */
+  formsRefused: string[];
+  /** Submissions sent at once, and how many were answered 200 with no error. */
+  submissions: number;
+  submissionsAcked: number;
+  /** Pipelines created in GitLab, and requests in the store that recorded theirs. */
+  pipelines: number;
+  requestsWithPipeline: number;
+  /** From the first command sent to the last request recording its pipeline. */
+  elapsedMs: number;
+}
+
+async function until(check: () => boolean, what: string, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  while (!check()) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Slack's traffic at a burst: `count` signed `/vm create` commands at once, then `count` form
+ * submissions at once; waits until every request has its pipeline (or `timeoutMs`).
+ */
+export async function runLoad(
+  target: LoadTarget,
+  count: number,
+  timeoutMs = 120_000,
+): Promise<LoadResult> {
+  const { slack, gitlab, signer } = target;
+  const started = Date.now();
+  const viewsBefore = slack.views.length;
+  const opensBefore = slack.callsTo("views.open").length;
+  const pipelinesBefore = gitlab.pipelines.length;
+  const recordedBefore = target.requestsWithPipeline();
+  const names = Array.from({ length: count }, (_, i) => `load-${String(i + 1).padStart(3, "0")}`);
+  const commands = await Promise.all(
+    names.map((name) =>
+      signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL }),
+    ),
+  );
+  const commandsAcked = commands.filter((delivery) => delivery.status === 200).length;
+  // Every acknowledged command leads to one views.open call, which Slack accepts or refuses.
+  await until(
+    () => slack.callsTo("views.open").length - opensBefore >= commandsAcked,
+    "a views.open call for every command",
+    timeoutMs,
+  );
+  const refused = slack
+    .callsTo("views.open")
+    .slice(opensBefore)
+    .filter((call) => !call.ok)
+    .map((call) => call.error ?? "refused");
+  const forms = slack.views.slice(viewsBefore);
+  const first = forms[0];
+  if (first === undefined) throw new Error("the bot opened no form");
+  // `count` forms submitted at once: each opened one, and for any that Slack refused to open, a
+  // copy of the first without its ID, which is a form of its own to the bot.
+  const copy = Object.fromEntries(Object.entries(first).filter(([key]) => key !== "id"));
+  const submissions = await Promise.all(
+    names.map((name, i) => {
+      const view = forms[i] ?? copy;
+      return signer.viewSubmission({
+        view,
+        values: stateValuesFor(first, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+        userId: REQUESTER,
+      });
+    }),
+  );
+  const submissionsAcked = submissions.filter(
+    (delivery) => delivery.status === 200 && !delivery.body.includes('"errors"'),
+  ).length;
+  const recorded = () => target.requestsWithPipeline() - recordedBefore;
+  await until(
+    () =>
+      gitlab.pipelines.length - pipelinesBefore >= submissionsAcked &&
+      recorded() >= submissionsAcked,
+    "every request's pipeline",
+    timeoutMs,
+  );
+  return {
+    commands: count,
+    commandsAcked,
+    formsOpened: forms.length,
+    formsRefused: refused,
+    submissions: count,
+    submissionsAcked,
+    pipelines: gitlab.pipelines.length - pipelinesBefore,
+    requestsWithPipeline: recorded(),
+    elapsedMs: Date.now() - started,
+  };
+}
