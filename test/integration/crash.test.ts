@@ -71,6 +71,12 @@ async function portOf(bot: BotProcess): Promise<number> {
   throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
 }
 
+/**
+ * A restart after a crash that failed: the next `until` fails with it, instead of timing out. A
+ * restart cut short because the test is over (its world closing) is no failure.
+ */
+let restartFailure: Error | undefined;
+
 async function startWorld(
   crashAt: string | undefined,
   extraEnv: Record<string, string> = {},
@@ -97,6 +103,8 @@ async function startWorld(
       slack,
     });
   const bot = runBot(env(true), dir);
+  restartFailure = undefined;
+  let closing = false;
   const world: World = {
     slack,
     gitlab,
@@ -105,6 +113,7 @@ async function startWorld(
     signer: signerFor(await portOf(bot)),
     crashes: 0,
     async close() {
+      closing = true;
       world.bot.child.kill("SIGTERM");
       await world.bot.exited;
       await Promise.all([slack.close(), gitlab.close()]);
@@ -112,13 +121,17 @@ async function startWorld(
   };
   // When the bot dies at its crash point, start it again (without the crash point), at once.
   const watch = (current: BotProcess) => {
-    void current.exited.then(async () => {
-      if (current.child.signalCode !== "SIGKILL") return;
-      world.crashes += 1;
-      world.bot = runBot(env(false), dir);
-      watch(world.bot);
-      world.signer = signerFor(await portOf(world.bot));
-    });
+    void current.exited
+      .then(async () => {
+        if (current.child.signalCode !== "SIGKILL" || closing) return;
+        world.crashes += 1;
+        world.bot = runBot(env(false), dir);
+        watch(world.bot);
+        world.signer = signerFor(await portOf(world.bot));
+      })
+      .catch((error: unknown) => {
+        if (!closing) restartFailure = error instanceof Error ? error : new Error(String(error));
+      });
   };
   watch(bot);
   return world;
@@ -128,6 +141,7 @@ async function startWorld(
 async function until<T>(check: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
   const started = Date.now();
   for (;;) {
+    if (restartFailure !== undefined) throw restartFailure;
     const value = check();
     if (value !== undefined) return value;
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
