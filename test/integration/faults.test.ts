@@ -176,10 +176,13 @@ describe("Proxmox and Vault faults", () => {
       vault: true,
       proxmox: true,
       prepare: ({ vault }) => {
-        vault?.failNext({ method: "GET", path: /secret\/data\/proxmox$/ }, { status: 502 });
+        vault?.failNext(
+          { method: "GET", path: /secret\/data\/proxmox-readonly$/ },
+          { status: 502 },
+        );
       },
     });
-    expect(h.vault!.requestsTo("GET", /secret\/data\/proxmox$/)).toHaveLength(2);
+    expect(h.vault!.requestsTo("GET", /secret\/data\/proxmox-readonly$/)).toHaveLength(2);
     expect(h.logs.some((line) => line.includes("could not read the Proxmox API token"))).toBe(
       false,
     );

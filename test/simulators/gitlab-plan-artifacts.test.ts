@@ -27,8 +27,12 @@ afterEach(async () => {
   fake = undefined;
 });
 
+/**
+ * A pipeline whose plan a Maintainer ran (GitLab refuses the state lock, and so the plan, to
+ * anyone less), waiting on its manual apply; then the token's user has `role`.
+ */
 async function planned(role: Role = "maintainer", queryTimeout?: number) {
-  fake = await startFakeGitlab({ token, projects: [{ ...project, role }] });
+  fake = await startFakeGitlab({ token, projects: [{ ...project, role: "maintainer" }] });
   const api = new Gitlab({
     host: fake.url,
     token,
@@ -40,6 +44,7 @@ async function planned(role: Role = "maintainer", queryTimeout?: number) {
   for (let i = 0; i < 20 && fake.job(created.id, "tf:apply").status !== "manual"; i++) {
     fake.advance(created.id);
   }
+  fake.setRole(7, role);
   return { fake, api, id: created.id };
 }
 
