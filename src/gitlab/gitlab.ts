@@ -278,6 +278,39 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     );
     return fullPath;
   }
+  /** API pipelines on the ref created since `createdAfter`, oldest first. */
+  async function apiPipelinesSince(createdAfter: string, doing: string) {
+    const listed = await call(doing, z.array(CandidateSchema), () =>
+      api.Pipelines.all(options.project, {
+        ref: options.ref,
+        updatedAfter: createdAfter,
+        orderBy: "id",
+        sort: "asc",
+        perPage: 100,
+      }),
+    );
+    return listed.filter(
+      (p) => (p.source === undefined || p.source === "api") && p.created_at >= createdAfter,
+    );
+  }
+
+  /** Whether a pipeline carries VMBOT_REQUEST_ID = `requestId`. */
+  async function carriesRequest(pipelineId: number, requestId: string): Promise<boolean> {
+    const variables = await call(
+      `read the variables of pipeline #${pipelineId}`,
+      z.array(z.object({ key: z.string(), value: z.string().nullish() })),
+      () => api.Pipelines.allVariables(options.project, pipelineId),
+    );
+    return variables.some((v) => v.key === REQUEST_ID_VARIABLE && v.value === requestId);
+  }
+
+  const toPipeline = (p: z.infer<typeof CandidateSchema>): Pipeline => ({
+    id: p.id,
+    iid: p.iid,
+    status: p.status,
+    webUrl: p.web_url,
+  });
+
   const toSummary = (p: z.infer<typeof PipelineListItemSchema>): PipelineSummary => ({
     id: p.id,
     status: p.status,
@@ -451,70 +484,24 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async requestPipelines(requestId, createdAfter, known = new Set<number>()) {
       if (options.tagRequests === false) return { pipelines: [], looked: [] };
-      const listed = await call("look for the request's pipelines", z.array(CandidateSchema), () =>
-        api.Pipelines.all(options.project, {
-          ref: options.ref,
-          updatedAfter: createdAfter,
-          orderBy: "id",
-          sort: "asc",
-          perPage: 100,
-        }),
-      );
-      const candidates = listed.filter(
-        (p) =>
-          (p.source === undefined || p.source === "api") &&
-          p.created_at >= createdAfter &&
-          !known.has(p.id),
-      );
+      const candidates = (
+        await apiPipelinesSince(createdAfter, "look for the request's pipelines")
+      ).filter((p) => !known.has(p.id));
       const pipelines: Pipeline[] = [];
       for (const candidate of candidates) {
-        const variables = await call(
-          `read the variables of pipeline #${candidate.id}`,
-          z.array(z.object({ key: z.string(), value: z.string().nullish() })),
-          () => api.Pipelines.allVariables(options.project, candidate.id),
-        );
-        if (variables.some((v) => v.key === REQUEST_ID_VARIABLE && v.value === requestId)) {
-          pipelines.push({
-            id: candidate.id,
-            iid: candidate.iid,
-            status: candidate.status,
-            webUrl: candidate.web_url,
-          });
-        }
+        if (await carriesRequest(candidate.id, requestId)) pipelines.push(toPipeline(candidate));
       }
       return { pipelines, looked: candidates.map((c) => c.id) };
     },
 
     async findPipeline(requestId, createdAfter) {
-      const listed = await call("look for the request's pipeline", z.array(CandidateSchema), () =>
-        api.Pipelines.all(options.project, {
-          ref: options.ref,
-          updatedAfter: createdAfter,
-          orderBy: "id",
-          sort: "asc",
-          perPage: 100,
-        }),
-      );
-      const candidates = listed.filter(
-        (p) => (p.source === undefined || p.source === "api") && p.created_at >= createdAfter,
-      );
-      const toPipeline = (p: z.infer<typeof CandidateSchema>) => ({
-        id: p.id,
-        iid: p.iid,
-        status: p.status,
-        webUrl: p.web_url,
-      });
+      const candidates = await apiPipelinesSince(createdAfter, "look for the request's pipeline");
       if (options.tagRequests === false) {
         const first = candidates[0];
         return first === undefined ? undefined : { ...toPipeline(first), sure: false };
       }
       for (const candidate of candidates) {
-        const variables = await call(
-          `read the variables of pipeline #${candidate.id}`,
-          z.array(z.object({ key: z.string(), value: z.string().nullish() })),
-          () => api.Pipelines.allVariables(options.project, candidate.id),
-        );
-        if (variables.some((v) => v.key === REQUEST_ID_VARIABLE && v.value === requestId)) {
+        if (await carriesRequest(candidate.id, requestId)) {
           return { ...toPipeline(candidate), sure: true };
         }
       }
