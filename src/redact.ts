@@ -98,16 +98,18 @@ function redactShapes(text: string): string {
  */
 const NAMED_VALUE = new RegExp(
   String.raw`((?:password|passwd|passphrase|secret|token|api[_-]?key|apikey)[\w.-]{0,64}(?:\\*["'])?[ \t]*[:=]>?[ \t]*)` +
-    String.raw`(?:(\\*["'])([^"'\\\r\n]+)|([^\s"'\\,;&()[\]{}<>][^\s"'\\,;&\]}]*))`,
+    String.raw`(?:(\\*["'])([^"'\\\r\n]+)|([^\s"'\\,;&()[\]{}<>][^\s"'\\,;&)\]}]*))`,
   "gi",
 );
 
 /**
  * Unquoted values that are not secrets. Terraform's markers, `(sensitive value)` and `(known
  * after apply)`, and what redaction or masking already put there (`[redacted]`, `[MASKED]`) are
- * ruled out by their first character; these by their words.
+ * ruled out by their first character; these by their words: empty values, and placeholders such
+ * as `tokenid=secret` in a sentence that explains a format.
  */
-const NOT_A_VALUE = /^(?:\*{3}|\$\{|(?:true|false|null|nil|none|undefined)$)/i;
+const NOT_A_VALUE =
+  /^(?:\*{3}|\$\{|(?:true|false|null|nil|none|undefined|secret|password|token|x{3,}|\.{3}|…)$)/i;
 
 /**
  * A PVE API token whose secret part is already gone (a value ends before a `]`, so the

@@ -203,6 +203,7 @@ describe("createRedactor", () => {
       "sha256:4f2a91c07d3e8b1a4f2a91c07d3e8b1a4f2a91c07d3e8b1a4f2a91c07d3e8b1a",
     ],
     ["an ordinary URL", "https://gitlab.example.com/infra/vms/-/jobs/123"],
+    ["a format explained", "Check the `api_token` in Vault (user@realm!tokenid=secret)."],
   ])("leaves %s alone", (_label, text) => {
     expect(createRedactor(["abc"])(text)).toBe(text);
   });
