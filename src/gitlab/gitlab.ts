@@ -84,7 +84,11 @@ export interface GitlabPort {
   changedPipelines(updatedAfter: string): Promise<PipelineSummary[]>;
   pipeline(pipelineId: number): Promise<PipelineSummary>;
   pipelineJobs(pipelineId: number): Promise<Job[]>;
-  jobLog(jobId: number): Promise<string>;
+  /**
+   * A job's log (its trace), read as a stream and no further than `maxBytes`: a log of any size
+   * costs at most that much memory.
+   */
+  jobLog(jobId: number, maxBytes: number): Promise<JobLog>;
   playJob(jobId: number): Promise<Job>;
   cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
   /** A file from a job's artifacts, or undefined when the job has none by that path. */
@@ -96,6 +100,47 @@ export interface GitlabPort {
   terraformStates(): Promise<TerraformState[]>;
   /** Force-unlocks a state through the state API; needs the Maintainer role. */
   unlockTerraformState(name: string): Promise<void>;
+}
+
+export interface JobLog {
+  /** The log as GitLab keeps it, or its first `maxBytes` bytes (whole characters). */
+  text: string;
+  /** The log goes on beyond what was read. */
+  truncated: boolean;
+}
+
+/** Reads a log's bytes until they end or `maxBytes` have been read. */
+async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  maxBytes: number,
+): Promise<JobLog> {
+  if (body === null) return { text: "", truncated: false };
+  const reader = body.getReader();
+  const decoder = new TextDecoder("utf-8");
+  const parts: string[] = [];
+  let read = 0;
+  let truncated = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const room = maxBytes - read;
+      if (value.byteLength > room) {
+        // A character cut in two at the cap is left out with what follows it.
+        parts.push(decoder.decode(value.subarray(0, room), { stream: true }));
+        truncated = true;
+        break;
+      }
+      read += value.byteLength;
+      parts.push(decoder.decode(value, { stream: true }));
+    }
+    if (!truncated) parts.push(decoder.decode());
+  } finally {
+    // Stop the download: what is left of a long log is not wanted.
+    if (truncated) await reader.cancel().catch(() => undefined);
+    else reader.releaseLock();
+  }
+  return { text: parts.join(""), truncated };
 }
 
 export interface TerraformState {
@@ -266,10 +311,22 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       return jobs.map(toJob);
     },
 
-    async jobLog(jobId) {
-      return call(`read the log of job #${jobId}`, z.string(), () =>
-        api.Jobs.showLog(options.project, jobId),
-      );
+    async jobLog(jobId, maxBytes) {
+      const doing = `read the log of job #${jobId}`;
+      const path = `projects/${encodeURIComponent(options.project)}/jobs/${jobId}/trace`;
+      try {
+        // Through gitbeaker's own requester (token, retries), as a stream: the body is read
+        // only as far as the cap, and the timeout covers the whole read.
+        const response = await withToken(() =>
+          api.Jobs.requester.get(path, {
+            asStream: true,
+            signal: AbortSignal.timeout(timeoutMs),
+          }),
+        );
+        return await readCapped(response.body as ReadableStream<Uint8Array> | null, maxBytes);
+      } catch (error) {
+        throw gitlabError(error, context(doing));
+      }
     },
 
     async playJob(jobId) {

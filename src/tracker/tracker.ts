@@ -11,6 +11,7 @@ import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
+import { planFileCutNotes, recapCutWords, tailCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
 import { renderRequest } from "../views/render.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
@@ -107,15 +108,19 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   /** The last lines of a job's log, cleaned and redacted, for a failure message. */
-  async function logTail(job: Job): Promise<string> {
+  async function logTail(job: Job): Promise<{ tail: string; truncated: boolean }> {
     try {
-      const lines = cleanTrace(await gitlab.jobLog(job.id))
+      const read = await gitlab.jobLog(job.id, config.gitlab.logMaxBytes);
+      const lines = cleanTrace(read.text)
         .split("\n")
         .filter((line) => line.trim() !== "");
-      return deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n"));
+      return {
+        tail: deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n")),
+        truncated: read.truncated,
+      };
     } catch (error) {
       log.warn({ err: error, jobId: job.id }, "could not read a failed job's log");
-      return "";
+      return { tail: "", truncated: false };
     }
   }
 
@@ -125,10 +130,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function failJob(request: RequestRecord, job: Job, stage: string): Promise<void> {
-    const tail = await logTail(job);
+    const { tail, truncated } = await logTail(job);
     const status = job.status === "canceled" ? "was canceled" : "failed";
     // The log is outside text: escaped, so it can neither mention nor close the code block.
-    const excerpt = tail === "" ? "" : `\n\`\`\`${escapeMrkdwn(tail)}\`\`\``;
+    const excerpt =
+      tail === ""
+        ? ""
+        : `\n${truncated ? `${tailCutWords(config.gitlab.logMaxBytes)}\n` : ""}\`\`\`${escapeMrkdwn(tail)}\`\`\``;
     await fail(
       request,
       `The ${stage} job \`${escapeMrkdwn(job.name)}\` ${status} in GitLab. ${link(job.webUrl, "Open its log")}.${excerpt}`,
@@ -185,10 +193,14 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
-    const text = cleanTrace(await gitlab.jobLog(job.id));
+    const maxBytes = config.gitlab.logMaxBytes;
+    const read = await gitlab.jobLog(job.id, maxBytes);
+    // Text a carriage return overwrote is kept: the reader, and the plan file, see all of it.
+    const text = cleanTrace(read.text, { overwritten: "keep" });
     const { plan, nodes } = await readPlan(job, text);
     let planFile: PlanReviewRecord["planFile"] = "none";
     const threadTs = request.messageTs;
+    const cut = planFileCutNotes(maxBytes, job.webUrl);
     if (threadTs !== null) {
       const filename = `${request.spec.name}-plan.txt`;
       try {
@@ -203,7 +215,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
               thread_ts: threadTs,
               filename,
               title: `Terraform plan for ${request.spec.name}`,
-              content: deps.redact(text),
+              content: deps.redact(read.truncated ? `${cut.head}${text}${cut.tail}` : text),
             });
             store.audit({
               requestId: request.id,
@@ -228,6 +240,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
       planJobUrl: job.webUrl,
       planFile,
       reviewedAt: now().toISOString(),
+      ...(read.truncated ? { logCutAt: maxBytes } : {}),
     };
     const next = move(request, "awaiting_approval", { review });
     if (next) await render(next);
@@ -352,8 +365,11 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function finishConfigure(request: RequestRecord, job: Job): Promise<void> {
-    const run = parseAnsibleOutput(cleanTrace(await gitlab.jobLog(job.id)));
-    const summary = recapText(run);
+    const read = await gitlab.jobLog(job.id, config.gitlab.logMaxBytes);
+    const run = parseAnsibleOutput(cleanTrace(read.text));
+    const summary = read.truncated
+      ? `${recapText(run)}\n${recapCutWords(config.gitlab.logMaxBytes, job.webUrl)}`
+      : recapText(run);
     if (job.status === "success") {
       await postResult(
         request,
