@@ -4,6 +4,7 @@ import { format, resolveConfig } from "prettier";
 import { commandLatencySection } from "./command-latency.js";
 import { footprintSection } from "./footprint.js";
 import { gitlabCallsSection } from "./gitlab-calls.js";
+import { jobLogSection } from "./job-log.js";
 import { notificationSection } from "./notification.js";
 import { planParsingSection } from "./plan-parsing.js";
 import { table, verdictText, type Section } from "./report.js";
@@ -27,6 +28,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   { name: "notification", title: "2. Notification latency", run: notificationSection },
   { name: "calls", title: "3. GitLab calls per tracker pass", run: gitlabCallsSection },
   { name: "footprint", title: "5. Footprint", run: footprintSection },
+  { name: "joblog", title: "6. A long job log", run: jobLogSection },
 ];
 
 const OUTPUT = "docs/BENCHMARKS.md";

@@ -259,3 +259,24 @@ export function createRedactor(initial: Iterable<string> = []): Redactor {
   };
   return Object.assign(redact, { add });
 }
+
+/** How much text is redacted between two turns of the event loop. */
+const BATCH_CHARS = 256 * 1024;
+
+/**
+ * The redactor over a long text (a whole plan file) a batch of lines at a time, letting other
+ * work (a health check, a click) run between batches. Lines are never split; a private key cut
+ * by a batch's edge is still found, as a block cut by a log would be.
+ */
+export async function redactInBatches(text: string, redact: Redactor): Promise<string> {
+  if (text.length <= BATCH_CHARS) return redact(text);
+  const parts: string[] = [];
+  for (let from = 0; from < text.length;) {
+    const newline = text.indexOf("\n", from + BATCH_CHARS);
+    const to = newline === -1 ? text.length : newline + 1;
+    parts.push(redact(text.slice(from, to)));
+    from = to;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return parts.join("");
+}

@@ -295,3 +295,25 @@ export function cleanTrace(text: string, options: TraceCleanerOptions = {}): str
   const clean = lines.join("\n");
   return lines.length > 0 && text.endsWith("\n") ? `${clean}\n` : clean;
 }
+
+/** How much of a log is cleaned between two turns of the event loop. */
+const CLEAN_BATCH_CHARS = 256 * 1024;
+
+/** `cleanTrace` for a long log, letting other work run between batches of it. */
+export async function cleanTraceInBatches(
+  text: string,
+  options: TraceCleanerOptions = {},
+): Promise<string> {
+  if (text.length <= CLEAN_BATCH_CHARS) return cleanTrace(text, options);
+  const cleaner = createTraceCleaner(options);
+  const parts: string[] = [];
+  for (let from = 0; from < text.length; from += CLEAN_BATCH_CHARS) {
+    const lines = cleaner.push(text.slice(from, from + CLEAN_BATCH_CHARS));
+    if (lines.length > 0) parts.push(lines.join("\n"));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const last = cleaner.end();
+  if (last.length > 0) parts.push(last.join("\n"));
+  const clean = parts.join("\n");
+  return parts.length > 0 && text.endsWith("\n") ? `${clean}\n` : clean;
+}

@@ -1,5 +1,5 @@
 import type { App, ReceiverEvent } from "@slack/bolt";
-import type { Redactor } from "../redact.js";
+import { redactInBatches, type Redactor } from "../redact.js";
 
 /**
  * Everything the bot sends to Slack passes the redactor here, at the wire, so that no call site
@@ -43,7 +43,7 @@ async function redactBlob(blob: Blob, redact: Redactor): Promise<Blob> {
   } catch {
     return blob;
   }
-  const clean = redact(text);
+  const clean = await redactInBatches(text, redact);
   return clean === text ? blob : new Blob([clean], { type: blob.type });
 }
 

@@ -3,10 +3,10 @@ import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import { cleanTrace } from "../gitlab/trace.js";
+import { cleanTrace, cleanTraceInBatches } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
-import type { Redactor } from "../redact.js";
+import { redactInBatches, type Redactor } from "../redact.js";
 import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
@@ -196,7 +196,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const maxBytes = config.gitlab.logMaxBytes;
     const read = await gitlab.jobLog(job.id, maxBytes);
     // Text a carriage return overwrote is kept: the reader, and the plan file, see all of it.
-    const text = cleanTrace(read.text, { overwritten: "keep" });
+    const text = await cleanTraceInBatches(read.text, { overwritten: "keep" });
     const { plan, nodes } = await readPlan(job, text);
     let planFile: PlanReviewRecord["planFile"] = "none";
     const threadTs = request.messageTs;
@@ -215,7 +215,10 @@ export function createTracker(deps: TrackerDeps): Tracker {
               thread_ts: threadTs,
               filename,
               title: `Terraform plan for ${request.spec.name}`,
-              content: deps.redact(read.truncated ? `${cut.head}${text}${cut.tail}` : text),
+              content: await redactInBatches(
+                read.truncated ? `${cut.head}${text}${cut.tail}` : text,
+                deps.redact,
+              ),
             });
             store.audit({
               requestId: request.id,

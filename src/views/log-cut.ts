@@ -18,7 +18,7 @@ export function planLogCutWarning(maxBytes: number, jobUrl: string): string {
 export function planFileCutNotes(maxBytes: number, jobUrl: string): { head: string; tail: string } {
   return {
     head: `[vmbot read only the first ${sizeWords(maxBytes)} of this job's log; the whole log is at ${jobUrl}]\n`,
-    tail: `\n[… the log goes on beyond ${sizeWords(maxBytes)}: ${jobUrl}]\n`,
+    tail: `\n[... the log goes on beyond ${sizeWords(maxBytes)}: ${jobUrl}]\n`,
   };
 }
 
