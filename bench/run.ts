@@ -89,8 +89,8 @@ Reproduce: \`npm run bench\` (about four minutes). \`BENCH_SAMPLES\` (default 60
 \`/vm create\` requests per variant, \`BENCH_SUBMIT_SAMPLES\` (300) the form submissions,
 \`BENCH_STALE_SAMPLES\` (3) the commands sent with a stale node list, \`BENCH_WEBHOOK_SAMPLES\`
 (30) and \`BENCH_POLL_SAMPLES\` (10) the notification samples, \`BENCH_PARSE_ROUNDS\` (3) and
-\`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds; \`BENCH_ONLY=command,notification,calls,parsing,footprint\`
-runs only those named and leaves this file alone.
+\`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds; \`BENCH_ONLY=command,notification,calls,parsing,footprint,joblog\`
+runs only those named and leaves this file alone; \`BENCH_LOG_MB\` (60) sets the size of the long job log.
 
 ## Targets
 
