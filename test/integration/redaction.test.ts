@@ -150,4 +150,18 @@ describe("secrets printed by a job", () => {
     expect(message).toContain(REDACTED);
     expectNoPlantedSecret(h);
   });
+
+  it("are kept out of an immediate answer too: a secret pasted after /vm is not echoed back", async () => {
+    const h = await start();
+    const delivery = await h.signer.slashCommand({
+      text: `frobnicate ${PLANTED_SECRETS.gitlabTriggerToken}`,
+      userId: APPROVER,
+      channelId: CHANNEL,
+    });
+    expect(delivery.status).toBe(200);
+    // The barrier: the answer is the usage, naming the unknown subcommand.
+    expect(delivery.body).toContain("frobnicate");
+    expect(delivery.body).not.toContain(PLANTED_SECRETS.gitlabTriggerToken);
+    expect(delivery.body).toContain(REDACTED);
+  });
 });
