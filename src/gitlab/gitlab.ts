@@ -4,6 +4,7 @@ import { VmbotError } from "../errors.js";
 import { fixedSecret, type SecretSource } from "../secrets.js";
 import type { PipelineParams } from "../vm/spec.js";
 import { gitlabError } from "./errors.js";
+import { readCapped, type JobLog } from "./job-log.js";
 import { createRequester, type RetryPolicy } from "./requester.js";
 
 /** A token, or where to read the current one (e.g. Vault, re-read when GitLab refuses it). */
@@ -102,46 +103,7 @@ export interface GitlabPort {
   unlockTerraformState(name: string): Promise<void>;
 }
 
-export interface JobLog {
-  /** The log as GitLab keeps it, or its first `maxBytes` bytes (whole characters). */
-  text: string;
-  /** The log goes on beyond what was read. */
-  truncated: boolean;
-}
-
-/** Reads a log's bytes until they end or `maxBytes` have been read. */
-async function readCapped(
-  body: ReadableStream<Uint8Array> | null,
-  maxBytes: number,
-): Promise<JobLog> {
-  if (body === null) return { text: "", truncated: false };
-  const reader = body.getReader();
-  const decoder = new TextDecoder("utf-8");
-  const parts: string[] = [];
-  let read = 0;
-  let truncated = false;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const room = maxBytes - read;
-      if (value.byteLength > room) {
-        // A character cut in two at the cap is left out with what follows it.
-        parts.push(decoder.decode(value.subarray(0, room), { stream: true }));
-        truncated = true;
-        break;
-      }
-      read += value.byteLength;
-      parts.push(decoder.decode(value, { stream: true }));
-    }
-    if (!truncated) parts.push(decoder.decode());
-  } finally {
-    // Stop the download: what is left of a long log is not wanted.
-    if (truncated) await reader.cancel().catch(() => undefined);
-    else reader.releaseLock();
-  }
-  return { text: parts.join(""), truncated };
-}
+export type { JobLog };
 
 export interface TerraformState {
   name: string;
