@@ -5,6 +5,7 @@ import { commandLatencySection } from "./command-latency.js";
 import { footprintSection } from "./footprint.js";
 import { gitlabCallsSection } from "./gitlab-calls.js";
 import { loadSection } from "./load.js";
+import { jobLogSection } from "./job-log.js";
 import { notificationSection } from "./notification.js";
 import { planParsingSection } from "./plan-parsing.js";
 import { table, verdictText, type Section } from "./report.js";
@@ -29,6 +30,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   { name: "calls", title: "3. GitLab calls per tracker pass", run: gitlabCallsSection },
   { name: "footprint", title: "5. Footprint", run: footprintSection },
   { name: "load", title: "6. A burst of Slack traffic", run: loadSection },
+  { name: "joblog", title: "7. A long job log", run: jobLogSection },
 ];
 
 const OUTPUT = "docs/BENCHMARKS.md";
@@ -90,8 +92,8 @@ Reproduce: \`npm run bench\` (about five minutes). \`BENCH_SAMPLES\` (default 60
 \`BENCH_STALE_SAMPLES\` (3) the commands sent with a stale node list, \`BENCH_WEBHOOK_SAMPLES\`
 (30) and \`BENCH_POLL_SAMPLES\` (10) the notification samples, \`BENCH_PARSE_ROUNDS\` (3) and
 \`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds, \`BENCH_LOAD_COUNT\` (200) the burst of commands and
-submissions; \`BENCH_ONLY=command,notification,calls,parsing,footprint,load\` runs only those
-named and leaves this file alone.
+submissions; \`BENCH_ONLY=command,notification,calls,parsing,footprint,load,joblog\` runs only
+those named and leaves this file alone; \`BENCH_LOG_MB\` (60) sets the size of the long job log.
 
 ## Targets
 

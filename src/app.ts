@@ -17,6 +17,8 @@ import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
+import { createRedactor, type Redactor } from "./redact.js";
+import { redactAcks, redactingFetch } from "./slack/outgoing.js";
 import type { Store } from "./store/store.js";
 import { createRequestStarter, type RequestStarter } from "./tracker/starter.js";
 
@@ -31,6 +33,8 @@ export interface AppDeps {
   nodes?: NodeDirectory | undefined;
   /** Who may do what; built over the app's Slack client when not given. */
   access?: Access;
+  /** What every text sent to Slack passes; shapes only when not given. */
+  redact?: Redactor;
 }
 
 export interface VmbotApp {
@@ -46,11 +50,13 @@ export interface VmbotApp {
 
 /**
  * Web API client settings: a bounded number of retries and a timeout on every call, so that a
- * slow or failing Slack is answered in seconds, not the client's default half hour.
+ * slow or failing Slack is answered in seconds, not the client's default half hour; and a `fetch`
+ * that redacts every request's body, so no secret reaches Slack whichever call sends it.
  */
-export function slackClientOptions(config: Config) {
+export function slackClientOptions(config: Config, redact: Redactor) {
   return {
     ...(config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl }),
+    fetch: redactingFetch(redact),
     timeout: 10_000,
     retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000, randomize: true },
   };
@@ -59,6 +65,7 @@ export function slackClientOptions(config: Config) {
 /** Builds the Bolt app with every listener registered; starts nothing. */
 export function createApp(deps: AppDeps): VmbotApp {
   const { config, log } = deps;
+  const redact = deps.redact ?? createRedactor();
   const logger = boltLogger(log);
   const socket = config.slack.appToken
     ? new SocketModeReceiver({
@@ -86,8 +93,9 @@ export function createApp(deps: AppDeps): VmbotApp {
     logLevel: boltLevel(config.logLevel),
     // start.ts checks the token itself, once, with a clear message when Slack refuses it.
     tokenVerificationEnabled: false,
-    clientOptions: slackClientOptions(config),
+    clientOptions: slackClientOptions(config, redact),
   });
+  redactAcks(app, redact);
 
   const inflight = new Set<Promise<void>>();
   const track: Middleware<AnyMiddlewareArgs> = async ({ next }) => {

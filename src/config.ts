@@ -198,6 +198,12 @@ const EnvSchema = z.object({
   ),
   GITLAB_WEBHOOK_SECRET: optionalString(),
   GITLAB_PLAN_JSON_ARTIFACT: optionalString(),
+  GITLAB_LOG_MAX_BYTES: integer(
+    4_194_304,
+    65_536,
+    1_073_741_824,
+    "bytes of a job's log read at most",
+  ),
   TF_STATE_NAME: z.preprocess(
     blankToUndefined,
     z
@@ -405,6 +411,8 @@ export interface Config {
     webhookSecret: string | undefined;
     /** Path of `terraform show -json` output in the plan job's artifacts, when the job keeps one. */
     planJsonArtifact: string | undefined;
+    /** How much of a job's log is read at most; the rest stays in GitLab. */
+    logMaxBytes: number;
   };
   tfStateName: string;
   pollIntervalMs: number;
@@ -497,6 +505,7 @@ function toConfig(env: Env): Config {
       },
       webhookSecret: env.GITLAB_WEBHOOK_SECRET,
       planJsonArtifact: env.GITLAB_PLAN_JSON_ARTIFACT,
+      logMaxBytes: env.GITLAB_LOG_MAX_BYTES,
     },
     tfStateName: env.TF_STATE_NAME,
     pollIntervalMs: env.POLL_INTERVAL_MS,

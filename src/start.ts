@@ -304,7 +304,15 @@ export async function startVmbot(
     store,
     ...(options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint }),
   });
-  const vmbot = createApp({ config, log, store, gitlab, effects, nodes: platform.nodes });
+  const vmbot = createApp({
+    config,
+    log,
+    store,
+    gitlab,
+    effects,
+    nodes: platform.nodes,
+    redact: redactor,
+  });
   const tracker = createTracker({
     config,
     store,
@@ -331,7 +339,7 @@ export async function startVmbot(
   let retryTimer: NodeJS.Timeout | undefined;
   // One attempt per check, so start-up is never held up by the client's retries.
   const probe = new webApi.WebClient(config.slack.botToken, {
-    ...slackClientOptions(config),
+    ...slackClientOptions(config, redactor),
     retryConfig: { retries: 0 },
     timeout: 5_000,
     logger: boltLogger(log),

@@ -4,6 +4,7 @@ import { VmbotError } from "../errors.js";
 import { fixedSecret, type SecretSource } from "../secrets.js";
 import type { PipelineParams } from "../vm/spec.js";
 import { gitlabError } from "./errors.js";
+import { readCapped, type JobLog } from "./job-log.js";
 import { createRequester, type RetryPolicy } from "./requester.js";
 
 /** A token, or where to read the current one (e.g. Vault, re-read when GitLab refuses it). */
@@ -104,7 +105,11 @@ export interface GitlabPort {
   pipeline(pipelineId: number): Promise<PipelineSummary>;
   pipelineJobs(pipelineId: number): Promise<Job[]>;
   job(jobId: number): Promise<Job>;
-  jobLog(jobId: number): Promise<string>;
+  /**
+   * A job's log (its trace), read as a stream and no further than `maxBytes`: a log of any size
+   * costs at most that much memory.
+   */
+  jobLog(jobId: number, maxBytes: number): Promise<JobLog>;
   playJob(jobId: number): Promise<Job>;
   cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
   /** A file from a job's artifacts, or undefined when the job has none by that path. */
@@ -145,6 +150,8 @@ const ProjectAboutSchema = z.object({
     .partial()
     .nullish(),
 });
+
+export type { JobLog };
 
 export interface TerraformState {
   name: string;
@@ -353,10 +360,22 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       );
     },
 
-    async jobLog(jobId) {
-      return call(`read the log of job #${jobId}`, z.string(), () =>
-        api.Jobs.showLog(options.project, jobId),
-      );
+    async jobLog(jobId, maxBytes) {
+      const doing = `read the log of job #${jobId}`;
+      const path = `projects/${encodeURIComponent(options.project)}/jobs/${jobId}/trace`;
+      try {
+        // Through gitbeaker's own requester (token, retries), as a stream: the body is read
+        // only as far as the cap, and the timeout covers the whole read.
+        const response = await withToken(() =>
+          api.Jobs.requester.get(path, {
+            asStream: true,
+            signal: AbortSignal.timeout(timeoutMs),
+          }),
+        );
+        return await readCapped(response.body as ReadableStream<Uint8Array> | null, maxBytes);
+      } catch (error) {
+        throw gitlabError(error, context(doing));
+      }
     },
 
     async playJob(jobId) {

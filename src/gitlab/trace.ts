@@ -98,17 +98,34 @@ const RARE_CONTROLS = Array.from({ length: 32 }, (_, code) => String.fromCharCod
   .filter((char) => !"\t\n\r\x1b".includes(char))
   .concat("\x7f");
 
-/** One display segment (no markers, no newline) as a person sees it. */
-function renderSegment(segment: string): string {
+export interface TraceCleanerOptions {
+  /**
+   * What becomes of text a carriage return overwrites (`a\rb`): `hide` it, as the job page and a
+   * terminal do (the default), or `keep` it as a line of its own before what overwrote it, for a
+   * reader that must not miss anything the program printed (a plan's destroy heading hidden by a
+   * progress line still destroys).
+   */
+  overwritten?: "hide" | "keep";
+}
+
+/** One display segment (no markers, no newline) as lines: one as a person sees it, or more. */
+function renderSegment(segment: string, keepOverwritten: boolean): string[] {
   let text = segment;
   if (text.includes("\r")) {
     // `\r` before the end of the line is part of the line break; any other returns the cursor
     // to the start, so only what follows the last one is shown.
     text = text.replace(/\r+$/, "");
+    if (keepOverwritten) {
+      const parts = text
+        .split(/\r+/)
+        .map((part) => part.replace(ESCAPE_OR_CONTROL, ""))
+        .filter((part) => part !== "");
+      return parts.length > 0 ? parts : [""];
+    }
     const lastReturn = text.lastIndexOf("\r");
     if (lastReturn !== -1) text = text.slice(lastReturn + 1);
   }
-  return text.replace(ESCAPE_OR_CONTROL, "");
+  return [text.replace(ESCAPE_OR_CONTROL, "")];
 }
 
 function parseOptions(raw: string | undefined): Record<string, string> {
@@ -121,7 +138,8 @@ function parseOptions(raw: string | undefined): Record<string, string> {
   return options;
 }
 
-export function createTraceCleaner(): TraceCleaner {
+export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceCleaner {
+  const keepOverwritten = options.overwritten === "keep";
   /** Pieces of the physical line not yet ended by `\n`. */
   let partial: string[] = [];
   /** With timestamps: the logical line waiting to see whether the next one continues it. */
@@ -167,14 +185,14 @@ export function createTraceCleaner(): TraceCleaner {
       return;
     }
     if (!line.includes("section_")) {
-      emit(renderSegment(line), out);
+      for (const shown of renderSegment(line, keepOverwritten)) emit(shown, out);
       return;
     }
     let sawMarker = false;
     let from = 0;
     const emitSegment = (segment: string) => {
-      const clean = renderSegment(segment);
-      if (clean !== "") emit(clean, out);
+      for (const clean of renderSegment(segment, keepOverwritten))
+        if (clean !== "") emit(clean, out);
     };
     // `exec` on the shared pattern rather than `matchAll`, which copies the pattern on every call.
     SECTION_MARKER.lastIndex = 0;
@@ -208,7 +226,7 @@ export function createTraceCleaner(): TraceCleaner {
       }
     }
     if (!sawMarker) {
-      emit(renderSegment(line), out);
+      for (const shown of renderSegment(line, keepOverwritten)) emit(shown, out);
       return;
     }
     emitSegment(line.slice(from));
@@ -271,9 +289,31 @@ export function createTraceCleaner(): TraceCleaner {
 }
 
 /** A whole log, clean: each line ends with `\n`, the last only if the log's last line did. */
-export function cleanTrace(text: string): string {
-  const cleaner = createTraceCleaner();
+export function cleanTrace(text: string, options: TraceCleanerOptions = {}): string {
+  const cleaner = createTraceCleaner(options);
   const lines = [...cleaner.push(text), ...cleaner.end()];
   const clean = lines.join("\n");
   return lines.length > 0 && text.endsWith("\n") ? `${clean}\n` : clean;
+}
+
+/** How much of a log is cleaned between two turns of the event loop. */
+const CLEAN_BATCH_CHARS = 256 * 1024;
+
+/** `cleanTrace` for a long log, letting other work run between batches of it. */
+export async function cleanTraceInBatches(
+  text: string,
+  options: TraceCleanerOptions = {},
+): Promise<string> {
+  if (text.length <= CLEAN_BATCH_CHARS) return cleanTrace(text, options);
+  const cleaner = createTraceCleaner(options);
+  const parts: string[] = [];
+  for (let from = 0; from < text.length; from += CLEAN_BATCH_CHARS) {
+    const lines = cleaner.push(text.slice(from, from + CLEAN_BATCH_CHARS));
+    if (lines.length > 0) parts.push(lines.join("\n"));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const last = cleaner.end();
+  if (last.length > 0) parts.push(last.join("\n"));
+  const clean = parts.join("\n");
+  return parts.length > 0 && text.endsWith("\n") ? `${clean}\n` : clean;
 }

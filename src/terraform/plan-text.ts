@@ -526,15 +526,29 @@ export function createPlanTextParser(): PlanTextParser {
     }
   };
 
+  /**
+   * A line as the program wrote it. A carriage return inside it (a progress line drawn over a
+   * heading) hides text from a terminal, not from Terraform: each part is read as a line, so a
+   * destroy is a destroy whatever the terminal would show.
+   */
+  const physicalLine = (raw: string) => {
+    const cr = raw.indexOf("\r");
+    if (cr === -1 || cr === raw.length - 1) {
+      line(raw);
+      return;
+    }
+    for (const part of raw.replace(/\r+$/, "").split(/\r+/)) line(part);
+  };
+
   return {
     push(chunk) {
       // Usually one line; several when a whole text is given (`parsePlanText`).
       let from = 0;
       for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", from)) {
-        line(chunk.slice(from, end));
+        physicalLine(chunk.slice(from, end));
         from = end + 1;
       }
-      line(from === 0 ? chunk : chunk.slice(from));
+      physicalLine(from === 0 ? chunk : chunk.slice(from));
     },
     result() {
       const listed = resources.map((state) => {

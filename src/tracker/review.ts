@@ -55,6 +55,8 @@ export const PlanReviewRecordSchema = z.object({
   planFile: z.enum(["uploaded", "failed", "none"]),
   /** When the plan was posted for review; PLAN_TTL counts from here. */
   reviewedAt: z.string().optional(),
+  /** The plan job's log is longer than this many bytes, all vmbot read of it. */
+  logCutAt: z.number().int().optional(),
 });
 export type PlanReviewRecord = z.infer<typeof PlanReviewRecordSchema>;
 

@@ -3,14 +3,15 @@ import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import { cleanTrace } from "../gitlab/trace.js";
+import { cleanTrace, cleanTraceInBatches } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
-import type { Redactor } from "../redact.js";
+import { redactInBatches, type Redactor } from "../redact.js";
 import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
+import { planFileCutNotes, recapCutWords, tailCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
 import { failureCause } from "./failure-cause.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
@@ -122,20 +123,24 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   /**
-   * The last lines of a failed job's log, cleaned and redacted, and the failure's cause when the
-   * whole log shows one, for a failure message.
+   * The last lines of a failed job's log, cleaned and redacted, whether the log was cut at the
+   * cap, and the failure's cause when what was read shows one, for a failure message.
    */
-  async function failureOf(job: Job): Promise<{ tail: string; cause: string | undefined }> {
+  async function failureOf(
+    job: Job,
+  ): Promise<{ tail: string; truncated: boolean; cause: string | undefined }> {
     try {
-      const text = cleanTrace(await gitlab.jobLog(job.id));
+      const read = await gitlab.jobLog(job.id, config.gitlab.logMaxBytes);
+      const text = cleanTrace(read.text);
       const lines = text.split("\n").filter((line) => line.trim() !== "");
       return {
         tail: deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n")),
+        truncated: read.truncated,
         cause: failureCause(text),
       };
     } catch (error) {
       log.warn({ err: error, jobId: job.id }, "could not read a failed job's log");
-      return { tail: "", cause: undefined };
+      return { tail: "", truncated: false, cause: undefined };
     }
   }
 
@@ -145,10 +150,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function failJob(request: RequestRecord, job: Job, stage: string): Promise<void> {
-    const { tail, cause } = await failureOf(job);
+    const { tail, truncated, cause } = await failureOf(job);
     const status = job.status === "canceled" ? "was canceled" : "failed";
     // The log is outside text: escaped, so it can neither mention nor close the code block.
-    const excerpt = tail === "" ? "" : `\n\`\`\`${escapeMrkdwn(tail)}\`\`\``;
+    const excerpt =
+      tail === ""
+        ? ""
+        : `\n${truncated ? `${tailCutWords(config.gitlab.logMaxBytes)}\n` : ""}\`\`\`${escapeMrkdwn(tail)}\`\`\``;
     await fail(
       request,
       `The ${stage} job \`${escapeMrkdwn(job.name)}\` ${status} in GitLab.${cause === undefined ? "" : ` ${cause}`} ${link(job.webUrl, "Open its log")}.${excerpt}`,
@@ -205,10 +213,14 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
-    const text = cleanTrace(await gitlab.jobLog(job.id));
+    const maxBytes = config.gitlab.logMaxBytes;
+    const read = await gitlab.jobLog(job.id, maxBytes);
+    // Text a carriage return overwrote is kept: the reader, and the plan file, see all of it.
+    const text = await cleanTraceInBatches(read.text, { overwritten: "keep" });
     const { plan, nodes } = await readPlan(job, text);
     let planFile: PlanReviewRecord["planFile"] = "none";
     const threadTs = request.messageTs;
+    const cut = planFileCutNotes(maxBytes, job.webUrl);
     if (threadTs !== null) {
       const filename = `${request.spec.name}-plan.txt`;
       try {
@@ -223,7 +235,10 @@ export function createTracker(deps: TrackerDeps): Tracker {
               thread_ts: threadTs,
               filename,
               title: `Terraform plan for ${request.spec.name}`,
-              content: deps.redact(text),
+              content: await redactInBatches(
+                read.truncated ? `${cut.head}${text}${cut.tail}` : text,
+                deps.redact,
+              ),
             });
             store.audit({
               requestId: request.id,
@@ -248,6 +263,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
       planJobUrl: job.webUrl,
       planFile,
       reviewedAt: now().toISOString(),
+      ...(read.truncated ? { logCutAt: maxBytes } : {}),
     };
     const next = move(request, "awaiting_approval", { review });
     if (next) await render(next);
@@ -373,8 +389,11 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function finishConfigure(request: RequestRecord, job: Job): Promise<void> {
-    const run = parseAnsibleOutput(cleanTrace(await gitlab.jobLog(job.id)));
-    const summary = recapText(run);
+    const read = await gitlab.jobLog(job.id, config.gitlab.logMaxBytes);
+    const run = parseAnsibleOutput(cleanTrace(read.text));
+    const summary = read.truncated
+      ? `${recapText(run)}\n${recapCutWords(config.gitlab.logMaxBytes, job.webUrl)}`
+      : recapText(run);
     if (job.status === "success") {
       await postResult(
         request,

@@ -4,6 +4,7 @@ import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 import type { RequestRecord } from "../store/store.js";
 import type { PlanResource, PlanSummary, ResourceAction } from "../terraform/plan-text.js";
 import { orderNodes, type NodeUsage } from "../vm/nodes.js";
+import { planLogCutWarning } from "./log-cut.js";
 import { requestHead, requestTitle, statusEmoji, statusLine } from "./request-message.js";
 
 type KnownBlock = types.KnownBlock;
@@ -15,6 +16,8 @@ export interface PlanReview {
   planJobUrl: string | undefined;
   /** Whether the full plan went to the thread as a file. */
   planFile: "uploaded" | "failed" | "none";
+  /** The plan job's log was read only this far (GITLAB_LOG_MAX_BYTES). */
+  logCutAt?: number | undefined;
 }
 
 /** How many resources are listed before "and N more". */
@@ -142,6 +145,17 @@ export function planMessage(
       type: "context",
       elements: [
         { type: "mrkdwn", text: truncate(`:warning: ${escapeMrkdwn(plan.mismatch)}`, 2000) },
+      ],
+    });
+  }
+  if (review.logCutAt !== undefined && review.planJobUrl !== undefined) {
+    blocks.push({
+      type: "context",
+      elements: [
+        {
+          type: "mrkdwn",
+          text: truncate(planLogCutWarning(review.logCutAt, review.planJobUrl), 2000),
+        },
       ],
     });
   }

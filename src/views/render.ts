@@ -15,5 +15,6 @@ export function renderRequest(request: RequestRecord): {
     nodes: request.review.nodes,
     planJobUrl: request.review.planJobUrl,
     planFile: request.review.planFile,
+    logCutAt: request.review.logCutAt,
   });
 }

@@ -169,6 +169,15 @@ describe("cleaning job log lines", () => {
     );
   });
 
+  it("keeps overwritten text as lines of its own when asked, for readers that must see it all", () => {
+    const raw = "  # vm will be destroyed\r\x1b[32;1mRefreshing...\x1b[0;m\nnext\r\n\rlast\n";
+    expect(cleanTrace(raw, { overwritten: "keep" })).toBe(
+      "  # vm will be destroyed\nRefreshing...\nnext\nlast\n",
+    );
+    expect(cleanTrace(raw)).toBe("Refreshing...\nnext\nlast\n");
+    expect(cleanTrace("\n\n", { overwritten: "keep" })).toBe("\n\n");
+  });
+
   it("treats CRLF as a line break", () => {
     expect(cleanTrace("one\r\ntwo\r\n")).toBe("one\ntwo\n");
   });

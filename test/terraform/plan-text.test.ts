@@ -143,6 +143,21 @@ describe("reading plan text from test/fixtures/terraform-plan-text", () => {
     expect(result.noChanges).toBe(false);
   });
 
+  it("reads a destroy heading that a carriage return hides from a terminal", () => {
+    const text = readFixture(`${DIR}/terraform-plan-comment-basic-2-delete-plan.txt`).replace(
+      "  # local_file.test will be destroyed",
+      "  # local_file.test will be destroyed\r  Refreshing state...                 ",
+    );
+    expect(text).toContain("destroyed\r");
+    for (const result of [parsePlanText(text), parseLineByLine(text)]) {
+      expect(actions(result)).toEqual([
+        ["local_file.test", "delete"],
+        ["local_file.test3", "delete"],
+      ]);
+      expect(result.derivedCounts.destroy).toBe(2);
+    }
+  });
+
   it("sums the Plan lines of several plans in one text and says so", () => {
     const text = [
       readFixture(`${DIR}/atlantis-simple-exp-output-atlantis-plan.txt`),

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { syntheticPlan } from "../../src/simulators/gitlab-traces.js";
+import { CHANNEL, askForVm, harnessPerTest, runUntilSettled } from "../support/harness.js";
+
+const start = harnessPerTest();
+
+/** A plan run that prints a lot before its plan, as a chatty provider's debug output would. */
+function longPlanOutput(bytes: number): string {
+  const line =
+    "2026-01-05T09:00:01.000Z [DEBUG] provider.terraform-provider-proxmox: reading node\n";
+  return `${line.repeat(Math.ceil(bytes / line.length))}${syntheticPlan({ name: "web-01" })}`;
+}
+
+describe("reading a plan job's log", () => {
+  it("stops at GITLAB_LOG_MAX_BYTES and says in the message and the plan file that the log was cut, with the job's link", async () => {
+    const h = await start({
+      env: { GITLAB_LOG_MAX_BYTES: "65536" },
+      project: { traces: { "tf:plan": longPlanOutput(300_000) } },
+    });
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+
+    const job = h.gitlab.job(pipelineId, "tf:plan");
+    expect(job.log.length).toBeGreaterThan(300_000);
+    const request = h.bot.store.listActive()[0]!;
+    expect(request.status).toBe("awaiting_approval");
+    expect(request.review?.logCutAt).toBe(65536);
+
+    const message = JSON.stringify(h.slack.message(CHANNEL, request.messageTs!)!.blocks);
+    expect(message).toContain("The plan job's log is longer than 64 KB");
+    expect(message).toContain(`<${request.review!.planJobUrl}|Read the whole log in GitLab>`);
+
+    expect(h.slack.uploads).toHaveLength(1);
+    const file = String(h.slack.uploads[0]!.content);
+    expect(file.startsWith("[vmbot read only the first 64 KB of this job's log")).toBe(true);
+    expect(file).toContain(request.review!.planJobUrl);
+    expect(
+      file.trimEnd().endsWith(`the log goes on beyond 64 KB: ${request.review!.planJobUrl}]`),
+    ).toBe(true);
+    expect(Buffer.byteLength(file)).toBeLessThan(65536 + 1024);
+  });
+
+  it("reads the whole log when it is within the cap, and says nothing about a cut", async () => {
+    const h = await start({ env: { GITLAB_LOG_MAX_BYTES: "65536" } });
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+
+    const request = h.bot.store.listActive()[0]!;
+    expect(request.review?.logCutAt).toBeUndefined();
+    expect(request.review?.plan.resources.length).toBeGreaterThan(0);
+    expect(JSON.stringify(h.slack.message(CHANNEL, request.messageTs!)!.blocks)).not.toContain(
+      "log is longer than",
+    );
+    expect(String(h.slack.uploads[0]!.content)).not.toContain("vmbot read only");
+  });
+
+  it("warns of a destroy whose heading a carriage return hides, and asks to confirm it", async () => {
+    const plan = `${syntheticPlan({ name: "web-01" })}
+  # proxmox_virtual_environment_vm.old will be destroyed\r  Still reading...                                        
+  - resource "proxmox_virtual_environment_vm" "old" {
+      - name = "old-01" -> null
+    }
+`;
+    const h = await start({ project: { traces: { "tf:plan": plan } } });
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+
+    const request = h.bot.store.listActive()[0]!;
+    expect(request.review?.plan.resources).toContainEqual({
+      address: "proxmox_virtual_environment_vm.old",
+      action: "delete",
+    });
+    const blocks = JSON.stringify(h.slack.message(CHANNEL, request.messageTs!)!.blocks);
+    expect(blocks).toContain("This plan destroys");
+    expect(blocks).toContain("Approve (destroys)");
+    expect(String(h.slack.uploads[0]!.content)).toContain(
+      "# proxmox_virtual_environment_vm.old will be destroyed",
+    );
+  });
+});
