@@ -190,6 +190,51 @@ const TERRAFORM_STATES_QUERY = `query vmbotTerraformStates($path: ID!) {
   }
 }`;
 
+const PIPELINE_INPUTS_QUERY = `query vmbotPipelineInputs($path: ID!, $ref: String!) {
+  project(fullPath: $path) {
+    ciPipelineCreationInputs(ref: $ref) { name type }
+  }
+}`;
+
+const PipelineInputsSchema = z.object({
+  data: z
+    .object({
+      project: z
+        .object({
+          ciPipelineCreationInputs: z
+            .array(z.object({ name: z.string(), type: z.string().nullish() }))
+            .nullish(),
+        })
+        .nullish(),
+    })
+    .nullish(),
+  errors: z.array(z.object({ message: z.string() })).optional(),
+});
+
+/** How long the pipeline's declared input types are trusted before they are read again. */
+const INPUT_TYPES_MAX_AGE_MS = 10 * 60_000;
+
+/**
+ * The inputs typed as the pipeline declares them: a number where it says NUMBER, a string where
+ * it says STRING (or nothing). Values of other declared types, or of undeclared inputs, go as
+ * they are (GitLab then names the input it refuses).
+ */
+export function typedInputs(
+  inputs: Readonly<Record<string, string | number>>,
+  declared: ReadonlyMap<string, string>,
+): Record<string, string | number> {
+  return Object.fromEntries(
+    Object.entries(inputs).map(([name, value]) => {
+      const type = declared.get(name);
+      if (type === "NUMBER" && typeof value === "string" && /^-?\d+(\.\d+)?$/.test(value)) {
+        return [name, Number(value)];
+      }
+      if (type === "STRING" && typeof value === "number") return [name, String(value)];
+      return [name, value];
+    }),
+  );
+}
+
 export interface GitlabOptions {
   url: string;
   token: GitlabToken;
@@ -317,6 +362,35 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     status: p.status,
     webUrl: p.web_url,
   });
+
+  let inputTypes:
+    { at: number; types: Promise<ReadonlyMap<string, string> | undefined> } | undefined;
+  /**
+   * The types the pipeline on the ref declares for its inputs, read through GraphQL where GitLab
+   * offers it (`ciPipelineCreationInputs`), else undefined: then the inputs go as configured
+   * (GITLAB_NUMBER_INPUTS).
+   */
+  function declaredInputTypes(): Promise<ReadonlyMap<string, string> | undefined> {
+    if (inputTypes !== undefined && Date.now() - inputTypes.at < INPUT_TYPES_MAX_AGE_MS) {
+      return inputTypes.types;
+    }
+    const types = (async () => {
+      const path = await projectPath();
+      const answer = await call("read the pipeline's inputs", PipelineInputsSchema, async () => {
+        const response = await api.Projects.requester.post("../graphql", {
+          body: { query: PIPELINE_INPUTS_QUERY, variables: { path, ref: options.ref } },
+        });
+        return response.body;
+      });
+      const declared = answer.data?.project?.ciPipelineCreationInputs;
+      if ((answer.errors ?? []).length > 0 || declared === undefined || declared === null) {
+        return undefined;
+      }
+      return new Map(declared.map((input) => [input.name, input.type ?? "STRING"]));
+    })().catch(() => undefined);
+    inputTypes = { at: Date.now(), types };
+    return types;
+  }
 
   const toSummary = (p: z.infer<typeof PipelineListItemSchema>): PipelineSummary => ({
     id: p.id,
@@ -549,8 +623,13 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
         value,
         variable_type: "env_var" as const,
       }));
+      let inputs = params.inputs;
+      if (options.pipelineParams === "inputs") {
+        const declared = await declaredInputTypes();
+        if (declared !== undefined) inputs = typedInputs(inputs, declared);
+      }
       const body = {
-        ...(options.pipelineParams === "inputs" ? { inputs: params.inputs } : {}),
+        ...(options.pipelineParams === "inputs" ? { inputs } : {}),
         ...(variableList.length > 0 ? { variables: variableList } : {}),
       };
       let response: unknown;

@@ -228,6 +228,12 @@ export interface FakeGitlabOptions {
    * ignores any parameter an endpoint does not declare.
    */
   version?: string;
+  /**
+   * Whether GraphQL offers `Project.ciPipelineCreationInputs` (the spec:inputs of the config on
+   * a ref). Default true; false answers the field with graphql-ruby's "doesn't exist" error, as a
+   * GitLab from before the field does.
+   */
+  inputsQuery?: boolean;
 }
 
 export interface PipelineVariable {
@@ -901,6 +907,7 @@ class GitlabModel {
   tokenValid = true;
   baseUrl = "";
   readonly version: string;
+  readonly inputsQuery: boolean;
   /** Told of every job and pipeline status change, synchronously. */
   onEvent: (event: ModelEvent) => void = () => undefined;
   private nextPipelineId = FIRST_PIPELINE_ID;
@@ -916,6 +923,7 @@ class GitlabModel {
   ) {
     this.token = options.token;
     this.version = options.version ?? GITLAB_VERSION;
+    this.inputsQuery = options.inputsQuery ?? true;
     this.user = { ...DEFAULT_USER, ...options.user };
     this.users = [this.user];
     for (const user of options.users ?? []) this.addUser(user);
@@ -3007,6 +3015,9 @@ const GRAPHQL_SCHEMA = buildSchema(`
 """Time represented in ISO 8601."""
 scalar Time
 
+"""Represents untyped JSON."""
+scalar JSON
+
 type Query {
   """Find a project."""
   project(fullPath: ID!): Project
@@ -3023,6 +3034,26 @@ type Project {
   terraformState(name: String!): TerraformState
   """Terraform states associated with the project."""
   terraformStates(after: String, before: String, first: Int, last: Int): TerraformStateConnection
+  """Inputs to create a pipeline."""
+  ciPipelineCreationInputs(ref: String!): [CiInputsSpecification]
+}
+
+enum CiInputsType {
+  ARRAY
+  BOOLEAN
+  NUMBER
+  STRING
+}
+
+"""Input for pipeline creation inputs."""
+type CiInputsSpecification {
+  default: JSON
+  description: String
+  name: String
+  options: JSON
+  regex: String
+  required: Boolean
+  type: CiInputsType
 }
 
 """The connection type for TerraformState."""
@@ -3264,6 +3295,25 @@ function graphqlRoot(model: GitlabModel, caller: Caller): Record<string, unknown
           return state === undefined ? null : graphqlTerraformState(model, state);
         },
         terraformStates: (args: ConnectionArgs) => terraformStateConnection(model, states(), args),
+        // `Ci::PipelineCreation::FindPipelineInputsService`: the spec of the config on `ref`.
+        ciPipelineCreationInputs: ({ ref }: { ref: string }) => {
+          if (!model.inputsQuery) {
+            throw new Error("Field 'ciPipelineCreationInputs' doesn't exist on type 'Project'");
+          }
+          if (!model.can(project, "create_pipeline")) return null;
+          if (!project.branches.has(ref) && !project.tags.has(ref)) {
+            throw new Error("The branch or tag does not exist");
+          }
+          return Object.entries(project.inputs ?? {}).map(([name, spec]) => ({
+            name,
+            type: (spec.type ?? "string").toUpperCase(),
+            description: spec.description ?? null,
+            required: spec.default === undefined,
+            default: spec.default ?? null,
+            options: spec.options ?? null,
+            regex: null,
+          }));
+        },
       };
     },
   };

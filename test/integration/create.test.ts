@@ -265,6 +265,30 @@ describe("/vm create", () => {
     expect(h.gitlab.pipelines[0]!.inputs).toMatchObject({ cpu_cores: 4, vm_name: "web-01" });
   });
 
+  it("sends each input typed as the pipeline declares it, read from GitLab, without any setting", async () => {
+    const h = await start({
+      env: { GITLAB_SIZING_PARAMS: "inputs" },
+      project: { inputs: PLATFORM_INPUTS },
+    });
+    const { request } = await submitAndSettle(h);
+    expect(request.pipelineId).toBe(h.gitlab.pipelines[0]!.id);
+    const body = JSON.parse(h.gitlab.requestsTo("POST", /\/pipeline$/)[0]!.body) as {
+      inputs: Record<string, unknown>;
+    };
+    // Declared type: number in the pipeline, so numbers; untyped, so strings.
+    expect(body.inputs).toMatchObject({
+      cpu_cores: 4,
+      memory_mb: 4096,
+      disk_size_gb: 40,
+      vm_id: "0",
+      template_vm_id: "9000",
+      dns_server: "192.168.1.1",
+    });
+    expect(h.gitlab.requestsTo("POST", /\/graphql$/).map((r) => r.body)).toEqual([
+      expect.stringContaining("ciPipelineCreationInputs"),
+    ]);
+  });
+
   it("sends no variable at all with GITLAB_SIZING_PARAMS=inputs and GITLAB_REQUEST_ID_VARIABLE=false", async () => {
     const h = await start({
       env: {
@@ -432,8 +456,11 @@ describe("GitLab refusing the pipeline", () => {
       'GitLab refused to create the pipeline (400): Pipeline will not run for the selected trigger. The rules configuration prevented any jobs from being added to the pipeline. The pipeline\'s rules must accept pipelines created through the API (`$CI_PIPELINE_SOURCE == "api"`), not only `"web"`: see vmbot\'s README.',
     ],
     [
-      "a pipeline that declares an input type: number that vmbot sends as a string (400)",
-      { project: { inputs: { ...VM_PIPELINE_INPUTS, vm_id: { type: "number", default: 0 } } } },
+      "a pipeline that declares an input type: number, on a GitLab that does not say so, vmbot sending a string (400)",
+      {
+        project: { inputs: { ...VM_PIPELINE_INPUTS, vm_id: { type: "number", default: 0 } } },
+        gitlab: { inputsQuery: false },
+      },
       () => undefined,
       "GitLab refused to create the pipeline (400): 'vm_id' input: provided value is not a number. The pipeline declares `vm_id` as `type: number`: list it in GITLAB_NUMBER_INPUTS so vmbot sends it as a number.",
     ],

@@ -32,7 +32,7 @@ const requestMessage = (h: Harness) =>
 
 describe("GitLab's version", () => {
   it("stops the start in inputs mode against a GitLab older than 17.10, naming its version", async () => {
-    const message = await startupFailure({ gitlabVersion: "17.9.3-ee" });
+    const message = await startupFailure({ gitlab: { version: "17.9.3-ee" } });
     expect(message).toContain("GitLab at http://127.0.0.1:");
     expect(message).toContain(
       "is version 17.9.3-ee, which ignores the inputs of a pipeline created through the API (they arrived in 17.10)",
@@ -42,7 +42,7 @@ describe("GitLab's version", () => {
 
   it("starts against that GitLab with GITLAB_PIPELINE_PARAMS=variables, and sends variables only", async () => {
     const h = await start({
-      gitlabVersion: "17.9.3-ee",
+      gitlab: { version: "17.9.3-ee" },
       env: { GITLAB_PIPELINE_PARAMS: "variables" },
       project: { inputs: undefined },
     });

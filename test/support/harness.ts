@@ -10,6 +10,7 @@ import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
   type FakeGitlab,
+  type FakeGitlabOptions,
   type FakeProjectOptions,
   type InputSpec,
 } from "../../src/simulators/gitlab.js";
@@ -98,8 +99,8 @@ export interface HarnessOptions {
   /** Variables to set, or to remove with `undefined`. */
   env?: Record<string, string | undefined>;
   project?: Partial<FakeProjectOptions>;
-  /** The GitLab version the fake reports (`FakeGitlabOptions.version`). */
-  gitlabVersion?: string;
+  /** How the fake GitLab behaves beyond its project: its version, its GraphQL fields. */
+  gitlab?: Pick<FakeGitlabOptions, "version" | "inputsQuery">;
   gitlabTimeoutMs?: number;
   /** Starts a fake Proxmox (its token defaults to the test token) and points the bot at it. */
   proxmox?: Partial<FakeProxmoxOptions> | true;
@@ -142,7 +143,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const gitlab = await startFakeGitlab({
     token: TEST_SECRETS.gitlabToken,
     projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS, ...options.project }],
-    ...(options.gitlabVersion === undefined ? {} : { version: options.gitlabVersion }),
+    ...options.gitlab,
   });
   const proxmox =
     options.proxmox === undefined
