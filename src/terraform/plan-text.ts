@@ -203,8 +203,8 @@ const UNFRAMED_BULLET = /^[*-] /;
 const LEGACY_RESOURCE =
   /^ {0,2}(-\/\+|\+\/-|<=|[+~-]) ([A-Za-z][\w-]*(?:\[[^\]]*\])?(?:\.[\w-]+(?:\[[^\]]*\])?)+)((?: \([^)]*\))*)$/;
 const LEGACY_ACTIONS_HEADER = /^\s*Terraform will perform the following actions:\s*$/;
-/** An attribute value that opens a heredoc: `<<EOT`, `<<-EOT`, perhaps with a comment after. */
-const HEREDOC_OPEN = /<<-?([A-Za-z_]\w*)(?:\s+#.*)?$/;
+/** An attribute value that opens a heredoc: `<<EOT`, `<<-EOT`, `<<~EOT`, perhaps with a comment after. */
+const HEREDOC_OPEN = /<<[-~]?([A-Za-z_]\w*)(?:\s+#.*)?$/;
 
 const MAX_DETAIL_LINES = 200;
 const MAX_DETAIL_CHARS = 10_000;
