@@ -29,7 +29,10 @@ export function readJsonPayload(payload: string): ResultMessage {
     for (const key of MESSAGE_KEYS) {
       const message = messageText(parsed[key]);
       if (message !== "")
-        return { message: shorten(message), unreachable: parsed.unreachable === true };
+        return {
+          message: shorten(withCause(message, messageText(parsed.stderr))),
+          unreachable: parsed.unreachable === true,
+        };
     }
     return { message: "", unreachable: parsed.unreachable === true };
   }
@@ -68,7 +71,12 @@ export function readYamlPayload(payload: string): ResultMessage {
   const unreachable = values.get("unreachable") === "true";
   for (const key of MESSAGE_KEYS) {
     const message = values.get(key)?.trim() ?? "";
-    if (message !== "") return { message: shorten(message), unreachable };
+    if (message !== "") {
+      return {
+        message: shorten(withCause(message, values.get("stderr")?.trim() ?? "")),
+        unreachable,
+      };
+    }
   }
   return { message: "", unreachable };
 }
@@ -122,4 +130,12 @@ function shorten(text: string): string {
   const cut = text.slice(0, MAX_MESSAGE_LENGTH);
   const last = cut.charCodeAt(cut.length - 1);
   return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
+}
+
+/**
+ * A command's failure says only "non-zero return code"; what went wrong is on its standard error,
+ * so that follows it when there is one.
+ */
+function withCause(message: string, stderr: string): string {
+  return message === "non-zero return code" && stderr !== "" ? `${message}: ${stderr}` : message;
 }

@@ -538,3 +538,19 @@ describe("parseAnsibleOutput on layouts beyond the default callback's JSON resul
     ]);
   });
 });
+
+describe("the message of a failed command", () => {
+  it("follows 'non-zero return code' with the command's standard error, when it has one", () => {
+    const run = parseAnsibleOutput(
+      log(
+        banner("TASK [Check free disk space]"),
+        'fatal: [web-02]: FAILED! => {"msg": "non-zero return code", "rc": 1, "stderr": "No space left on device"}',
+        'fatal: [web-03]: FAILED! => {"msg": "non-zero return code", "rc": 1, "stderr": ""}',
+      ),
+    );
+    expect(run.failures.map((failure) => failure.message)).toEqual([
+      "non-zero return code: No space left on device",
+      "non-zero return code",
+    ]);
+  });
+});
