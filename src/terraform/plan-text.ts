@@ -7,6 +7,9 @@
  * `resourceChangeComment`), refined by the marker line below it (`-/+ resource "type" "name" {`)
  * and by `# forces replacement` inside its body. Headings Terraform prints for drift ("has
  * changed", "has been deleted") and for deferred changes are not planned actions and are skipped.
+ * Terraform before 0.12 has no headings: its resources are the `+ address`, `-/+ address (new
+ * resource required)` lines under "Terraform will perform the following actions:". A heredoc
+ * attribute value (`<<EOT` … `EOT`, a cloud-init file say) is data and is skipped unread.
  *
  * The parser takes one line at a time and keeps only what it reports (resources, counts, error
  * diagnostics of bounded size), so a long job log is read in little memory.
