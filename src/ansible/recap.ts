@@ -9,6 +9,10 @@
  * unfinished result payload, so a long log costs little memory. It does no I/O.
  */
 
+import { MAX_MESSAGE_LENGTH, readJsonPayload, readYamlPayload } from "./result-payload.js";
+
+export { MAX_MESSAGE_LENGTH };
+
 export interface HostRecap {
   host: string;
   ok: number;
@@ -65,9 +69,6 @@ export interface RecapParser {
   result(): AnsibleRun;
 }
 
-/** Longest message kept for a failure. */
-export const MAX_MESSAGE_LENGTH = 500;
-
 /** Longest result payload kept in memory; beyond it the message is read from what was kept. */
 const MAX_PAYLOAD_LENGTH = 64 * 1024;
 
@@ -86,13 +87,10 @@ const RECAP_ROW = /^(\S+)\s+:\s+(ok=\d+.*)$/;
 const RECAP_PAIR = /(\w+)=(\d+)/g;
 /** A line that can continue a pretty-printed JSON payload: indented, or closing it. */
 const CONTINUATION = /^[\s}\]]/;
-
-/** Keys of a failed result, in the order they are tried for its message. */
-const MESSAGE_KEYS = ["msg", "reason", "stderr", "module_stderr"] as const;
-const MESSAGE_KEY_PATTERNS = MESSAGE_KEYS.map(
-  (key) => new RegExp(`"${key}"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)"`),
-);
-const UNREACHABLE_FLAG = /"unreachable"\s*:\s*true/;
+/** A line of a YAML result: indented under the `=>` line. */
+const YAML_CONTINUATION = /^\s/;
+/** A recap's own line under its banner before the rows: Ansible 2.0's retry hint. */
+const RECAP_NOTE = /^\s*to retry, use: --limit @/;
 
 interface FailureRecord {
   host: string;
@@ -118,6 +116,8 @@ interface PendingPayload {
   draft: FailureDraft;
   text: string;
   scan: BraceScan;
+  /** The YAML result format: the result is on the indented lines below `=>`. */
+  yaml: boolean;
 }
 
 export function createRecapParser(): RecapParser {
@@ -149,23 +149,29 @@ export function createRecapParser(): RecapParser {
   function startFailure(draft: FailureDraft, payload: string): void {
     const text = payload.trimStart();
     const scan: BraceScan = { depth: 0, inString: false, escaped: false };
+    if (text === "") {
+      // `ANSIBLE_CALLBACK_RESULT_FORMAT=yaml` (or the `yaml` callback): nothing after `=>`.
+      pending = { draft, text: "", scan, yaml: true };
+      return;
+    }
     if (text.startsWith("{")) {
       scanBraces(scan, text);
       if (scan.depth > 0) {
-        pending = { draft, text: text.slice(0, MAX_PAYLOAD_LENGTH), scan };
+        pending = { draft, text: text.slice(0, MAX_PAYLOAD_LENGTH), scan, yaml: false };
         return;
       }
     }
-    addRecord(finishFailure(draft, text));
+    addRecord(finishFailure(draft, text, false));
   }
 
   function continuePayload(open: PendingPayload, line: string): void {
     if (open.text.length < MAX_PAYLOAD_LENGTH) {
       open.text = `${open.text}\n${line}`.slice(0, MAX_PAYLOAD_LENGTH);
     }
+    if (open.yaml) return;
     scanBraces(open.scan, line);
     if (open.scan.depth <= 0) {
-      addRecord(finishFailure(open.draft, open.text));
+      addRecord(finishFailure(open.draft, open.text, open.yaml));
       pending = undefined;
     }
   }
@@ -206,11 +212,12 @@ export function createRecapParser(): RecapParser {
     const line = visibleText(raw);
 
     if (pending !== undefined) {
-      if (line.trim() !== "" && CONTINUATION.test(line)) {
+      const continues = pending.yaml ? YAML_CONTINUATION : CONTINUATION;
+      if (line.trim() !== "" && continues.test(line)) {
         continuePayload(pending, line);
         return;
       }
-      addRecord(finishFailure(pending.draft, pending.text));
+      addRecord(finishFailure(pending.draft, pending.text, pending.yaml));
       pending = undefined;
     }
 
@@ -221,6 +228,7 @@ export function createRecapParser(): RecapParser {
         recapRows++;
         return;
       }
+      if (recapRows === 0 && RECAP_NOTE.test(trimmed)) return;
       if (trimmed !== "" || recapRows > 0) inRecap = false;
       if (trimmed === "") return;
     }
@@ -276,7 +284,9 @@ export function createRecapParser(): RecapParser {
     },
     result(): AnsibleRun {
       const all =
-        pending === undefined ? records : [...records, finishFailure(pending.draft, pending.text)];
+        pending === undefined
+          ? records
+          : [...records, finishFailure(pending.draft, pending.text, pending.yaml)];
       return {
         hosts: [...hosts.values()].map((h) => ({ ...h })),
         failures: describeFailures(all, hosts),
@@ -337,70 +347,9 @@ function scanBraces(scan: BraceScan, text: string): void {
   }
 }
 
-function finishFailure(draft: FailureDraft, payload: string): FailureRecord {
-  const { message, unreachable } = readPayload(payload);
+function finishFailure(draft: FailureDraft, payload: string, yaml: boolean): FailureRecord {
+  const { message, unreachable } = yaml ? readYamlPayload(payload) : readJsonPayload(payload);
   return { ...draft, kind: unreachable ? "unreachable" : draft.kind, message };
-}
-
-/** The message and unreachable flag of a result payload: JSON if it parses, else by pattern. */
-function readPayload(payload: string): { message: string; unreachable: boolean } {
-  const text = payload.trim();
-  if (text === "") return { message: "", unreachable: false };
-  const parsed = parseJsonObject(text);
-  if (parsed !== undefined) {
-    for (const key of MESSAGE_KEYS) {
-      const message = messageText(parsed[key]);
-      if (message !== "")
-        return { message: shorten(message), unreachable: parsed.unreachable === true };
-    }
-    return { message: "", unreachable: parsed.unreachable === true };
-  }
-  const unreachable = UNREACHABLE_FLAG.test(text);
-  if (!text.startsWith("{")) return { message: shorten(text), unreachable };
-  for (const pattern of MESSAGE_KEY_PATTERNS) {
-    const found = pattern.exec(text)?.[1];
-    if (found !== undefined && found.trim() !== "") {
-      return { message: shorten(decodeJsonString(found)), unreachable };
-    }
-  }
-  return { message: "", unreachable };
-}
-
-function parseJsonObject(text: string): Record<string, unknown> | undefined {
-  if (!text.startsWith("{")) return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    return isRecord(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function messageText(value: unknown): string {
-  if (value === undefined || value === null) return "";
-  if (typeof value === "string") return value.trim();
-  return JSON.stringify(value);
-}
-
-function decodeJsonString(escaped: string): string {
-  try {
-    const value: unknown = JSON.parse(`"${escaped}"`);
-    return typeof value === "string" ? value.trim() : escaped;
-  } catch {
-    return escaped;
-  }
-}
-
-/** The first MAX_MESSAGE_LENGTH characters, never ending inside a surrogate pair. */
-function shorten(text: string): string {
-  if (text.length <= MAX_MESSAGE_LENGTH) return text;
-  const cut = text.slice(0, MAX_MESSAGE_LENGTH);
-  const last = cut.charCodeAt(cut.length - 1);
-  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
 }
 
 /**

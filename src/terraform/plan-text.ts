@@ -7,6 +7,9 @@
  * `resourceChangeComment`), refined by the marker line below it (`-/+ resource "type" "name" {`)
  * and by `# forces replacement` inside its body. Headings Terraform prints for drift ("has
  * changed", "has been deleted") and for deferred changes are not planned actions and are skipped.
+ * Terraform before 0.12 has no headings: its resources are the `+ address`, `-/+ address (new
+ * resource required)` lines under "Terraform will perform the following actions:". A heredoc
+ * attribute value (`<<EOT` … `EOT`, a cloud-init file say) is data and is skipped unread.
  *
  * The parser takes one line at a time and keeps only what it reports (resources, counts, error
  * diagnostics of bounded size), so a long job log is read in little memory.
@@ -195,9 +198,28 @@ const OUTPUTS_HEADER = /^\s*Changes to Outputs:\s*$/;
 const OUTPUT_ENTRY = /^ {0,2}([+~-]) +([^\s=]+) *=(?: |$)/;
 const PLAIN_DIAGNOSTIC = /^(Error|Warning): (.*)$/;
 const BOX_CONTENT = /^\s*│ ?(.*)$/;
+const UNFRAMED_BULLET = /^[*-] /;
+/**
+ * A resource line of Terraform before 0.12, under "Terraform will perform the following actions:":
+ * `  + aws_instance.web`, `-/+ aws_instance.db (tainted) (new resource required)`, ` <= data.x.y`.
+ */
+const LEGACY_RESOURCE =
+  /^ {0,2}(-\/\+|\+\/-|<=|[+~-]) ([A-Za-z][\w-]*(?:\[[^\]]*\])?(?:\.[\w-]+(?:\[[^\]]*\])?)+)((?: \([^)]*\))*)$/;
+const LEGACY_ACTIONS_HEADER = /^\s*Terraform will perform the following actions:\s*$/;
+/** An attribute value that opens a heredoc: `<<EOT`, `<<-EOT`, `<<~EOT`, perhaps with a comment after. */
+const HEREDOC_OPEN = /<<[-~]?([A-Za-z_]\w*)(?:\s+#.*)?$/;
 
 const MAX_DETAIL_LINES = 200;
 const MAX_DETAIL_CHARS = 10_000;
+
+const LEGACY_SYMBOLS: Record<string, ResourceAction> = {
+  "+": "create",
+  "-": "delete",
+  "~": "update",
+  "<=": "read",
+  "-/+": "replace",
+  "+/-": "replace",
+};
 
 const OUTPUT_SYMBOLS: Record<string, ResourceAction> = {
   "+": "create",
@@ -221,6 +243,20 @@ interface DiagnosticState {
   truncated: boolean;
   /** Unframed only: a paragraph of detail text has been read. */
   sawDetailText: boolean;
+  /** Unframed only: the line before was blank. */
+  afterBlank: boolean;
+  /** Unframed only: the last line with text ended with `:`, introducing what follows. */
+  introduces: boolean;
+}
+
+/** `[A-Za-z0-9_]`, by character code: cheaper per line than a pattern. */
+function isWordCharacter(code: number): boolean {
+  return (
+    (code >= 97 && code <= 122) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 48 && code <= 57) ||
+    code === 95
+  );
 }
 
 /**
@@ -272,6 +308,10 @@ export function createPlanTextParser(): PlanTextParser {
   let repeatedPlanLines = 0;
   let lastPlanLine: string | undefined;
   let headingsSincePlanLine = 0;
+  /** Under "Terraform will perform the following actions:" until the `Plan:` line. */
+  let inActions = false;
+  /** The word that ends the heredoc value being skipped. */
+  let heredocEnd: string | undefined;
 
   const closeDiagnostic = () => {
     if (diagnostic?.kind === "Error") errors.push(finishDiagnostic(diagnostic));
@@ -296,7 +336,16 @@ export function createPlanTextParser(): PlanTextParser {
     current = undefined;
     afterHeading = false;
     inOutputs = false;
-    diagnostic = { framed, summary, detail: [], chars: 0, truncated: false, sawDetailText: false };
+    diagnostic = {
+      framed,
+      summary,
+      detail: [],
+      chars: 0,
+      truncated: false,
+      sawDetailText: false,
+      afterBlank: false,
+      introduces: summary.endsWith(":"),
+    };
     if (kind !== undefined) diagnostic.kind = kind;
   };
 
@@ -327,16 +376,29 @@ export function createPlanTextParser(): PlanTextParser {
     return true;
   };
 
-  /** A line inside an unframed diagnostic (older Terraform); false when it has ended. */
+  /**
+   * A line inside an unframed diagnostic (Terraform before 0.15); false when it has ended. The
+   * diagnostic runs on over blank lines while what follows is indented, a bullet (`* x: error`),
+   * introduced by a line ending in `:`, or its first paragraph of text; the next paragraph of
+   * plain text after a blank line is something else.
+   */
   const unframedLine = (state: DiagnosticState, line: string): boolean => {
     if (line.trim() === "") {
-      if (state.sawDetailText) {
-        closeDiagnostic();
-        return true;
-      }
+      state.afterBlank = true;
       addDetail("");
       return true;
     }
+    if (
+      state.afterBlank &&
+      state.sawDetailText &&
+      !state.introduces &&
+      !/^\s/.test(line) &&
+      !UNFRAMED_BULLET.test(line)
+    ) {
+      closeDiagnostic();
+      return false;
+    }
+    state.afterBlank = false;
     if (
       PLAIN_DIAGNOSTIC.test(line) ||
       line.trim() === "╷" ||
@@ -349,6 +411,7 @@ export function createPlanTextParser(): PlanTextParser {
       return false;
     }
     if (!/^\s/.test(line)) state.sawDetailText = true;
+    state.introduces = line.endsWith(":");
     addDetail(line);
     return true;
   };
@@ -357,6 +420,7 @@ export function createPlanTextParser(): PlanTextParser {
     current = undefined;
     afterHeading = false;
     inOutputs = false;
+    inActions = false;
     const text = line.trim();
     if (planLines > 0 && text === lastPlanLine && headingsSincePlanLine === 0) {
       repeatedPlanLines += 1;
@@ -397,6 +461,23 @@ export function createPlanTextParser(): PlanTextParser {
     afterHeading = true;
   };
 
+  /** A resource line of Terraform before 0.12, with its `(tainted)`-like notes. */
+  const legacyResource = (symbol: string, rawAddress: string, notes: string) => {
+    const action = LEGACY_SYMBOLS[symbol];
+    if (action === undefined) return;
+    headingsSincePlanLine += 1;
+    const resource: PlanResource = { address: detached(rawAddress), action };
+    if (symbol === "-/+") resource.replaceOrder = "delete-first";
+    if (symbol === "+/-") resource.replaceOrder = "create-first";
+    const state: ResourceState = { resource, comments: [], forcedBy: [] };
+    if (notes.includes("(tainted)")) state.headingReason = "tainted";
+    if (notes.includes("(deposed)")) resource.deposed = "deposed";
+    resources.push(state);
+    // Its attributes follow as `name: "old" => "new"` lines, which are not read.
+    current = undefined;
+    afterHeading = false;
+  };
+
   const marker = (state: ResourceState, symbol: string | undefined) => {
     const resource = state.resource;
     if (symbol === "-/+" || symbol === "+/-") {
@@ -416,6 +497,23 @@ export function createPlanTextParser(): PlanTextParser {
         ? framedLine(diagnostic, text)
         : unframedLine(diagnostic, text);
       if (handled) return;
+    }
+
+    // A heredoc attribute value is data (a cloud-init file, a script): nothing in it is read.
+    if (heredocEnd !== undefined) {
+      const inner = text.trimStart();
+      if (
+        inner.startsWith(heredocEnd) &&
+        (inner.length === heredocEnd.length || inner.charAt(heredocEnd.length) === " ")
+      ) {
+        heredocEnd = undefined;
+      }
+      return;
+    }
+    // An opener ends in its word or a comment: most lines end otherwise and are not searched.
+    if (isWordCharacter(text.charCodeAt(text.length - 1)) && text.includes("<<")) {
+      const opens = HEREDOC_OPEN.exec(text);
+      if (opens !== null) heredocEnd = opens[1];
     }
 
     // The line patterns are anchored at the start, most after optional indentation: the first
@@ -453,6 +551,17 @@ export function createPlanTextParser(): PlanTextParser {
       noChangesSeen = true;
       current = undefined;
       return;
+    }
+    if (first === "T" && LEGACY_ACTIONS_HEADER.test(text)) {
+      inActions = true;
+      return;
+    }
+    if (inActions && text.length - trimmed.length <= 2) {
+      const legacy = LEGACY_RESOURCE.exec(text);
+      if (legacy !== null) {
+        legacyResource(legacy[1] ?? "", legacy[2] ?? "", legacy[3] ?? "");
+        return;
+      }
     }
     if (first === "C" && OUTPUTS_HEADER.test(text)) {
       inOutputs = true;

@@ -463,3 +463,94 @@ describe("parseAnsibleOutput on constructed output", () => {
     expect(parser.result()).toEqual(parseAnsibleOutput(text));
   });
 });
+
+describe("parseAnsibleOutput on layouts beyond the default callback's JSON results", () => {
+  it("reads each failure's message from the YAML result format's indented lines", () => {
+    const run = parseAnsibleOutput(
+      readFixture("corpus/ansible/callback_default.out.result_format_yaml.stdout"),
+    );
+    expect(
+      run.failures.map(({ task, message, item, ignored }) => ({ task, message, item, ignored })),
+    ).toEqual([
+      { task: "Failed task", message: "no reason", item: undefined, ignored: true },
+      { task: "debug loop", message: "debug-2", item: "debug-2", ignored: true },
+      { task: "debug loop", message: "One or more items failed", item: undefined, ignored: true },
+      {
+        task: "EXPECTED FAILURE Failed task to be rescued",
+        message: "Failed as requested from task",
+        item: undefined,
+        ignored: false,
+      },
+    ]);
+  });
+
+  it("reads a YAML result's block, quoted and folded messages and its unreachable flag", () => {
+    const run = parseAnsibleOutput(
+      log(
+        banner("TASK [ping]"),
+        "fatal: [web-01]: UNREACHABLE! => ",
+        "    changed: false",
+        "    msg: 'Failed to connect to the host via ssh: ssh: connect to host 192.168.1.50 port",
+        "        22: No route to host'",
+        "    unreachable: true",
+        "fatal: [web-02]: FAILED! => ",
+        "    changed: false",
+        "    msg: |-",
+        "        first line",
+        "        second line",
+        "    rc: 1",
+        "",
+        banner("PLAY RECAP"),
+        recapRow("web-01", { ok: 0, changed: 0, unreachable: 1, failed: 0 }),
+        recapRow("web-02", { ok: 0, changed: 0, unreachable: 0, failed: 1 }),
+      ),
+    );
+    expect(run.failures.map(({ host, kind, message }) => ({ host, kind, message }))).toEqual([
+      {
+        host: "web-01",
+        kind: "unreachable",
+        message:
+          "Failed to connect to the host via ssh: ssh: connect to host 192.168.1.50 port 22: No route to host",
+      },
+      { host: "web-02", kind: "failed", message: "first line\nsecond line" },
+    ]);
+  });
+
+  it("reads the hosts of a recap with Ansible 2.0's retry hint under its banner", () => {
+    // The layout of ansible-playbook 1.9/2.0: the hint, a blank line, then the rows.
+    const run = parseAnsibleOutput(
+      [
+        "TASK: [system-info | Run the script] ****************************************** ",
+        'failed: [localhost] => {"changed": true, "rc": 1, "msg": "non-zero return code"}',
+        "",
+        "PLAY RECAP ******************************************************************** ",
+        "           to retry, use: --limit @/root/devenv.retry",
+        "",
+        "localhost                  : ok=84   changed=53   unreachable=0    failed=1   ",
+        "web-01                     : ok=2    changed=0    unreachable=1    failed=0   ",
+        "",
+      ].join("\n"),
+    );
+    expect(run.recapFound).toBe(true);
+    expect(run.hosts).toEqual([
+      recap("localhost", { ok: 84, changed: 53, failed: 1 }),
+      recap("web-01", { ok: 2, unreachable: 1 }),
+    ]);
+  });
+});
+
+describe("the message of a failed command", () => {
+  it("follows 'non-zero return code' with the command's standard error, when it has one", () => {
+    const run = parseAnsibleOutput(
+      log(
+        banner("TASK [Check free disk space]"),
+        'fatal: [web-02]: FAILED! => {"msg": "non-zero return code", "rc": 1, "stderr": "No space left on device"}',
+        'fatal: [web-03]: FAILED! => {"msg": "non-zero return code", "rc": 1, "stderr": ""}',
+      ),
+    );
+    expect(run.failures.map((failure) => failure.message)).toEqual([
+      "non-zero return code: No space left on device",
+      "non-zero return code",
+    ]);
+  });
+});

@@ -251,3 +251,113 @@ describe("reading cut and re-encoded copies of the plan text fixtures", () => {
     });
   }
 });
+
+/** A Terraform 0.11 resource line: its symbol, address and the notes after it. */
+const legacyResource = fc.record({
+  symbol: fc.constantFrom("+", "-", "~", "<=", "-/+", "+/-"),
+  module: fc.option(identifier, { nil: undefined }),
+  type,
+  name: identifier,
+  index: fc.option(fc.nat(9), { nil: undefined }),
+  tainted: fc.boolean(),
+});
+const LEGACY_ACTION = {
+  "+": "create",
+  "-": "delete",
+  "~": "update",
+  "<=": "read",
+  "-/+": "replace",
+  "+/-": "replace",
+} as const;
+
+describe("reading Terraform 0.11 plans and heredoc values", () => {
+  it("lists every 0.11 resource line with its action, whatever attributes follow", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(legacyResource, fc.array(hostileText, { maxLength: 3 })), {
+          maxLength: 8,
+        }),
+        (entries) => {
+          const lines = [
+            "Resource actions are indicated with the following symbols:",
+            "  + create",
+            "-/+ destroy and then create replacement",
+            "",
+            "Terraform will perform the following actions:",
+            "",
+          ];
+          const expected: [string, string][] = [];
+          for (const [resource, attributes] of entries) {
+            const data = resource.symbol === "<=" ? "data." : "";
+            const index = resource.index === undefined ? "" : `[${resource.index}]`;
+            const module = resource.module === undefined ? "" : `module.${resource.module}.`;
+            const address = `${module}${data}${resource.type}.${resource.name}${index}`;
+            const notes = [
+              ...(resource.tainted ? [" (tainted)"] : []),
+              ...(LEGACY_ACTION[resource.symbol] === "replace" ? [" (new resource required)"] : []),
+            ].join("");
+            lines.push(`${resource.symbol.padStart(3)} ${address}${notes}`);
+            for (const attribute of attributes) lines.push(`      ${printable(attribute)}`);
+            lines.push("");
+            expected.push([address, LEGACY_ACTION[resource.symbol]]);
+          }
+          lines.push("", "Plan: 0 to add, 0 to change, 0 to destroy.");
+          const result = parsePlanText(lines.join("\n"));
+          expect(result.resources.map(({ address, action }) => [address, action])).toEqual(
+            expected,
+          );
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it("reads nothing inside a heredoc value, whatever its lines hold", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            hostileText.map(printable),
+            fc.constantFrom(
+              "  # proxmox_virtual_environment_vm.other will be destroyed",
+              "Plan: 0 to add, 0 to change, 9 to destroy.",
+              "Error: not an error",
+              "╷",
+              "No changes.",
+              "Terraform will perform the following actions:",
+              "-/+ aws_instance.web (new resource required)",
+            ),
+          ),
+          { maxLength: 12 },
+        ),
+        fc.constantFrom("<<EOT", "<<-EOT", "<<~EOT", "<<-EOT # forces replacement"),
+        (content, opener) => {
+          const body = content.filter((line) => !line.trimStart().startsWith("EOT"));
+          const plan = [
+            "  # proxmox_virtual_environment_file.cloud_config will be created",
+            '  + resource "proxmox_virtual_environment_file" "cloud_config" {',
+            `      + data = ${opener}`,
+            ...body.map((line) => `            ${line}`),
+            "        EOT",
+            "    }",
+            "",
+            "Plan: 1 to add, 0 to change, 0 to destroy.",
+          ].join("\n");
+          const result = parsePlanText(plan);
+          const forced = opener.includes("forces replacement");
+          expect(result.resources).toEqual([
+            {
+              address: "proxmox_virtual_environment_file.cloud_config",
+              action: forced ? "replace" : "create",
+              ...(forced ? { reason: "data forces replacement" } : {}),
+            },
+          ]);
+          expect(result.counts).toEqual({ add: 1, change: 0, destroy: 0 });
+          expect(result.errors).toEqual([]);
+          expect(result.planLines).toBe(1);
+        },
+      ),
+      RUNS,
+    );
+  });
+});

@@ -71,7 +71,20 @@ const logPiece = fc.oneof(
       .tuple(hostName, hostileText, payload)
       .map(([host, item, body]) => `failed: [${host}] (item=${item}) => ${body}`),
   },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        hostName,
+        fc.constantFrom("FAILED", "UNREACHABLE"),
+        fc.array(hostileText, { maxLength: 4 }),
+      )
+      .map(([host, kind, lines]) =>
+        [`fatal: [${host}]: ${kind}! => `, ...lines.map((line) => `    ${line}`)].join("\n"),
+      ),
+  },
   { weight: 2, arbitrary: fc.constant("...ignoring") },
+  { weight: 1, arbitrary: fc.constant("           to retry, use: --limit @site.retry") },
   { weight: 1, arbitrary: fc.constant(stars("PLAY RECAP")) },
   {
     weight: 3,
@@ -242,4 +255,116 @@ describe("reading cut and re-encoded copies of the ansible fixtures", () => {
       expect(parseAnsibleOutput(cleanTrace(log))).toEqual(whole);
     });
   }
+});
+
+/** Words of a failure message, some of which YAML would need quoting for. */
+const messageWord = fc.oneof(
+  fc.stringMatching(/^[a-z][a-z0-9./-]{0,12}$/),
+  fc.constantFrom("/dev/sda1:", "it's", "#1", "'quoted'", '"double"', "a: b", "- dash", "{x}"),
+);
+const messageLine = fc
+  .array(messageWord, { minLength: 1, maxLength: 8 })
+  .map((words) => words.join(" "));
+
+/** A YAML scalar as Ansible's YAML result format may print it: plain, single-quoted or a block. */
+function yamlValue(lines: string[], style: "plain" | "quoted" | "block", indent: string): string[] {
+  const text = lines.join("\n");
+  const plainSafe =
+    lines.length === 1 && !/^['"#{[&*!|>%@`-]|: | #|:$/.test(text) && text.trim() === text;
+  if (style === "plain" && plainSafe) return [` ${text}`];
+  if (style === "block" || lines.length > 1) {
+    return [" |-", ...lines.map((line) => `${indent}    ${line}`)];
+  }
+  return [` '${text.replaceAll("'", "''")}'`];
+}
+
+const hostNames = fc.uniqueArray(fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/), {
+  minLength: 1,
+  maxLength: 6,
+});
+const recapCounts = fc.tuple(...Array.from({ length: 7 }, () => fc.nat(500)));
+
+const yamlRun = fc
+  .record({
+    hosts: hostNames,
+    columns: fc.constantFrom(4, 5, 7),
+    retryHint: fc.boolean(),
+    indent: fc.constantFrom("    ", "  "),
+  })
+  .chain(({ hosts, columns, retryHint, indent }) =>
+    fc.record({
+      columns: fc.constant(columns),
+      retryHint: fc.constant(retryHint),
+      indent: fc.constant(indent),
+      rows: fc.tuple(...hosts.map((host) => fc.tuple(fc.constant(host), recapCounts))),
+      failures: fc.array(
+        fc.record({
+          host: fc.constantFrom(...hosts),
+          task: fc.stringMatching(/^[A-Za-z][A-Za-z0-9 _-]{0,20}[A-Za-z0-9]$/),
+          kind: fc.constantFrom("failed" as const, "unreachable" as const),
+          lines: fc.array(messageLine, { minLength: 1, maxLength: 3 }),
+          style: fc.constantFrom("plain" as const, "quoted" as const, "block" as const),
+        }),
+        { maxLength: 5 },
+      ),
+    }),
+  );
+
+describe("reading the YAML result format and the recap's variants", () => {
+  it("gives back every generated failure's message and every host's counts", () => {
+    fc.assert(
+      fc.property(yamlRun, ({ columns, retryHint, indent, rows, failures }) => {
+        const log: string[] = [stars("PLAY [site]"), ""];
+        for (const failure of failures) {
+          log.push(stars(`TASK [${failure.task}]`));
+          const word = failure.kind === "failed" ? "FAILED" : "UNREACHABLE";
+          log.push(`fatal: [${failure.host}]: ${word}! => `);
+          log.push(`${indent}changed: false`);
+          const [first = "", ...rest] = yamlValue(failure.lines, failure.style, indent);
+          log.push(`${indent}msg:${first}`, ...rest);
+          if (failure.kind === "unreachable") log.push(`${indent}unreachable: true`);
+          log.push("");
+        }
+        log.push(stars("PLAY RECAP"));
+        if (retryHint) log.push("           to retry, use: --limit @/srv/site.retry", "");
+        const keys = ["ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored"];
+        for (const [host, values] of rows) {
+          const pairs = keys
+            .slice(0, columns)
+            .map((key, i) => `${key}=${String(values[i]).padEnd(4)}`);
+          log.push(`${host.padEnd(26)} : ${pairs.join(" ")}`);
+        }
+        log.push("");
+
+        const run = parseAnsibleOutput(log.join("\n"));
+        expect(run.recapFound).toBe(true);
+        expect(run.hosts).toEqual(
+          rows.map(([host, values]) => {
+            const shown = values.map((value, i) => (i < columns ? value : 0));
+            return {
+              host,
+              ok: shown[0],
+              changed: shown[1],
+              unreachable: shown[2],
+              failed: shown[3],
+              skipped: shown[4],
+              rescued: shown[5],
+              ignored: shown[6],
+            };
+          }),
+        );
+        expect(
+          run.failures.map(({ host, task, kind, message }) => ({ host, task, kind, message })),
+        ).toEqual(
+          failures.map(({ host, task, kind, lines }) => ({
+            host,
+            task,
+            kind,
+            message: lines.join("\n").trim(),
+          })),
+        );
+      }),
+      RUNS,
+    );
+  });
 });

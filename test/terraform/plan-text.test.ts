@@ -636,3 +636,133 @@ describe("reading plan text", () => {
     expect(result.counts).toEqual({ add: 1, change: 0, destroy: 0 });
   });
 });
+
+describe("reading older and unusual plan layouts", () => {
+  it("lists the resources of Terraform 0.11 plans with their actions", () => {
+    const recreate = parsePlanText(
+      readFixture("corpus/terraform/tfminer-0.11-create-and-recreate.txt"),
+    );
+    expect(recreate.resources).toEqual([
+      { address: "aws_ebs_volume.logging[0]", action: "replace", replaceOrder: "delete-first" },
+      { address: "aws_ebs_volume.logging[1]", action: "replace", replaceOrder: "delete-first" },
+      { address: "aws_ebs_volume.registry-sync", action: "create" },
+    ]);
+    expect(recreate.mismatch).toBeUndefined();
+
+    const update = parsePlanText(
+      readFixture("corpus/terraform/tfminer-0.11-create-and-update.txt"),
+    );
+    expect(actions(update)).toEqual([
+      ["aws_ebs_volume.logging[0]", "update"],
+      ["aws_ebs_volume.logging[1]", "update"],
+      ["aws_ebs_volume.registry-sync", "create"],
+    ]);
+  });
+
+  it("reads 0.11's tainted, read and create-first lines, never the symbol legend", () => {
+    const result = parsePlanText(
+      [
+        "Resource actions are indicated with the following symbols:",
+        "  + create",
+        " <= read (data resources)",
+        "-/+ destroy and then create replacement",
+        "",
+        "Terraform will perform the following actions:",
+        "",
+        " <= data.aws_ami.ubuntu",
+        "      id: <computed>",
+        "",
+        "-/+ aws_route_table.private_kube (tainted) (new resource required)",
+        '      id: "rtb-0eef28cd989935468" => <computed> (forces new resource)',
+        "",
+        "+/- module.vm.aws_instance.web (new resource required)",
+        "",
+        "Plan: 2 to add, 0 to change, 2 to destroy.",
+      ].join("\n"),
+    );
+    expect(result.resources).toEqual([
+      { address: "data.aws_ami.ubuntu", action: "read" },
+      {
+        address: "aws_route_table.private_kube",
+        action: "replace",
+        replaceOrder: "delete-first",
+        reason: "tainted",
+      },
+      { address: "module.vm.aws_instance.web", action: "replace", replaceOrder: "create-first" },
+    ]);
+    expect(result.mismatch).toBeUndefined();
+  });
+
+  it("keeps an unboxed error's whole diagnostic, bullets included, up to the next paragraph", () => {
+    // As Terraform 0.11 prints a failed apply (backend/local/backend_apply.go).
+    const result = parsePlanText(
+      [
+        "Error: Error applying plan:",
+        "",
+        "1 error(s) occurred:",
+        "",
+        "* proxmox_vm_qemu.web (destroy): 1 error(s) occurred:",
+        "",
+        "* proxmox_vm_qemu.web: vm locked, could not obtain config",
+        "\tstatus code: 500",
+        "",
+        "Terraform does not automatically rollback in the face of errors.",
+        "Instead, your Terraform state file has been partially updated with",
+      ].join("\n"),
+    );
+    expect(result.errors).toEqual([
+      {
+        summary: "Error applying plan:",
+        detail: [
+          "1 error(s) occurred:",
+          "",
+          "* proxmox_vm_qemu.web (destroy): 1 error(s) occurred:",
+          "",
+          "* proxmox_vm_qemu.web: vm locked, could not obtain config",
+          "\tstatus code: 500",
+        ].join("\n"),
+      },
+    ]);
+  });
+
+  it("skips a heredoc attribute value as data, plan-like lines inside it included", () => {
+    const result = parsePlanText(
+      [
+        "  # proxmox_virtual_environment_file.cloud_config will be created",
+        '  + resource "proxmox_virtual_environment_file" "cloud_config" {',
+        "      + source_raw {",
+        "          + data      = <<-EOT",
+        "                #cloud-config",
+        "                # proxmox_virtual_environment_vm.other will be destroyed",
+        "                Plan: 0 to add, 0 to change, 9 to destroy.",
+        "                Error: not an error",
+        "            EOT",
+        '          + file_name = "web-01.yaml"',
+        "        }",
+        "    }",
+        "",
+        "  # proxmox_virtual_environment_vm.vm must be replaced",
+        '-/+ resource "proxmox_virtual_environment_vm" "vm" {',
+        "      ~ description = <<-EOT # forces replacement",
+        "          - old",
+        "          + new",
+        "        EOT",
+        "    }",
+        "",
+        "Plan: 2 to add, 0 to change, 1 to destroy.",
+      ].join("\n"),
+    );
+    expect(result.resources).toEqual([
+      { address: "proxmox_virtual_environment_file.cloud_config", action: "create" },
+      {
+        address: "proxmox_virtual_environment_vm.vm",
+        action: "replace",
+        replaceOrder: "delete-first",
+        reason: "description forces replacement",
+      },
+    ]);
+    expect(result.counts).toEqual({ add: 2, change: 0, destroy: 1 });
+    expect(result.errors).toEqual([]);
+    expect(result.planLines).toBe(1);
+  });
+});
