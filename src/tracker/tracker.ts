@@ -68,6 +68,8 @@ const STOPPED = new Set(["failed", "canceled", "skipped"]);
 /** How far behind its own clock the bot looks when it has no GitLab timestamp yet. */
 const FIRST_LOOKBACK_MS = 60_000;
 const LOG_TAIL_LINES = 15;
+/** How much of a Terraform error's text a failure message shows. */
+const ERROR_EXCERPT_CHARS = 1_500;
 /** queued → planning → awaiting approval, or applying → configuring → ready, in one reading. */
 const MAX_STEPS_PER_PASS = 4;
 /** Pipelines followed at once in a pass. */
@@ -128,10 +130,23 @@ export function createTracker(deps: TrackerDeps): Tracker {
    */
   async function failureOf(
     job: Job,
+    terraform: boolean,
   ): Promise<{ tail: string; truncated: boolean; cause: string | undefined }> {
     try {
       const read = await gitlab.jobLog(job.id, config.gitlab.logMaxBytes);
       const text = cleanTrace(read.text);
+      // A Terraform job's root cause is its first `Error:` diagnostic, wherever it stands.
+      const diagnostic = terraform ? parsePlanText(text).errors[0] : undefined;
+      if (diagnostic !== undefined) {
+        const block = [`Error: ${diagnostic.summary}`, diagnostic.detail]
+          .filter((part) => part.trim() !== "")
+          .join("\n\n");
+        return {
+          tail: deps.redact(block.slice(0, ERROR_EXCERPT_CHARS)),
+          truncated: false,
+          cause: failureCause(text),
+        };
+      }
       const lines = text.split("\n").filter((line) => line.trim() !== "");
       return {
         tail: deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n")),
@@ -150,7 +165,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   async function failJob(request: RequestRecord, job: Job, stage: string): Promise<void> {
-    const { tail, truncated, cause } = await failureOf(job);
+    const { tail, truncated, cause } = await failureOf(job, stage !== "configure");
     const status = job.status === "canceled" ? "was canceled" : "failed";
     // The log is outside text: escaped, so it can neither mention nor close the code block.
     const excerpt =

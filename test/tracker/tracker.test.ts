@@ -126,6 +126,26 @@ describe("the tracker", () => {
     );
   });
 
+  it("shows a failed plan's Terraform error, whole, instead of the log's last lines", async () => {
+    const h = await start();
+    const tracker = trackerFor(h);
+    const pipelineId = await askForVm(h);
+    await tracker.tick();
+    h.gitlab.failJob(pipelineId, "tf:plan", "script_failure");
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await tracker.tick();
+
+    const failed = requestOf(h, pipelineId);
+    expect(failed.error).toContain(
+      "```Error: error retrieving VM list: received an HTTP 401 response - Reason: authentication failure",
+    );
+    expect(failed.error).toContain(
+      'on main.tf line 12, in resource "proxmox_virtual_environment_vm"',
+    );
+    // The runner's closing lines are not the cause.
+    expect(failed.error).not.toContain("ERROR: Job failed");
+  });
+
   it("reads the plan and the nodes' load from the plan job's JSON artifact when configured", async () => {
     const h = await start({ env: { GITLAB_PLAN_JSON_ARTIFACT: "plan.json" } });
     const pipelineId = await askForVm(h);
