@@ -16,6 +16,7 @@ import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
 import { closeIntents, createClosure } from "../tracker/closure.js";
+import { createNotifier } from "../tracker/notify.js";
 import { readBackPlay } from "../tracker/play.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
 import { renderRequestMessage } from "../tracker/message-sync.js";
@@ -110,7 +111,7 @@ async function checkDecision(
   }
   if (verb === "approve" && planExpired(request.review, deps.config.planTtlMs, clock(deps))) {
     // Expired, and its pipeline canceled and plan deleted in GitLab, so it cannot be applied.
-    await closureFor(deps, client, deps.log).expire(request);
+    await closureFor(deps, client, deps.log).closure.expire(request);
     await tell(client, channel, user, expiredWords(deps.config.planTtlMs));
     return undefined;
   }
@@ -337,8 +338,9 @@ export function createRejectAction(deps: PlanDecisionDeps) {
       await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
       return;
     }
-    await render(args.client, deps.store, claimed, log);
-    const problems = await closureFor(deps, args.client, log).close(claimed, true);
+    const { show, closure } = closureFor(deps, args.client, log);
+    await show(claimed);
+    const problems = await closure.close(claimed, true);
     for (const problem of problems) {
       await tell(args.client, found.channel, user, `The request is rejected, but ${problem}`);
     }
@@ -347,12 +349,14 @@ export function createRejectAction(deps: PlanDecisionDeps) {
 
 /** What follows a rejection or an expiry, answering through this click's Slack client. */
 function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Logger) {
-  return createClosure({
-    ...deps,
-    log,
-    post: createThreadPoster({ client, effects: deps.effects, log }),
-    render: (request) => render(client, deps.store, request, log),
-  });
+  const post = createThreadPoster({ client, effects: deps.effects, log });
+  const notify = createNotifier({ config: deps.config, post });
+  /** Renders the message, then tells the requester how their request ended. */
+  const show = async (request: RequestRecord) => {
+    await render(client, deps.store, request, log);
+    await notify(request);
+  };
+  return { show, closure: createClosure({ ...deps, log, post, render: show }) };
 }
 
 export function registerPlanDecisions(app: App, deps: PlanDecisionDeps): void {

@@ -55,6 +55,10 @@ export const PlanReviewRecordSchema = z.object({
   planFile: z.enum(["uploaded", "failed", "none"]),
   /** When the plan was posted for review; PLAN_TTL counts from here. */
   reviewedAt: z.string().optional(),
+  /** Until when it may be approved (reviewedAt + PLAN_TTL), as the message shows it. */
+  expiresAt: z.string().optional(),
+  /** Who may approve it (Slack user and user-group IDs), as the message shows it. */
+  approvers: z.array(z.string()).optional(),
 });
 export type PlanReviewRecord = z.infer<typeof PlanReviewRecordSchema>;
 

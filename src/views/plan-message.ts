@@ -4,6 +4,7 @@ import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 import type { RequestRecord } from "../store/store.js";
 import type { PlanResource, PlanSummary, ResourceAction } from "../terraform/plan-text.js";
 import { orderNodes, type NodeUsage } from "../vm/nodes.js";
+import { approvalWindowWords, approverMentions } from "./notify.js";
 import { requestHead, requestTitle, statusEmoji, statusLine } from "./request-message.js";
 
 type KnownBlock = types.KnownBlock;
@@ -195,6 +196,18 @@ export function planMessage(
       },
     });
   } else {
+    const window = request.review;
+    if (window !== null && (window.expiresAt !== undefined || window.approvers !== undefined)) {
+      blocks.push({
+        type: "context",
+        elements: [
+          {
+            type: "mrkdwn",
+            text: approvalWindowWords(approverMentions(window.approvers ?? []), window.expiresAt),
+          },
+        ],
+      });
+    }
     blocks.push({
       type: "actions",
       block_id: PLAN_ACTIONS_BLOCK,
