@@ -37,13 +37,13 @@ export interface PlanDecisionDeps {
   now?: () => Date;
 }
 
-type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
+export type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
 type SlackClient = AllMiddlewareArgs["client"];
 
 /** Apply-job states from which an approval cannot lead to this plan being applied. */
 const SUPERSEDED = new Set(["canceled", "failed", "skipped"]);
 
-const RequestIdSchema = z.string().regex(/^vm-[a-z0-9]+-[0-9a-f]{8}$/);
+export const RequestIdSchema = z.string().regex(/^vm-[a-z0-9]+-[0-9a-f]{8}$/);
 
 const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
   queued: "is still waiting for its plan",
@@ -55,17 +55,18 @@ const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
   rejected: "was rejected",
   expired: "has expired: run /vm create again",
   canceled: "was canceled",
+  withdrawn: "was withdrawn",
 };
 
 /** Why a request can no longer be decided on, in a sentence. */
-function alreadyDecided(request: RequestRecord): string {
+export function alreadyDecided(request: RequestRecord): string {
   const by = request.decision === null ? "" : ` by <@${request.decision.by}>`;
   const state = STATE_WORDS[request.status] ?? `is ${request.status}`;
-  const who = request.status === "applying" || request.status === "rejected" ? by : "";
+  const who = ["applying", "rejected", "withdrawn"].includes(request.status) ? by : "";
   return `This request (${request.spec.name}) ${state}${who}; there is nothing to decide.`;
 }
 
-async function tell(client: SlackClient, channel: string, user: string, text: string) {
+export async function tell(client: SlackClient, channel: string, user: string, text: string) {
   await client.chat.postEphemeral({ channel, user, text });
 }
 
@@ -348,7 +349,7 @@ export function createRejectAction(deps: PlanDecisionDeps) {
 }
 
 /** What follows a rejection or an expiry, answering through this click's Slack client. */
-function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Logger) {
+export function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Logger) {
   const post = createThreadPoster({ client, effects: deps.effects, log });
   const notify = createNotifier({ config: deps.config, post });
   /** Renders the message, then tells the requester how their request ended. */

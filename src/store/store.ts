@@ -12,6 +12,7 @@ export const REQUEST_STATUSES = [
   "rejected",
   "expired",
   "canceled",
+  "withdrawn",
 ] as const;
 export type RequestStatus = (typeof REQUEST_STATUSES)[number];
 
@@ -21,6 +22,7 @@ export const FINAL_STATUSES: readonly RequestStatus[] = [
   "rejected",
   "expired",
   "canceled",
+  "withdrawn",
 ];
 
 export interface RequestRecord {

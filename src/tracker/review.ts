@@ -64,7 +64,7 @@ export type PlanReviewRecord = z.infer<typeof PlanReviewRecordSchema>;
 
 /** Who decided on a plan, and how. */
 export const DecisionSchema = z.object({
-  kind: z.enum(["approved", "rejected"]),
+  kind: z.enum(["approved", "rejected", "withdrawn"]),
   by: z.string(),
   at: z.string(),
 });

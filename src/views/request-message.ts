@@ -1,5 +1,6 @@
 import type { types } from "@slack/bolt";
 import type { RequestRecord, RequestStatus } from "../store/store.js";
+import { REQUEST_ACTIONS_BLOCK, REQUEST_WITHDRAW } from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 
 type KnownBlock = types.KnownBlock;
@@ -15,7 +16,40 @@ const STATUS: Record<RequestStatus, { emoji: string; label: string }> = {
   rejected: { emoji: ":no_entry_sign:", label: "Rejected" },
   expired: { emoji: ":alarm_clock:", label: "Expired" },
   canceled: { emoji: ":heavy_multiplication_x:", label: "Canceled" },
+  withdrawn: { emoji: ":leftwards_arrow_with_hook:", label: "Withdrawn" },
 };
+
+/** Until its apply starts, the requester may withdraw a request whose pipeline exists. */
+export function withdrawable(request: RequestRecord): boolean {
+  return (
+    request.pipelineId !== null &&
+    (request.status === "queued" ||
+      request.status === "planning" ||
+      request.status === "awaiting_approval")
+  );
+}
+
+/** The requester's Withdraw button, behind a confirmation; it carries only the request ID. */
+export function withdrawButton(request: RequestRecord) {
+  return {
+    type: "button" as const,
+    action_id: REQUEST_WITHDRAW,
+    text: { type: "plain_text" as const, text: "Withdraw" },
+    value: request.id,
+    confirm: {
+      title: { type: "plain_text" as const, text: "Withdraw this request?" },
+      text: {
+        type: "plain_text" as const,
+        text: truncate(
+          `vmbot cancels the pipeline of ${request.spec.name} in GitLab and its plan can no longer be applied. Only you, who asked for it, can withdraw it.`,
+          300,
+        ),
+      },
+      confirm: { type: "plain_text" as const, text: "Withdraw" },
+      deny: { type: "plain_text" as const, text: "Keep it" },
+    },
+  };
+}
 
 function field(label: string, value: string) {
   return { type: "mrkdwn" as const, text: truncate(`*${label}*\n${value}`, 2000) };
@@ -44,6 +78,8 @@ export function statusLine(request: RequestRecord): string {
         : `Terraform is applying the plan${pipeline === undefined ? "" : ` (${pipeline})`}.`;
     case "configuring":
       return `Ansible is configuring the VM${request.address === null ? "" : ` at ${escapeMrkdwn(request.address)}`}.`;
+    case "withdrawn":
+      return `Withdrawn by <@${request.decision?.by ?? request.requester}>, who asked for it: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.`;
     case "ready":
       return `Ready: *${escapeMrkdwn(request.spec.name)}*${request.address === null ? "" : ` at \`${escapeMrkdwn(request.address)}\``}.`;
     default:
@@ -112,6 +148,13 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
       elements: [
         { type: "mrkdwn", text: truncate(request.notes.map(escapeMrkdwn).join(" "), 2000) },
       ],
+    });
+  }
+  if (withdrawable(request)) {
+    blocks.push({
+      type: "actions",
+      block_id: REQUEST_ACTIONS_BLOCK,
+      elements: [withdrawButton(request)],
     });
   }
   return { text: requestTitle(request), blocks };

@@ -17,6 +17,7 @@ import {
 } from "../../src/views/notify.js";
 import { planMessage } from "../../src/views/plan-message.js";
 import { recapText } from "../../src/views/recap.js";
+import { notYoursToWithdraw, stillStartingWords } from "../../src/views/withdraw.js";
 import { renderRequest } from "../../src/views/render.js";
 import { requestMessage } from "../../src/views/request-message.js";
 import {
@@ -252,6 +253,8 @@ function renderAll(o: Outside): Payload[] {
     view: "approversCalledWords",
     payload: { text: approversCalledWords(waiting, mentions, "2026-12-03T10:05:00.000Z") },
   });
+  payloads.push({ view: "notYoursToWithdraw", payload: { text: notYoursToWithdraw(waiting) } });
+  payloads.push({ view: "stillStartingWords", payload: { text: stillStartingWords(waiting) } });
   payloads.push({
     view: "approvalWindowWords",
     payload: { text: approvalWindowWords(mentions, "2026-12-03T10:05:00.000Z") },
@@ -514,6 +517,8 @@ describe("outside text in every view the bot posts", () => {
         "helpMessage",
         "requesterToldWords",
         "approversCalledWords",
+        "notYoursToWithdraw",
+        "stillStartingWords",
       ].sort(),
     );
   });
