@@ -47,6 +47,8 @@ export interface RequestRecord {
   address: string | null;
   createdAt: string;
   updatedAt: string;
+  /** When the request entered its current status (its creation, before any move). */
+  stageAt: string;
   /** Counts the request's changes: every update adds one. */
   revision: number;
   /** The revision the request message in Slack last showed. */

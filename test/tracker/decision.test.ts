@@ -110,6 +110,11 @@ describe("approving and rejecting a plan", () => {
       status: "configuring",
       address: "192.168.1.50",
     });
+    // While the configure job runs, the message says so, with since when.
+    expect(message().text).toBe("VM web-01 — Configuring");
+    expect(JSON.stringify(message().blocks)).toMatch(
+      /Configuring… Ansible is configuring the VM at 192\.168\.1\.50, since <!date\^\d+\^\{time\}\|/,
+    );
     const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts && !m.files);
     expect(thread.map((m) => m.text)).toEqual([
       expect.stringMatching(/^:eyes: <@U0APPROVER> the plan for \*web-01\*/),
