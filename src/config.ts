@@ -302,6 +302,7 @@ const EnvSchema = z.object({
     "the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
   ),
   ALLOW_SELF_APPROVAL: boolean(false),
+  NOTIFY_APPROVERS: boolean(true),
   VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
   VMBOT_CRASH_AT: z.preprocess(
     blankToUndefined,
@@ -450,6 +451,8 @@ export interface Config {
     approvers: string[];
     admins: string[];
     allowSelfApproval: boolean;
+    /** Mention the approvers in the request's thread when a plan awaits them. */
+    notifyApprovers: boolean;
   };
   dbPath: string;
   logLevel: (typeof LOG_LEVELS)[number];
@@ -540,6 +543,7 @@ function toConfig(env: Env): Config {
       approvers: env.APPROVERS,
       admins: env.ADMINS,
       allowSelfApproval: env.ALLOW_SELF_APPROVAL,
+      notifyApprovers: env.NOTIFY_APPROVERS,
     },
     dbPath: env.VMBOT_DB,
     logLevel: env.LOG_LEVEL,

@@ -32,6 +32,10 @@ export const PLAN_ACTIONS_BLOCK = "plan_actions";
 export const PLAN_APPROVE = "plan_approve";
 export const PLAN_REJECT = "plan_reject";
 
+/** The requester's Withdraw button, on the request message until the apply starts. */
+export const REQUEST_ACTIONS_BLOCK = "request_actions";
+export const REQUEST_WITHDRAW = "request_withdraw";
+
 /** `/vm unlock`'s prompt: Force-unlock (behind a confirmation) and Cancel. */
 export const UNLOCK_ACTIONS_BLOCK = "unlock_actions";
 export const UNLOCK_CONFIRM = "unlock_confirm";

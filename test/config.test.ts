@@ -45,6 +45,7 @@ describe("loadConfig", () => {
       approvers: ["U0APPROVER"],
       admins: ["U0ADMIN"],
       allowSelfApproval: false,
+      notifyApprovers: true,
     });
     expect(config.vault).toBeUndefined();
     expect(config.proxmox.insecure).toBe(false);

@@ -16,6 +16,7 @@ import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
 import { closeIntents, createClosure } from "../tracker/closure.js";
+import { createNotifier } from "../tracker/notify.js";
 import { readBackPlay } from "../tracker/play.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
 import { renderRequestMessage } from "../tracker/message-sync.js";
@@ -36,13 +37,13 @@ export interface PlanDecisionDeps {
   now?: () => Date;
 }
 
-type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
+export type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
 type SlackClient = AllMiddlewareArgs["client"];
 
 /** Apply-job states from which an approval cannot lead to this plan being applied. */
 const SUPERSEDED = new Set(["canceled", "failed", "skipped"]);
 
-const RequestIdSchema = z.string().regex(/^vm-[a-z0-9]+-[0-9a-f]{8}$/);
+export const RequestIdSchema = z.string().regex(/^vm-[a-z0-9]+-[0-9a-f]{8}$/);
 
 const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
   queued: "is still waiting for its plan",
@@ -54,17 +55,18 @@ const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
   rejected: "was rejected",
   expired: "has expired: run /vm create again",
   canceled: "was canceled",
+  withdrawn: "was withdrawn",
 };
 
 /** Why a request can no longer be decided on, in a sentence. */
-function alreadyDecided(request: RequestRecord): string {
+export function alreadyDecided(request: RequestRecord): string {
   const by = request.decision === null ? "" : ` by <@${request.decision.by}>`;
   const state = STATE_WORDS[request.status] ?? `is ${request.status}`;
-  const who = request.status === "applying" || request.status === "rejected" ? by : "";
+  const who = ["applying", "rejected", "withdrawn"].includes(request.status) ? by : "";
   return `This request (${request.spec.name}) ${state}${who}; there is nothing to decide.`;
 }
 
-async function tell(client: SlackClient, channel: string, user: string, text: string) {
+export async function tell(client: SlackClient, channel: string, user: string, text: string) {
   await client.chat.postEphemeral({ channel, user, text });
 }
 
@@ -110,7 +112,7 @@ async function checkDecision(
   }
   if (verb === "approve" && planExpired(request.review, deps.config.planTtlMs, clock(deps))) {
     // Expired, and its pipeline canceled and plan deleted in GitLab, so it cannot be applied.
-    await closureFor(deps, client, deps.log).expire(request);
+    await closureFor(deps, client, deps.log).closure.expire(request);
     await tell(client, channel, user, expiredWords(deps.config.planTtlMs));
     return undefined;
   }
@@ -337,8 +339,9 @@ export function createRejectAction(deps: PlanDecisionDeps) {
       await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
       return;
     }
-    await render(args.client, deps.store, claimed, log);
-    const problems = await closureFor(deps, args.client, log).close(claimed, true);
+    const { show, closure } = closureFor(deps, args.client, log);
+    await show(claimed);
+    const problems = await closure.close(claimed, true);
     for (const problem of problems) {
       await tell(args.client, found.channel, user, `The request is rejected, but ${problem}`);
     }
@@ -346,13 +349,15 @@ export function createRejectAction(deps: PlanDecisionDeps) {
 }
 
 /** What follows a rejection or an expiry, answering through this click's Slack client. */
-function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Logger) {
-  return createClosure({
-    ...deps,
-    log,
-    post: createThreadPoster({ client, effects: deps.effects, log }),
-    render: (request) => render(client, deps.store, request, log),
-  });
+export function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Logger) {
+  const post = createThreadPoster({ client, effects: deps.effects, log });
+  const notify = createNotifier({ config: deps.config, post });
+  /** Renders the message, then tells the requester how their request ended. */
+  const show = async (request: RequestRecord) => {
+    await render(client, deps.store, request, log);
+    await notify(request);
+  };
+  return { show, closure: createClosure({ ...deps, log, post, render: show }) };
 }
 
 export function registerPlanDecisions(app: App, deps: PlanDecisionDeps): void {

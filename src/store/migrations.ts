@@ -69,4 +69,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX deliveries_seen ON deliveries (seen_at);
   `,
+  `
+  ALTER TABLE requests ADD COLUMN stage_at TEXT;
+  `,
 ];

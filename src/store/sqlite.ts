@@ -46,6 +46,7 @@ const RequestRowSchema = z.object({
   revision: z.number().int(),
   rendered_revision: z.number().int(),
   rendered_hash: z.string().nullable(),
+  stage_at: z.string().nullable().optional(),
 });
 
 const AuditRowSchema = z.object({
@@ -105,6 +106,7 @@ function toRecord(row: unknown): RequestRecord {
     revision: r.revision,
     renderedRevision: r.rendered_revision,
     renderedHash: r.rendered_hash,
+    stageAt: r.stage_at ?? r.created_at,
   };
 }
 
@@ -279,6 +281,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       ...entries.map(([key]) => `${columns[key]} = @${key}`),
       "updated_at = @now",
       "revision = revision + 1",
+      // A new status starts a stage; the same status again (a retried move) keeps its start.
+      ...(patch.status === undefined
+        ? []
+        : ["stage_at = CASE WHEN status = @status THEN stage_at ELSE @now END"]),
     ];
     const guard =
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;

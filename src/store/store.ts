@@ -12,6 +12,7 @@ export const REQUEST_STATUSES = [
   "rejected",
   "expired",
   "canceled",
+  "withdrawn",
 ] as const;
 export type RequestStatus = (typeof REQUEST_STATUSES)[number];
 
@@ -21,6 +22,7 @@ export const FINAL_STATUSES: readonly RequestStatus[] = [
   "rejected",
   "expired",
   "canceled",
+  "withdrawn",
 ];
 
 export interface RequestRecord {
@@ -45,6 +47,8 @@ export interface RequestRecord {
   address: string | null;
   createdAt: string;
   updatedAt: string;
+  /** When the request entered its current status (its creation, before any move). */
+  stageAt: string;
   /** Counts the request's changes: every update adds one. */
   revision: number;
   /** The revision the request message in Slack last showed. */

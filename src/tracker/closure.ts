@@ -20,7 +20,7 @@ import { expiredWords } from "./review.js";
 export const WATCH_STEP = "watch_apply";
 /** How long a closed request's pipeline is followed when nobody plays its apply job. */
 const WATCH_MS = 30 * 24 * 3_600_000;
-const CLOSED = new Set(["rejected", "expired"]);
+const CLOSED = new Set(["rejected", "expired", "withdrawn"]);
 /** Job states a cancel stops: none left means the pipeline has nothing more to cancel. */
 const CANCELABLE = new Set([
   "created",

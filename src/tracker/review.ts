@@ -57,12 +57,16 @@ export const PlanReviewRecordSchema = z.object({
   reviewedAt: z.string().optional(),
   /** The plan job's log is longer than this many bytes, all vmbot read of it. */
   logCutAt: z.number().int().optional(),
+  /** Until when it may be approved (reviewedAt + PLAN_TTL), as the message shows it. */
+  expiresAt: z.string().optional(),
+  /** Who may approve it (Slack user and user-group IDs), as the message shows it. */
+  approvers: z.array(z.string()).optional(),
 });
 export type PlanReviewRecord = z.infer<typeof PlanReviewRecordSchema>;
 
 /** Who decided on a plan, and how. */
 export const DecisionSchema = z.object({
-  kind: z.enum(["approved", "rejected"]),
+  kind: z.enum(["approved", "rejected", "withdrawn"]),
   by: z.string(),
   at: z.string(),
 });

@@ -24,6 +24,7 @@ import { createLatePipelines } from "./late-pipelines.js";
 import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import { createClosure, isClosed } from "./closure.js";
 import { createApprovalFinisher } from "./play.js";
+import { approvalDeadline, createNotifier, finishNotices } from "./notify.js";
 import { planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import type { RequestStarter } from "./starter.js";
 
@@ -95,9 +96,16 @@ export function createTracker(deps: TrackerDeps): Tracker {
   let stopped = false;
   let wakeAgain = false;
 
-  /** Renders the request message; one Slack refused is rendered again on a later pass. */
+  const poster = createThreadPoster({ client, effects: deps.effects, log });
+  const notify = createNotifier({ config, post: poster });
+
+  /**
+   * Renders the request message (one Slack refused is rendered again on a later pass), then
+   * calls in whoever's turn it is.
+   */
   async function render(request: RequestRecord): Promise<void> {
     await renderRequestMessage(client, store, request, log);
+    await notify(request);
   }
 
   const approvals = createApprovalFinisher({ store, gitlab, effects: deps.effects, log, render });
@@ -108,7 +116,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     effects: deps.effects,
     log,
     render,
-    post: createThreadPoster({ client, effects: deps.effects, log }),
+    post: poster,
     now,
   });
 
@@ -271,13 +279,19 @@ export function createTracker(deps: TrackerDeps): Tracker {
         planFile = "failed";
       }
     }
+    const reviewedAt = now().toISOString();
     const review: PlanReviewRecord = {
       plan,
       ...(nodes === undefined ? {} : { nodes }),
       planJobId: job.id,
       planJobUrl: job.webUrl,
       planFile,
-      reviewedAt: now().toISOString(),
+      reviewedAt,
+      expiresAt: approvalDeadline(reviewedAt, config.planTtlMs),
+      // Who may approve this one: not its requester, unless self-approval is allowed.
+      approvers: config.access.approvers.filter(
+        (id) => config.access.allowSelfApproval || id !== request.requester,
+      ),
       ...(read.truncated ? { logCutAt: maxBytes } : {}),
     };
     const next = move(request, "awaiting_approval", { review });
@@ -475,6 +489,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const unfinished = store.listActive();
     await deps.starter.resume(unfinished);
     await closure.finishPending();
+    await finishNotices(store, notify);
     await latePipelines.sweep();
     await expirePlans(unfinished);
     // Rejected and expired requests too, while their apply job could still be played in GitLab.

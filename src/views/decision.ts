@@ -32,8 +32,11 @@ export function playUnknownWords(request: RequestRecord): string {
   return `GitLab did not answer when vmbot started the apply job of ${name(request)}, nor when it looked again, so vmbot cannot tell yet whether it started. Your approval stands; vmbot keeps checking with GitLab and updates the request message when it knows.`;
 }
 
-const closedAs = (request: RequestRecord) =>
-  request.status === "expired" ? "expired" : "was rejected";
+const CLOSED_AS: Partial<Record<RequestRecord["status"], string>> = {
+  expired: "expired",
+  withdrawn: "was withdrawn",
+};
+const closedAs = (request: RequestRecord) => CLOSED_AS[request.status] ?? "was rejected";
 
 /** In the request's thread, loudly: someone played the apply job after the request was closed. */
 export function lateApplyWords(request: RequestRecord, job: Job, planErased: boolean): string {

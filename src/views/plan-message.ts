@@ -5,7 +5,14 @@ import type { RequestRecord } from "../store/store.js";
 import type { PlanResource, PlanSummary, ResourceAction } from "../terraform/plan-text.js";
 import { orderNodes, type NodeUsage } from "../vm/nodes.js";
 import { planLogCutWarning } from "./log-cut.js";
-import { requestHead, requestTitle, statusEmoji, statusLine } from "./request-message.js";
+import { approvalWindowWords, approverMentions } from "./notify.js";
+import {
+  requestHead,
+  requestTitle,
+  statusEmoji,
+  statusLine,
+  withdrawButton,
+} from "./request-message.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -186,10 +193,11 @@ export function planMessage(
 
   if (request.decision !== null) {
     const at = Math.floor(Date.parse(request.decision.at) / 1000);
-    const verb =
-      request.decision.kind === "approved"
-        ? ":white_check_mark: Approved"
-        : ":no_entry_sign: Rejected";
+    const verb = {
+      approved: ":white_check_mark: Approved",
+      rejected: ":no_entry_sign: Rejected",
+      withdrawn: ":leftwards_arrow_with_hook: Withdrawn",
+    }[request.decision.kind];
     blocks.push({
       type: "context",
       elements: [
@@ -209,6 +217,18 @@ export function planMessage(
       },
     });
   } else {
+    const window = request.review;
+    if (window !== null && (window.expiresAt !== undefined || window.approvers !== undefined)) {
+      blocks.push({
+        type: "context",
+        elements: [
+          {
+            type: "mrkdwn",
+            text: approvalWindowWords(approverMentions(window.approvers ?? []), window.expiresAt),
+          },
+        ],
+      });
+    }
     blocks.push({
       type: "actions",
       block_id: PLAN_ACTIONS_BLOCK,
@@ -231,6 +251,7 @@ export function planMessage(
           style: "danger",
           value: request.id,
         },
+        withdrawButton(request),
       ],
     });
   }

@@ -1,5 +1,6 @@
 import type { types } from "@slack/bolt";
 import type { RequestRecord, RequestStatus } from "../store/store.js";
+import { REQUEST_ACTIONS_BLOCK, REQUEST_WITHDRAW } from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 
 type KnownBlock = types.KnownBlock;
@@ -15,39 +16,95 @@ const STATUS: Record<RequestStatus, { emoji: string; label: string }> = {
   rejected: { emoji: ":no_entry_sign:", label: "Rejected" },
   expired: { emoji: ":alarm_clock:", label: "Expired" },
   canceled: { emoji: ":heavy_multiplication_x:", label: "Canceled" },
+  withdrawn: { emoji: ":leftwards_arrow_with_hook:", label: "Withdrawn" },
 };
+
+/** Until its apply starts, the requester may withdraw a request whose pipeline exists. */
+export function withdrawable(request: RequestRecord): boolean {
+  return (
+    request.pipelineId !== null &&
+    (request.status === "queued" ||
+      request.status === "planning" ||
+      request.status === "awaiting_approval")
+  );
+}
+
+/** The requester's Withdraw button, behind a confirmation; it carries only the request ID. */
+export function withdrawButton(request: RequestRecord) {
+  return {
+    type: "button" as const,
+    action_id: REQUEST_WITHDRAW,
+    text: { type: "plain_text" as const, text: "Withdraw" },
+    value: request.id,
+    confirm: {
+      title: { type: "plain_text" as const, text: "Withdraw this request?" },
+      text: {
+        type: "plain_text" as const,
+        text: truncate(
+          `vmbot cancels the pipeline of ${request.spec.name} in GitLab and its plan can no longer be applied. Only you, who asked for it, can withdraw it.`,
+          300,
+        ),
+      },
+      confirm: { type: "plain_text" as const, text: "Withdraw" },
+      deny: { type: "plain_text" as const, text: "Keep it" },
+    },
+  };
+}
 
 function field(label: string, value: string) {
   return { type: "mrkdwn" as const, text: truncate(`*${label}*\n${value}`, 2000) };
 }
 
-/** One sentence on where the request stands, with the pipeline's link. */
+/** A duration as a clock reads: 0:42, 12:05, 1:02:09. */
+export function duration(ms: number): string {
+  const total = Math.max(0, Math.round(ms / 1000));
+  const [h, m, s] = [Math.floor(total / 3600), Math.floor(total / 60) % 60, total % 60];
+  const two = (n: number) => String(n).padStart(2, "0");
+  return h > 0 ? `${h}:${two(m)}:${two(s)}` : `${m}:${two(s)}`;
+}
+
+/** When the current stage started, in each reader's own time zone. */
+const since = (request: RequestRecord) =>
+  `since <!date^${Math.floor(Date.parse(request.stageAt) / 1000)}^{time}|${request.stageAt}>`;
+
+/** One sentence on where the request stands: a verb, the pipeline's link, and the time. */
 export function statusLine(request: RequestRecord): string {
   const pipeline =
     request.pipelineId === null || request.pipelineUrl === null
       ? undefined
       : link(request.pipelineUrl, `pipeline #${request.pipelineId}`);
+  const see = pipeline === undefined ? "" : `\nSee ${pipeline}.`;
   switch (request.status) {
     case "queued":
       return pipeline === undefined
         ? "Starting the GitLab pipeline…"
-        : `GitLab ${pipeline} started: waiting for Terraform to plan.`;
+        : `Queued… GitLab ${pipeline} started: waiting for Terraform to plan.`;
+    case "planning":
+      return `Planning… Terraform is planning${pipeline === undefined ? "" : ` in GitLab ${pipeline}`}, ${since(request)}.`;
+    case "awaiting_approval":
+      return `Awaiting approval… ${since(request)}.${see}`;
     case "failed":
     case "canceled":
+    case "expired":
       // The error is cut, not the line: a long one (GitLab's words, a log excerpt) must leave
       // room for the pipeline's link, which a cut would break.
-      return `${truncate(request.error ?? "The request failed.", 2500)}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`;
+      return `${truncate(request.error ?? `The request ${request.status === "failed" ? "failed" : `was ${request.status}`}.`, 2500)}${see}`;
     case "applying":
       // While GitLab has not said whether the apply started, the words say so (checkingWords).
       return request.error !== null
-        ? `${truncate(request.error, 2500)}${pipeline === undefined ? "" : `\nSee ${pipeline}.`}`
-        : `Terraform is applying the plan${pipeline === undefined ? "" : ` (${pipeline})`}.`;
+        ? `${truncate(request.error, 2500)}${see}`
+        : `Applying… Terraform is applying the plan${pipeline === undefined ? "" : ` (${pipeline})`}, ${since(request)}.`;
     case "configuring":
-      return `Ansible is configuring the VM${request.address === null ? "" : ` at ${escapeMrkdwn(request.address)}`}.`;
-    case "ready":
-      return `Ready: *${escapeMrkdwn(request.spec.name)}*${request.address === null ? "" : ` at \`${escapeMrkdwn(request.address)}\``}.`;
-    default:
-      return pipeline === undefined ? STATUS[request.status].label : `GitLab ${pipeline}`;
+      // The address is cut so that the time after it always fits whole.
+      return `Configuring… Ansible is configuring the VM${request.address === null ? "" : ` at ${truncate(escapeMrkdwn(request.address), 300)}`}, ${since(request)}.`;
+    case "rejected":
+      return `Rejected${request.decision === null ? "" : ` by <@${request.decision.by}>`}: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.`;
+    case "withdrawn":
+      return `Withdrawn by <@${request.decision?.by ?? request.requester}>, who asked for it: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.`;
+    case "ready": {
+      const took = Date.parse(request.stageAt) - Date.parse(request.createdAt);
+      return `Ready: *${escapeMrkdwn(request.spec.name)}*${request.address === null ? "" : ` at \`${escapeMrkdwn(request.address)}\``}, ${duration(took)} after it was requested.`;
+    }
   }
 }
 
@@ -112,6 +169,13 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
       elements: [
         { type: "mrkdwn", text: truncate(request.notes.map(escapeMrkdwn).join(" "), 2000) },
       ],
+    });
+  }
+  if (withdrawable(request)) {
+    blocks.push({
+      type: "actions",
+      block_id: REQUEST_ACTIONS_BLOCK,
+      elements: [withdrawButton(request)],
     });
   }
   return { text: requestTitle(request), blocks };

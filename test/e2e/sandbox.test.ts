@@ -2,7 +2,7 @@
  * The sandbox end to end, in a real browser: `npm run build`, then `node dist/main.js` (what
  * `npm start` runs) with no Slack credentials, driven through its page by Playwright in Debian's
  * Chromium. Screenshots of the create form, the plan message and the destroy confirmation are
- * written to `docs/`, where the README shows them.
+ * written to `docs/`, where the README shows them, when `UPDATE_SCREENSHOTS=1`.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -14,7 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBot, type BotProcess } from "../support/process.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const DOCS = join(ROOT, "docs");
+/**
+ * Where the screenshots go: the README's pictures in `docs/` only when asked
+ * (`UPDATE_SCREENSHOTS=1`), else a scratch folder, so a plain `npm test` changes no tracked file.
+ */
+const SHOTS =
+  process.env.UPDATE_SCREENSHOTS === "1"
+    ? join(ROOT, "docs")
+    : mkdtempSync(join(tmpdir(), "vmbot-screenshots-"));
 
 /** As Debian's Chromium runs here: headless, as root, with no network beyond loopback. */
 const CHROMIUM_ARGS = [
@@ -169,7 +176,7 @@ describeWithChromium("the sandbox in a browser", () => {
     expect(await form.locator('[data-action-id="vm_cores"]').inputValue()).toBe("4");
 
     // The README's picture of the form: the bot's own inline error under the field.
-    await form.screenshot({ path: join(DOCS, "sandbox-create-form.png") });
+    await form.screenshot({ path: join(SHOTS, "sandbox-create-form.png") });
 
     await form.locator('[data-action-id="vm_ip"]').fill("192.168.1.60/24");
     await form.locator('button[type="submit"]').click();
@@ -182,7 +189,7 @@ describeWithChromium("the sandbox in a browser", () => {
     await request
       .locator('[data-element="button"][data-action-id="plan_reject"]')
       .waitFor({ state: "visible" });
-    await request.screenshot({ path: join(DOCS, "sandbox-plan-message.png") });
+    await request.screenshot({ path: join(SHOTS, "sandbox-plan-message.png") });
 
     // The plan job's link opens its log, served for the simulated GitLab.
     const [log] = await Promise.all([
@@ -238,7 +245,7 @@ describeWithChromium("the sandbox in a browser", () => {
     await dialog.waitFor({ state: "visible" });
     expect(await dialog.innerText()).toContain("Destroy resources?");
     expect(await dialog.innerText()).toContain("proxmox_virtual_environment_vm.vm");
-    await page.screenshot({ path: join(DOCS, "sandbox-destroy-confirmation.png") });
+    await page.screenshot({ path: join(SHOTS, "sandbox-destroy-confirmation.png") });
 
     // Going back changes nothing.
     await dialog.locator('[data-confirm-answer="deny"]').click();

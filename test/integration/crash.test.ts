@@ -43,8 +43,10 @@ const APPROVE_FLOW_POINTS = [
   "create_pipeline",
   "upload_plan",
   "play_apply",
+  "reply_notify_approvers",
   "reply_applied",
   "reply_configured",
+  "reply_notify_requester",
 ] as const;
 const exercised = new Set<string>();
 
@@ -56,6 +58,8 @@ interface World {
   bot: BotProcess;
   signer: SlackSigner;
   crashes: number;
+  /** Restarts after a crash that are up and answering. */
+  restarts: number;
   close(): Promise<void>;
 }
 
@@ -112,6 +116,7 @@ async function startWorld(
     bot,
     signer: signerFor(await portOf(bot)),
     crashes: 0,
+    restarts: 0,
     async close() {
       closing = true;
       world.bot.child.kill("SIGTERM");
@@ -128,6 +133,7 @@ async function startWorld(
         world.bot = runBot(env(false), dir);
         watch(world.bot);
         world.signer = signerFor(await portOf(world.bot));
+        world.restarts += 1;
       })
       .catch((error: unknown) => {
         if (!closing) restartFailure = error instanceof Error ? error : new Error(String(error));
@@ -211,6 +217,14 @@ async function approveFlow(crashAt: string | undefined) {
   try {
     const { pipelineId } = await ask(w);
     const plan = await planned(w, pipelineId);
+    await until(
+      () => (threadOf(w, plan).some((m) => m.text.startsWith(":eyes:")) ? true : undefined),
+      "the approvers to be called in",
+    );
+    if (crashAt?.startsWith("reply_notify_approvers:") === true) {
+      // The notice is the last thing before the crash: the click waits for the bot to be back.
+      await until(() => (w.restarts >= 1 ? true : undefined), "the bot to restart");
+    }
     await w.signer.blockAction({ message: plan, userId: APPROVER, actionId: "plan_approve" });
     await until(
       () => (w.gitlab.job(pipelineId, "tf:apply").status !== "manual" ? true : undefined),
@@ -221,6 +235,11 @@ async function approveFlow(crashAt: string | undefined) {
     await until(
       () => (requestMessage(w)?.text.endsWith("Ready") === true ? true : undefined),
       "the request to be ready",
+    );
+    await until(
+      () =>
+        threadOf(w, requestMessage(w)!).some((m) => m.text.includes("is ready")) ? true : undefined,
+      "the requester to be told",
     );
     // A few more passes: nothing may be posted twice after the end either.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
@@ -235,7 +254,12 @@ async function approveFlow(crashAt: string | undefined) {
         ? [(m.metadata.event_payload as { step: string }).step]
         : [],
     );
-    expect(steps).toEqual(["applied", "configured"]);
+    expect(steps).toEqual([
+      expect.stringMatching(/^notify_approvers:\d+$/),
+      "applied",
+      "configured",
+      "notify_requester",
+    ]);
     expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
     expect(w.gitlab.requestsTo("POST", /\/pipeline$/).length).toBeLessThanOrEqual(1);
     const actions = audit(w).map((entry) => entry.action);

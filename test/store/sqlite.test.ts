@@ -29,6 +29,23 @@ afterEach(() => {
 });
 
 describe("the SQLite store", () => {
+  it("records when a request entered its status: a move starts a stage, other writes do not", () => {
+    let now = new Date("2026-12-02T10:00:00.000Z");
+    const store = openSqliteStore(tempDb(), { clock: () => now });
+    const { request } = store.createRequest(newRequest());
+    expect(request.stageAt).toBe("2026-12-02T10:00:00.000Z");
+    now = new Date("2026-12-02T10:01:00.000Z");
+    store.transition(request.id, ["queued"], "planning");
+    now = new Date("2026-12-02T10:02:00.000Z");
+    store.updateRequest(request.id, { messageTs: "1.2" });
+    store.transition(request.id, ["planning"], "planning", { error: null });
+    expect(store.getRequest(request.id)?.stageAt).toBe("2026-12-02T10:01:00.000Z");
+    now = new Date("2026-12-02T10:03:00.000Z");
+    const moved = store.transition(request.id, ["planning"], "awaiting_approval");
+    expect(moved?.stageAt).toBe("2026-12-02T10:03:00.000Z");
+    store.close();
+  });
+
   it("creates the file and its folder on first run and applies every migration", () => {
     const path = tempDb();
     const store = openSqliteStore(path);
@@ -75,7 +92,7 @@ describe("the SQLite store", () => {
     first.close();
     const db = new Database(path);
     db.exec(
-      "DROP TABLE deliveries; DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
+      "ALTER TABLE requests DROP COLUMN stage_at; DROP TABLE deliveries; DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
         "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address; DROP TABLE effects;",
     );
     db.pragma("user_version = 1");

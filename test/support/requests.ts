@@ -40,6 +40,7 @@ export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecor
     address: null,
     createdAt: "2026-12-02T10:00:00.000Z",
     updatedAt: "2026-12-02T10:00:00.000Z",
+    stageAt: "2026-12-02T10:00:00.000Z",
     revision: 0,
     renderedRevision: 0,
     renderedHash: null,

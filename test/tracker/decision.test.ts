@@ -67,10 +67,14 @@ describe("approving and rejecting a plan", () => {
     const thread = h.slack.messages.filter((m) => m.thread_ts === done.messageTs);
     expect(thread.map((m) => m.files?.[0]?.name ?? m.text.split("\n")[0])).toEqual([
       "web-01-plan.txt",
+      expect.stringMatching(
+        /^:eyes: <@U0APPROVER> the plan for \*web-01\*, asked by <@U0REQUESTER>, awaits your approval\. Approve or reject it before <!date\^\d+\^/,
+      ),
       ":gear: Terraform applied: the VM has address 192.168.1.50.",
       ":white_check_mark: Configured.",
+      ":white_check_mark: <@U0REQUESTER> *web-01* is ready at `192.168.1.50`.",
     ]);
-    expect(thread[2]!.text).toMatch(/ok=\d+ changed=\d+ unreachable=0 failed=0/);
+    expect(thread[3]!.text).toMatch(/ok=\d+ changed=\d+ unreachable=0 failed=0/);
     expect(h.bot.store.listAudit(requestId).map((a) => a.action)).toEqual([
       "requested",
       "pipeline_created",
@@ -106,8 +110,14 @@ describe("approving and rejecting a plan", () => {
       status: "configuring",
       address: "192.168.1.50",
     });
+    // While the configure job runs, the message says so, with since when.
+    expect(message().text).toBe("VM web-01 — Configuring");
+    expect(JSON.stringify(message().blocks)).toMatch(
+      /Configuring… Ansible is configuring the VM at 192\.168\.1\.50, since <!date\^\d+\^\{time\}\|/,
+    );
     const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts && !m.files);
     expect(thread.map((m) => m.text)).toEqual([
+      expect.stringMatching(/^:eyes: <@U0APPROVER> the plan for \*web-01\*/),
       ":gear: Terraform applied: the VM has address 192.168.1.50.",
     ]);
   });
@@ -124,7 +134,9 @@ describe("approving and rejecting a plan", () => {
     expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
     const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts && !m.files);
     expect(thread.map((m) => m.text.split("\n")[0]!.split(":")[1])).toEqual([
+      "eyes",
       "gear",
+      "white_check_mark",
       "white_check_mark",
     ]);
   });

@@ -9,8 +9,15 @@ import { deriveCounts, type PlanResource } from "../../src/terraform/plan-text.j
 import { capacityFailure, capacityMessage } from "../../src/views/capacity.js";
 import { createModal, liveNodeOptions } from "../../src/views/create-modal.js";
 import { helpMessage } from "../../src/views/help.js";
+import {
+  approvalWindowWords,
+  approverMentions,
+  approversCalledWords,
+  requesterToldWords,
+} from "../../src/views/notify.js";
 import { planMessage } from "../../src/views/plan-message.js";
 import { recapText } from "../../src/views/recap.js";
+import { notYoursToWithdraw, stillStartingWords } from "../../src/views/withdraw.js";
 import { renderRequest } from "../../src/views/render.js";
 import { requestMessage } from "../../src/views/request-message.js";
 import {
@@ -41,6 +48,8 @@ const APPROVER = "U0APPROVER";
 const ADMIN = "U0ADMIN";
 /** The bot's own mentions: of the people in the request, never of anyone named by outside text. */
 const KNOWN_USERS = new Set([REQUESTER, APPROVER, ADMIN]);
+/** The approvers' user group, which the bot mentions when a plan waits for them. */
+const KNOWN_GROUPS = new Set(["S0APPROVERS"]);
 const GITLAB = "https://gitlab.example.com/";
 const PROXMOX = "https://pve.example.com:8006";
 const TRUSTED_URLS = [GITLAB, PROXMOX];
@@ -189,6 +198,8 @@ function renderAll(o: Outside): Payload[] {
         planJobId: 7,
         planJobUrl: `${GITLAB}infra/vms/-/jobs/7`,
         planFile: planFiles[(n + m) % planFiles.length] ?? "none",
+        expiresAt: "2026-12-03T10:05:00.000Z",
+        approvers: [APPROVER, "S0APPROVERS"],
       };
       const decision =
         status === "awaiting_approval"
@@ -196,6 +207,10 @@ function renderAll(o: Outside): Payload[] {
           : { kind: "approved" as const, by: APPROVER, at: "2026-12-02T10:05:00.000Z" };
       const reviewed = sampleRequest({ ...base, status, error: error ?? null, review, decision });
       payloads.push({ view: `renderRequest(${status})`, payload: renderRequest(reviewed) });
+      const told = requesterToldWords({ ...reviewed, decision: decision ?? null });
+      if (told !== undefined) {
+        payloads.push({ view: `requesterToldWords(${status})`, payload: { text: told } });
+      }
       payloads.push({
         view: `planMessage(${status})`,
         payload: planMessage(reviewed, { ...review, plan: { ...plan, noChanges: true } }),
@@ -232,6 +247,18 @@ function renderAll(o: Outside): Payload[] {
     ],
   };
   payloads.push({ view: "recapText", payload: { text: recapText(run) } });
+  const waiting = sampleRequest({ ...base, status: "awaiting_approval" });
+  const mentions = approverMentions([APPROVER, "S0APPROVERS"]);
+  payloads.push({
+    view: "approversCalledWords",
+    payload: { text: approversCalledWords(waiting, mentions, "2026-12-03T10:05:00.000Z") },
+  });
+  payloads.push({ view: "notYoursToWithdraw", payload: { text: notYoursToWithdraw(waiting) } });
+  payloads.push({ view: "stillStartingWords", payload: { text: stillStartingWords(waiting) } });
+  payloads.push({
+    view: "approvalWindowWords",
+    payload: { text: approvalWindowWords(mentions, "2026-12-03T10:05:00.000Z") },
+  });
   // The same names through the parser, from the log ansible-playbook would print.
   const log = [
     `PLAY [${o.play}] ***`,
@@ -337,6 +364,7 @@ function mrkdwnTexts(payload: unknown): string[] {
 }
 
 const MENTION = /<@([A-Z0-9]+)>/g;
+const GROUP_MENTION = /<!subteam\^([A-Z0-9]+)>/g;
 const DATE = /<!date\^-?\d+\^[^<>|]*\|[^<>|]*>/g;
 const LINK = /<(https:\/\/[^<>|\s]+)\|([^<>]*)>/g;
 
@@ -345,6 +373,10 @@ function problems(text: string): string[] {
   const found: string[] = [];
   let rest = text.replace(MENTION, (whole, id: string) => {
     if (!KNOWN_USERS.has(id)) found.push(`mentions ${whole}`);
+    return "";
+  });
+  rest = rest.replace(GROUP_MENTION, (whole, id: string) => {
+    if (!KNOWN_GROUPS.has(id)) found.push(`mentions ${whole}`);
     return "";
   });
   rest = rest.replace(DATE, "");
@@ -483,6 +515,10 @@ describe("outside text in every view the bot posts", () => {
         "unlockedNotice",
         "unlock failure",
         "helpMessage",
+        "requesterToldWords",
+        "approversCalledWords",
+        "notYoursToWithdraw",
+        "stillStartingWords",
       ].sort(),
     );
   });

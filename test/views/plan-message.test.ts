@@ -55,6 +55,7 @@ describe("planMessage", () => {
     expect(actions.elements.map((e) => [e.action_id, e.value, e.style])).toEqual([
       ["plan_approve", "vm-abc-1234", "primary"],
       ["plan_reject", "vm-abc-1234", "danger"],
+      ["request_withdraw", "vm-abc-1234", undefined],
     ]);
     expect(actions.elements[0]!.confirm).toBeUndefined();
   });

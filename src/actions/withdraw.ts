@@ -1,0 +1,75 @@
+import type { App, BlockButtonAction } from "@slack/bolt";
+import { REQUEST_WITHDRAW } from "../ids.js";
+import type { RequestRecord } from "../store/store.js";
+import { closeIntents } from "../tracker/closure.js";
+import { withdrawable } from "../views/request-message.js";
+import { notYoursToWithdraw, stillStartingWords, withdrawProblemWords } from "../views/withdraw.js";
+import {
+  alreadyDecided,
+  closureFor,
+  RequestIdSchema,
+  tell,
+  type ButtonArgs,
+  type PlanDecisionDeps,
+} from "./plan-decision.js";
+
+/** A status move may race the tracker (planning → awaiting approval): tried again on the new one. */
+const CLAIM_ATTEMPTS = 3;
+
+/**
+ * Withdraw: the requester takes back their own request before its apply starts. The same
+ * conditional move as Reject (so nobody can approve afterwards), recorded as withdrawn by them,
+ * then the same closure: the pipeline canceled and the plan's artifacts deleted in GitLab.
+ */
+export function createWithdrawAction(deps: PlanDecisionDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async (args: ButtonArgs) => {
+    await args.ack();
+    const user = args.body.user.id;
+    const channel = args.body.channel?.id ?? "";
+    const answer = (text: string) => tell(args.client, channel, user, text);
+    const id = RequestIdSchema.safeParse(args.action.value);
+    let current = id.success ? deps.store.getRequest(id.data) : undefined;
+    if (current === undefined) {
+      await answer("This button belongs to a request vmbot does not know.");
+      return;
+    }
+    if (current.requester !== user) {
+      await answer(notYoursToWithdraw(current));
+      return;
+    }
+    const log = deps.log.child({ requestId: current.id, user, command: "withdraw" });
+    const decision = { kind: "withdrawn" as const, by: user, at: now().toISOString() };
+    let claimed: RequestRecord | undefined;
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS && claimed === undefined; attempt += 1) {
+      if (current === undefined || !withdrawable(current)) break;
+      claimed = deps.store.transition(
+        current.id,
+        [current.status],
+        "withdrawn",
+        { decision },
+        closeIntents(current),
+        { actor: user, action: "withdrawn", detail: { from: current.status } },
+      );
+      if (claimed === undefined) current = deps.store.getRequest(current.id);
+    }
+    if (claimed === undefined) {
+      if (current === undefined) return;
+      await answer(
+        current.pipelineId === null && current.status === "queued"
+          ? stillStartingWords(current)
+          : alreadyDecided(current),
+      );
+      return;
+    }
+    log.info("request withdrawn by its requester");
+    const { show, closure } = closureFor(deps, args.client, log);
+    await show(claimed);
+    const problems = await closure.close(claimed, true);
+    for (const problem of problems) await answer(withdrawProblemWords(problem));
+  };
+}
+
+export function registerWithdraw(app: App, deps: PlanDecisionDeps): void {
+  app.action<BlockButtonAction>(REQUEST_WITHDRAW, createWithdrawAction(deps));
+}

@@ -1,0 +1,67 @@
+import type { Config } from "../config.js";
+import type { ThreadPoster } from "../slack/thread.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { approverMentions, approversCalledWords, requesterToldWords } from "../views/notify.js";
+
+/**
+ * Calls people in when it is their turn: the approvers when a plan waits for them (once per
+ * plan: a plan run again calls them again), the requester when the request ends (once). Each is
+ * a thread reply posted exactly once (the effects journal and the reply's metadata), so calling
+ * this after every render is safe.
+ */
+export type Notifier = (request: RequestRecord) => Promise<void>;
+
+const APPROVERS_STEP = "notify_approvers";
+const REQUESTER_STEP = "notify_requester";
+
+/** The notice due for `request` as it stands: its journal step, or undefined when none is. */
+function dueStep(request: RequestRecord): string | undefined {
+  if (request.status === "awaiting_approval" && request.review !== null) {
+    return `${APPROVERS_STEP}:${request.review.planJobId}`;
+  }
+  return requesterToldWords(request) === undefined ? undefined : REQUESTER_STEP;
+}
+
+/**
+ * Notices whose post was cut short (Slack refused or did not answer, or the bot stopped): posted
+ * now, or found already in the thread; a notice no longer due (the plan was decided) is dropped.
+ */
+export async function finishNotices(store: Store, notify: Notifier): Promise<void> {
+  for (const effect of store.pendingEffects()) {
+    if (!effect.step.startsWith("reply_notify_")) continue;
+    const request = store.getRequest(effect.subject);
+    if (request === undefined || `reply_${dueStep(request) ?? ""}` !== effect.step) {
+      store.complete(effect.subject, effect.step, { abandoned: "no longer due" });
+      continue;
+    }
+    await notify(request);
+  }
+}
+
+export function createNotifier(deps: { config: Config; post: ThreadPoster }): Notifier {
+  const { access } = deps.config;
+  return async (request) => {
+    if (request.status === "awaiting_approval" && request.review !== null) {
+      if (!access.notifyApprovers) return;
+      const approvers = request.review.approvers ?? access.approvers;
+      const mentions = approverMentions(
+        approvers,
+        access.allowSelfApproval ? undefined : request.requester,
+      );
+      if (mentions.length === 0) return;
+      await deps.post(
+        request,
+        `${APPROVERS_STEP}:${request.review.planJobId}`,
+        approversCalledWords(request, mentions, request.review.expiresAt),
+      );
+      return;
+    }
+    const words = requesterToldWords(request);
+    if (words !== undefined) await deps.post(request, REQUESTER_STEP, words);
+  };
+}
+
+/** Until when a plan reviewed at `reviewedAt` may be approved. */
+export function approvalDeadline(reviewedAt: string, planTtlMs: number): string {
+  return new Date(Date.parse(reviewedAt) + planTtlMs).toISOString();
+}

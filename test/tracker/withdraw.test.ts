@@ -1,0 +1,148 @@
+import { describe, expect, it } from "vitest";
+import {
+  APPROVER,
+  CHANNEL,
+  REQUESTER,
+  askForVm,
+  eventually,
+  harnessPerTest,
+  runUntilSettled,
+  type Harness,
+  type HarnessOptions,
+} from "../support/harness.js";
+
+const start = harnessPerTest();
+
+/** A request whose plan is posted and awaits approval. */
+async function planned(options?: HarnessOptions) {
+  const h = await start(options);
+  const pipelineId = await askForVm(h);
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "tf:plan");
+  await h.bot.tracker.tick();
+  const request = h.bot.store.listActive()[0]!;
+  expect(request.status).toBe("awaiting_approval");
+  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
+  return { h, pipelineId, requestId: request.id, message };
+}
+
+const click = (
+  h: Harness,
+  message: ReturnType<Harness["slack"]["message"]>,
+  userId: string,
+  actionId: string,
+) => h.signer.blockAction({ message: message!, userId, actionId });
+
+const ephemeralTo = (h: Harness, user: string) =>
+  h.slack.waitFor("chat.postEphemeral", (call) => call.args.user === user);
+
+const withdrawnShown = (h: Harness) =>
+  h.slack.waitFor("chat.update", (call) => call.args.text === "VM web-01 — Withdrawn");
+
+const cancels = (h: Harness, pipelineId: number) =>
+  h.gitlab.requestsTo("POST", new RegExp(`/pipelines/${pipelineId}/cancel$`));
+
+describe("the requester withdraws their request", () => {
+  it("cancels the pipeline, makes the plan unusable, and no one can approve afterwards", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    const before = structuredClone(message());
+    await click(h, message(), REQUESTER, "request_withdraw");
+    await withdrawnShown(h);
+    await eventually(
+      () =>
+        h.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/).length > 0 ? true : undefined,
+      "the plan's artifacts to be deleted",
+    );
+    expect(cancels(h, pipelineId)).toHaveLength(1);
+    const withdrawn = h.bot.store.getRequest(requestId)!;
+    expect(withdrawn).toMatchObject({
+      status: "withdrawn",
+      decision: { kind: "withdrawn", by: REQUESTER },
+    });
+    const blocks = JSON.stringify(message().blocks);
+    expect(blocks).toContain(`Withdrawn by <@${REQUESTER}> at <!date^`);
+    expect(blocks).not.toContain("plan_approve");
+    expect(blocks).not.toContain("request_withdraw");
+    expect(h.bot.store.listAudit(requestId)).toContainEqual(
+      expect.objectContaining({ actor: REQUESTER, action: "withdrawn" }),
+    );
+
+    // An approver clicking the old buttons changes nothing.
+    await click(h, before, APPROVER, "plan_approve");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toBe(
+      `This request (web-01) was withdrawn by <@${REQUESTER}>; there is nothing to decide.`,
+    );
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("withdrawn");
+  });
+
+  it("lets a requester who is also an approver withdraw their own request", async () => {
+    const { h, pipelineId, requestId, message } = await planned({
+      env: { APPROVERS: `${APPROVER},${REQUESTER}` },
+    });
+    await click(h, message(), REQUESTER, "request_withdraw");
+    await withdrawnShown(h);
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("withdrawn");
+    await eventually(() => (cancels(h, pipelineId).length > 0 ? true : undefined), "the cancel");
+  });
+
+  it("refuses anyone else, approvers included, and changes nothing", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    await click(h, message(), APPROVER, "request_withdraw");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toBe(
+      `Only <@${REQUESTER}>, who asked for *web-01*, can withdraw it. An approver can reject its plan instead.`,
+    );
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect(cancels(h, pipelineId)).toHaveLength(0);
+  });
+
+  it("withdraws while Terraform plans: the plan job is canceled and nothing follows", async () => {
+    const h = await start();
+    const pipelineId = await askForVm(h);
+    h.gitlab.advance(pipelineId);
+    await h.bot.tracker.tick();
+    const request = h.bot.store.listActive()[0]!;
+    expect(request.status).toBe("planning");
+    const message = h.slack.message(CHANNEL, request.messageTs!)!;
+    expect(JSON.stringify(message.blocks)).toContain("request_withdraw");
+    await click(h, message, REQUESTER, "request_withdraw");
+    await withdrawnShown(h);
+    await eventually(() => (cancels(h, pipelineId).length > 0 ? true : undefined), "the cancel");
+    expect(h.gitlab.job(pipelineId, "tf:plan").status).toBe("canceled");
+    await h.bot.tracker.tick();
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(request.id)?.status).toBe("withdrawn");
+    expect(h.slack.messages.filter((m) => m.text.includes("awaits your approval"))).toHaveLength(0);
+  });
+
+  it("cancels once when GitLab's answer to the cancel is lost after it took effect", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    h.gitlab.failNext({ method: "POST", path: /\/cancel$/ }, { afterEffect: "reset" });
+    await click(h, message(), REQUESTER, "request_withdraw");
+    await withdrawnShown(h);
+    await eventually(
+      () => (h.bot.store.effect(requestId, "cancel_pipeline")?.state === "done" ? true : undefined),
+      "the cancel to be settled",
+    );
+    expect(cancels(h, pipelineId)).toHaveLength(1);
+    // GitLab leaves a pipeline that waits on its manual job "manual" after a cancel: the plan's
+    // artifacts are deleted all the same, and the requester is told of no problem.
+    await eventually(
+      () =>
+        h.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/).length > 0 ? true : undefined,
+      "the plan's artifacts to be deleted",
+    );
+    expect(h.slack.callsTo("chat.postEphemeral")).toHaveLength(0);
+  });
+
+  it("tells a second click that the request was already withdrawn", async () => {
+    const { h, message } = await planned();
+    const before = structuredClone(message());
+    await click(h, before, REQUESTER, "request_withdraw");
+    await withdrawnShown(h);
+    await click(h, before, REQUESTER, "request_withdraw");
+    expect((await ephemeralTo(h, REQUESTER)).args.text).toBe(
+      `This request (web-01) was withdrawn by <@${REQUESTER}>; there is nothing to decide.`,
+    );
+  });
+});
