@@ -38,6 +38,11 @@ export interface Access {
    * user group could not be expanded in time (the expansion goes on and is cached).
    */
   decide(role: Role, userId: string, budgetMs: number): Promise<Decision>;
+  /**
+   * Who may take `action`, as configured: Slack user and user-group IDs, for naming them to
+   * someone refused. Empty for requesters means everyone.
+   */
+  who(action: Action): readonly string[];
 }
 
 const GROUP_CACHE_MS = 5 * 60_000;
@@ -115,5 +120,6 @@ export function createAccess(options: {
     decide,
     may: (action, userId) => allows(ACTION_ROLES[action], userId),
     mayWithin: (action, userId, budgetMs) => decide(ACTION_ROLES[action], userId, budgetMs),
+    who: (action) => listFor(ACTION_ROLES[action]),
   };
 }

@@ -5,6 +5,7 @@ import type {
   ViewSubmitAction,
 } from "@slack/bolt";
 import { z } from "zod";
+import { NOT_REQUESTER_FIELD } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
@@ -151,7 +152,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
         errors: {
           [CREATE_FIELDS.name]:
             decision === "denied"
-              ? "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot."
+              ? NOT_REQUESTER_FIELD
               : "Slack did not confirm in time that you may ask for VMs. Nothing was created: please press Create again.",
         },
       });

@@ -5,6 +5,7 @@ import type {
   SlackActionMiddlewareArgs,
 } from "@slack/bolt";
 import { z } from "zod";
+import { notApproverWords } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
@@ -93,7 +94,7 @@ async function checkDecision(
       client,
       channel,
       user,
-      `Only approvers (APPROVERS) may ${verb} plans. Ask one of them to look at ${request.spec.name}.`,
+      notApproverWords(verb, request.spec.name, deps.access.who(verb)),
     );
     return undefined;
   }

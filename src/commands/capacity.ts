@@ -1,5 +1,6 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt";
 import type { Access } from "../access.js";
+import { capacityRefusedWords } from "../views/refusals.js";
 import { userMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { NodeDirectory } from "../proxmox/directory.js";
@@ -46,9 +47,7 @@ export function createCapacityCommand(deps: CapacityDeps) {
     if (!(await deps.access.may("capacity", command.user_id))) {
       await respond({
         response_type: "ephemeral",
-        ...capacityFailure(
-          "Capacity is shown to the people who may ask for VMs (REQUESTERS), and you are not on that list.",
-        ),
+        ...capacityFailure(capacityRefusedWords(deps.access.who("capacity"))),
       });
       return;
     }

@@ -1,5 +1,6 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt";
 import type { Access } from "../access.js";
+import { notRequesterWords } from "../views/refusals.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
@@ -112,7 +113,7 @@ export function createCreateCommand(deps: CreateCommandDeps) {
       log.info("refused /vm create: not a requester");
       await respond({
         response_type: "ephemeral",
-        text: "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot to add you.",
+        text: notRequesterWords(deps.access.who("create")),
       });
       return;
     }

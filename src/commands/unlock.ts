@@ -7,6 +7,7 @@ import type {
   SlackCommandMiddlewareArgs,
 } from "@slack/bolt";
 import { z } from "zod";
+import { notAdminWords } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
@@ -59,9 +60,6 @@ const UnlockTargetSchema = z.object({
 type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
 type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
 
-const NOT_ADMIN =
-  "Only vmbot's admins (ADMINS) may unlock Terraform state. Ask one of them if the state is stuck.";
-
 const ephemeral = (reply: Reply) => ({ response_type: "ephemeral" as const, ...reply });
 const replace = (reply: Reply) => ({ replace_original: true, ...reply });
 
@@ -96,7 +94,7 @@ export function createUnlockCommand(deps: UnlockDeps) {
     const log = deps.log.child({ user: command.user_id, command: "unlock", state: name });
     if (!(await deps.access.may("unlock", command.user_id))) {
       log.info("refused /vm unlock: not an admin");
-      await respond(ephemeral(failure(NOT_ADMIN)));
+      await respond(ephemeral(failure(notAdminWords(deps.access.who("unlock")))));
       return;
     }
     let reply: Reply;
@@ -140,7 +138,11 @@ export function registerUnlockActions(app: App, deps: UnlockDeps): void {
     const log = deps.log.child({ user, command: "unlock" });
     if (!(await deps.access.may("unlock", user))) {
       log.info("refused a force-unlock: not an admin");
-      await respond({ replace_original: false, response_type: "ephemeral", ...failure(NOT_ADMIN) });
+      await respond({
+        replace_original: false,
+        response_type: "ephemeral",
+        ...failure(notAdminWords(deps.access.who("unlock"))),
+      });
       return;
     }
     const target = UnlockTargetSchema.safeParse(safeJson(action.value));

@@ -277,7 +277,7 @@ describeWithChromium("the sandbox in a browser", () => {
     await page.locator('[data-person="stranger"]').click();
     await expect.poll(() => mine.count(), POLL).toBe(0);
     await send(page, "/vm create web-09");
-    await expect.poll(textOf(mine.last()), POLL).toContain("REQUESTERS");
+    await expect.poll(textOf(mine.last()), POLL).toContain("you are not among them");
     expect(await page.locator("form.bk-modal").count()).toBe(0);
     await closePage(page);
   }, 60_000);

@@ -159,7 +159,9 @@ describe("/vm capacity", () => {
   it("refuses people who may not ask for VMs, without asking Proxmox", async () => {
     const h = await start({ proxmox: true, env: { REQUESTERS: REQUESTER } });
     const post = await capacity(h, "", "U0STRANGER");
-    expect(post.body.text).toContain("you are not on that list");
+    expect(post.body.text).toContain(
+      "Capacity is shown to the people who may ask for VMs (<@U0REQUESTER>), and you are not among them.",
+    );
     expect(h.proxmox!.requests).toHaveLength(0);
   });
 });

@@ -338,7 +338,7 @@ describe("/vm create", () => {
     const refusal = await h.slack.waitForResponse();
     expect(refusal.body).toMatchObject({
       response_type: "ephemeral",
-      text: "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot to add you.",
+      text: "Only the people who may ask for VMs (<@U0SOMEONEELSE>) can use /vm create, and you are not among them. Ask the team that runs vmbot to add you.",
     });
     expect(h.slack.callsTo("views.open")).toHaveLength(0);
     expect(allRequests(h)).toHaveLength(0);
@@ -357,7 +357,7 @@ describe("/vm create", () => {
       response_action: "errors",
       errors: {
         vm_name:
-          "You are not on the list of people who may ask for VMs (REQUESTERS). Ask the team that runs vmbot.",
+          "You are not among the people who may ask for VMs. Ask the team that runs vmbot to add you.",
       },
     });
     expect(allRequests(h)).toHaveLength(0);

@@ -131,7 +131,7 @@ describe("/vm unlock", () => {
     const answer = await unlock(h, "", REQUESTER);
     expect(answer.body).toMatchObject({
       response_type: "ephemeral",
-      text: ":warning: Only vmbot's admins (ADMINS) may unlock Terraform state. Ask one of them if the state is stuck.",
+      text: ":warning: Only vmbot's admins (<@U0ADMIN>) may unlock Terraform state. Ask one of them if the state is stuck.",
     });
     expect(h.gitlabSinceStart()).toHaveLength(0);
   });
@@ -141,7 +141,7 @@ describe("/vm unlock", () => {
     const prompt = await unlock(h);
     const answer = await click(h, prompt, "unlock_confirm", REQUESTER);
     expect(answer.body).toMatchObject({ replace_original: false, response_type: "ephemeral" });
-    expect(String(answer.body.text)).toContain("Only vmbot's admins (ADMINS)");
+    expect(String(answer.body.text)).toContain("Only vmbot's admins (<@U0ADMIN>)");
     expect(unlockRequests(h)).toHaveLength(0);
     expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).not.toBeNull();
   });

@@ -685,7 +685,11 @@ describe("the sandbox page server", () => {
 
     const theirs = state.ephemerals.filter((e) => e.user === STRANGER);
     expect(theirs).toHaveLength(1);
-    expect(theirs[0]?.text).toContain("REQUESTERS");
+    // Named as the people who may, never as a setting.
+    expect(theirs[0]?.text).toContain(
+      "Only the people who may ask for VMs (<@U0SBXROBIN>, <@U0SBXALEX> or <@U0SBXSAM>) can use /vm create",
+    );
+    expect(theirs[0]?.text).not.toContain("REQUESTERS");
 
     // Nothing for the approver, and none of it in the channel or in a form.
     expect(state.ephemerals.filter((e) => e.user === APPROVER)).toEqual([]);
@@ -721,9 +725,9 @@ describe("the sandbox page server", () => {
       now.ephemerals.some((e) => e.user === REQUESTER) ? now : undefined,
     );
     const refusal = state.ephemerals.filter((e) => e.user === REQUESTER);
-    // The requester is no approver (APPROVERS lists only the approver), so that is what they hear.
+    // The requester is no approver (only the approver is), so that is what they hear.
     expect(refusal.map((e) => e.text)).toEqual([
-      "Only approvers (APPROVERS) may approve plans. Ask one of them to look at web-08.",
+      "Only the approvers (<@U0SBXALEX>) may approve plans. Ask one of them to look at web-08.",
     ]);
     expect(state.ephemerals.filter((e) => e.user !== REQUESTER)).toEqual([]);
     const after = requestMessage(state, "web-08");

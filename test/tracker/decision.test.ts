@@ -178,7 +178,7 @@ describe("approving and rejecting a plan", () => {
     await click(h, message(), "U0STRANGER", "plan_approve");
     const refusal = await ephemeralTo(h, "U0STRANGER");
     expect(refusal.args.text).toBe(
-      "Only approvers (APPROVERS) may approve plans. Ask one of them to look at web-01.",
+      "Only the approvers (<@U0APPROVER>) may approve plans. Ask one of them to look at web-01.",
     );
     expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
     expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
