@@ -296,7 +296,9 @@ describeWithChromium("the sandbox in a browser", () => {
 
     // Requesters may not unlock.
     await send(page, "/vm unlock");
-    await expect.poll(textOf(page.locator(".sb-ephemeral").last()), POLL).toContain("ADMINS");
+    await expect
+      .poll(textOf(page.locator(".sb-ephemeral").last()), POLL)
+      .toContain("may unlock Terraform state");
 
     await page.locator('[data-person="admin"]').click();
     await send(page, "/vm unlock");
