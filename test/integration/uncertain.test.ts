@@ -5,9 +5,10 @@ import {
   APPROVER,
   CHANNEL,
   PROJECT_PATH,
-  askForVm,
   eventually,
+  click,
   harnessPerTest,
+  planRequest,
   runUntilSettled,
   type Harness,
   type HarnessOptions,
@@ -30,18 +31,8 @@ async function planned(options: HarnessOptions = {}) {
     project: { role: "maintainer", ...options.project },
     env: { APPROVERS: `${APPROVER},${SECOND}`, ...options.env },
   });
-  const pipelineId = await askForVm(h);
-  await h.bot.tracker.tick();
-  runUntilSettled(h, pipelineId, "tf:plan");
-  await h.bot.tracker.tick();
-  const request = h.bot.store.listActive()[0]!;
-  expect(request.status).toBe("awaiting_approval");
-  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
-  return { h, pipelineId, requestId: request.id, message };
+  return { h, ...(await planRequest(h)) };
 }
-
-const click = (h: Harness, message: FakeMessage, userId: string, actionId: string) =>
-  h.signer.blockAction({ message, userId, actionId });
 
 const ephemeralTo = (h: Harness, user: string, index = 0) =>
   h.slack.waitFor(

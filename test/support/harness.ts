@@ -24,7 +24,7 @@ import {
   stateValuesFor,
   type SlackSigner,
 } from "../../src/simulators/slack-signer.js";
-import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
+import { startFakeSlack, type FakeMessage, type FakeSlack } from "../../src/simulators/slack.js";
 import {
   startFakeVault,
   type FakeVault,
@@ -262,6 +262,33 @@ export function runUntilSettled(h: Harness, pipelineId: number, job: string): vo
   }
   throw new Error(`${job} did not settle`);
 }
+
+/**
+ * Asks for a VM and runs its plan until the request awaits approval: its pipeline, its ID, its
+ * message and the thread's replies (uploads left out), read afresh at each call.
+ */
+export async function planRequest(h: Harness, name = "web-01") {
+  const pipelineId = await askForVm(h, name);
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "tf:plan");
+  await h.bot.tracker.tick();
+  const request = h.bot.store.listActive().find((r) => r.spec.name === name);
+  if (request?.status !== "awaiting_approval" || request.messageTs === null) {
+    throw new Error(`the plan for ${name} was not posted for approval (${request?.status})`);
+  }
+  const ts = request.messageTs;
+  const message = () => {
+    const found = h.slack.message(CHANNEL, ts);
+    if (found === undefined) throw new Error(`the request message of ${name} is gone`);
+    return found;
+  };
+  const thread = () => h.slack.messages.filter((m) => m.thread_ts === ts && m.files === undefined);
+  return { pipelineId, requestId: request.id, message, thread };
+}
+
+/** A signed click on the button `actionId` of `message`, by `userId`. */
+export const click = (h: Harness, message: FakeMessage, userId: string, actionId: string) =>
+  h.signer.blockAction({ message, userId, actionId });
 
 /**
  * Asks for a VM through Slack as a person would (`/vm create`, then the form) and returns the

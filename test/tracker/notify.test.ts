@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
   APPROVER,
-  CHANNEL,
   REQUESTER,
   askForVm,
+  click,
   harnessPerTest,
+  planRequest,
   runUntilSettled,
-  type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
 
@@ -15,24 +15,8 @@ const start = harnessPerTest();
 /** A request whose plan is posted and awaits approval. */
 async function planned(options?: HarnessOptions) {
   const h = await start(options);
-  const pipelineId = await askForVm(h);
-  await h.bot.tracker.tick();
-  runUntilSettled(h, pipelineId, "tf:plan");
-  await h.bot.tracker.tick();
-  const request = h.bot.store.listActive()[0]!;
-  expect(request.status).toBe("awaiting_approval");
-  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
-  const thread = () =>
-    h.slack.messages.filter((m) => m.thread_ts === request.messageTs && m.files === undefined);
-  return { h, pipelineId, requestId: request.id, message, thread };
+  return { h, ...(await planRequest(h)) };
 }
-
-const click = (
-  h: Harness,
-  message: ReturnType<Harness["slack"]["message"]>,
-  userId: string,
-  actionId: string,
-) => h.signer.blockAction({ message: message!, userId, actionId });
 
 const DATE = /<!date\^\d+\^\{date_short_pretty\} \{time\}\|[0-9T:.Z-]+>/;
 

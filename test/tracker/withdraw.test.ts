@@ -5,8 +5,9 @@ import {
   REQUESTER,
   askForVm,
   eventually,
+  click,
   harnessPerTest,
-  runUntilSettled,
+  planRequest,
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
@@ -16,22 +17,8 @@ const start = harnessPerTest();
 /** A request whose plan is posted and awaits approval. */
 async function planned(options?: HarnessOptions) {
   const h = await start(options);
-  const pipelineId = await askForVm(h);
-  await h.bot.tracker.tick();
-  runUntilSettled(h, pipelineId, "tf:plan");
-  await h.bot.tracker.tick();
-  const request = h.bot.store.listActive()[0]!;
-  expect(request.status).toBe("awaiting_approval");
-  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
-  return { h, pipelineId, requestId: request.id, message };
+  return { h, ...(await planRequest(h)) };
 }
-
-const click = (
-  h: Harness,
-  message: ReturnType<Harness["slack"]["message"]>,
-  userId: string,
-  actionId: string,
-) => h.signer.blockAction({ message: message!, userId, actionId });
 
 const ephemeralTo = (h: Harness, user: string) =>
   h.slack.waitFor("chat.postEphemeral", (call) => call.args.user === user);
