@@ -3,15 +3,11 @@
  * would be a dead process here, not an error a test runner catches: everything hostile from
  * the HTTP surface tests is sent to it, and it must still be running and healthy after each.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeGitlab, VM_PIPELINE_INPUTS } from "../../src/simulators/gitlab.js";
 import { createSlackSigner } from "../../src/simulators/slack-signer.js";
-import { startFakeSlack } from "../../src/simulators/slack.js";
-import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
-import { portOf, runBot, type BotProcess } from "../support/process.js";
+import { startBotProcess } from "../support/bot-process.js";
+import { CHANNEL, REQUESTER } from "../support/harness.js";
+import type { BotProcess } from "../support/process.js";
 import { MALFORMED_REQUESTS, rawRequest } from "../support/raw-http.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
@@ -23,26 +19,10 @@ afterEach(async () => {
 });
 
 async function startBot() {
-  const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
-  const gitlab = await startFakeGitlab({
-    token: TEST_SECRETS.gitlabToken,
-    projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS }],
+  const { slack, bot, port, stop } = await startBotProcess({
+    env: { GITLAB_WEBHOOK_SECRET: "webhook-secret-for-tests" },
   });
-  const dir = mkdtempSync(join(tmpdir(), "vmbot-http-process-"));
-  const bot = runBot(
-    fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
-      GITLAB_WEBHOOK_SECRET: "webhook-secret-for-tests",
-      POLL_INTERVAL_MS: "3600000",
-    }),
-    dir,
-  );
-  cleanups.push(async () => {
-    if (bot.child.exitCode === null && bot.child.signalCode === null) bot.child.kill("SIGKILL");
-    await bot.exited;
-    await Promise.all([slack.close(), gitlab.close()]);
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const port = await portOf(bot);
+  cleanups.push(stop);
   const signer = createSlackSigner({
     eventsUrl: `http://127.0.0.1:${port}/slack/events`,
     signingSecret: TEST_SECRETS.signingSecret,

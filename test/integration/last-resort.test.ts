@@ -3,15 +3,9 @@
  * the bot keeps serving; an uncaught exception is logged and the bot stops cleanly with status 1,
  * for its supervisor to start it again.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeGitlab, VM_PIPELINE_INPUTS } from "../../src/simulators/gitlab.js";
-import { startFakeSlack } from "../../src/simulators/slack.js";
-import { eventually, fakeBotEnv, PROJECT_PATH } from "../support/harness.js";
-import { portOf, runBot } from "../support/process.js";
-import { TEST_SECRETS } from "../support/secrets.js";
+import { startBotProcess } from "../support/bot-process.js";
+import { eventually } from "../support/harness.js";
 
 const TIMEOUT = 60_000;
 const cleanups: (() => Promise<void>)[] = [];
@@ -20,24 +14,11 @@ afterEach(async () => {
 });
 
 async function startBot() {
-  const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
-  const gitlab = await startFakeGitlab({
-    token: TEST_SECRETS.gitlabToken,
-    projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS }],
+  const { bot, port, stop } = await startBotProcess({
+    preload: ["test/support/stray-errors.ts"],
   });
-  const dir = mkdtempSync(join(tmpdir(), "vmbot-last-resort-"));
-  const bot = runBot(
-    fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), { POLL_INTERVAL_MS: "3600000" }),
-    dir,
-    { preload: ["test/support/stray-errors.ts"] },
-  );
-  cleanups.push(async () => {
-    if (bot.child.exitCode === null && bot.child.signalCode === null) bot.child.kill("SIGKILL");
-    await bot.exited;
-    await Promise.all([slack.close(), gitlab.close()]);
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { bot, port: await portOf(bot) };
+  cleanups.push(stop);
+  return { bot, port };
 }
 
 describe("an error nothing caught", () => {
