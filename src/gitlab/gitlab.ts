@@ -4,7 +4,7 @@ import { VmbotError } from "../errors.js";
 import { fixedSecret, type SecretSource } from "../secrets.js";
 import type { PipelineParams } from "../vm/spec.js";
 import { gitlabError } from "./errors.js";
-import { readCapped, type JobLog } from "./job-log.js";
+import { streamCapped, type JobLog, type LogConsumer } from "./job-log.js";
 import { createRequester, type RetryPolicy } from "./requester.js";
 
 /** A token, or where to read the current one (e.g. Vault, re-read when GitLab refuses it). */
@@ -110,6 +110,15 @@ export interface GitlabPort {
    * costs at most that much memory.
    */
   jobLog(jobId: number, maxBytes: number): Promise<JobLog>;
+  /**
+   * A job's log handed to `consume` a piece at a time as it arrives, no further than
+   * `maxBytes`: nothing of it is kept, so memory does not grow with the log.
+   */
+  streamJobLog(
+    jobId: number,
+    maxBytes: number,
+    consume: LogConsumer,
+  ): Promise<{ truncated: boolean }>;
   playJob(jobId: number): Promise<Job>;
   cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
   /** A file from a job's artifacts, or undefined when the job has none by that path. */
@@ -392,6 +401,40 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     return types;
   }
 
+  /**
+   * Reads a job's log through gitbeaker's own requester (token, retries) as a stream, up to
+   * `maxBytes`; the timeout covers the whole read. What `consume` throws comes out as it is: it
+   * is not GitLab's failure.
+   */
+  async function readJobLog(
+    jobId: number,
+    maxBytes: number,
+    consume: LogConsumer,
+  ): Promise<{ truncated: boolean }> {
+    const path = `projects/${encodeURIComponent(options.project)}/jobs/${jobId}/trace`;
+    const failed: { error?: unknown } = {};
+    try {
+      const response = await withToken(() =>
+        api.Jobs.requester.get(path, { asStream: true, signal: AbortSignal.timeout(timeoutMs) }),
+      );
+      return await streamCapped(
+        response.body as ReadableStream<Uint8Array> | null,
+        maxBytes,
+        async (text) => {
+          try {
+            await consume(text);
+          } catch (error) {
+            failed.error = error;
+            throw error;
+          }
+        },
+      );
+    } catch (error) {
+      if ("error" in failed) throw failed.error;
+      throw gitlabError(error, context(`read the log of job #${jobId}`));
+    }
+  }
+
   const toSummary = (p: z.infer<typeof PipelineListItemSchema>): PipelineSummary => ({
     id: p.id,
     status: p.status,
@@ -435,22 +478,14 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     },
 
     async jobLog(jobId, maxBytes) {
-      const doing = `read the log of job #${jobId}`;
-      const path = `projects/${encodeURIComponent(options.project)}/jobs/${jobId}/trace`;
-      try {
-        // Through gitbeaker's own requester (token, retries), as a stream: the body is read
-        // only as far as the cap, and the timeout covers the whole read.
-        const response = await withToken(() =>
-          api.Jobs.requester.get(path, {
-            asStream: true,
-            signal: AbortSignal.timeout(timeoutMs),
-          }),
-        );
-        return await readCapped(response.body as ReadableStream<Uint8Array> | null, maxBytes);
-      } catch (error) {
-        throw gitlabError(error, context(doing));
-      }
+      const parts: string[] = [];
+      const { truncated } = await readJobLog(jobId, maxBytes, (text) => {
+        parts.push(text);
+      });
+      return { text: parts.join(""), truncated };
     },
+
+    streamJobLog: readJobLog,
 
     async playJob(jobId) {
       return toJob(

@@ -5,7 +5,8 @@ import { redactInBatches, type Redactor } from "../redact.js";
  * Everything the bot sends to Slack passes the redactor here, at the wire, so that no call site
  * can forget it: every Web API call and file upload of every client built with
  * `slackClientOptions`, every `respond()` (Bolt posts to response URLs with the same `fetch`),
- * and every `ack()` with a body (the HTTP answer or the Socket Mode envelope).
+ * and every `ack()` with a body (the HTTP answer or the Socket Mode envelope). A long file sent
+ * from disk (`./upload.ts`) is redacted as it is written, before its length is announced.
  */
 
 /** Every string in a JSON value, redacted; the keys and the shape stay as they are. */

@@ -714,8 +714,13 @@ export function createPlanTextParser(): PlanTextParser {
 export function parsePlanText(text: string): PlanTextResult {
   const parser = createPlanTextParser();
   const lastLine = text.lastIndexOf("\n") + 1;
-  const last = text.slice(lastLine).trimEnd();
-  const cutHeading = HEADING.test(last) || MOVED_HEADING.test(last);
+  const cutHeading = mayBeCutHeading(text.slice(lastLine));
   parser.push(cutHeading ? text.slice(0, Math.max(0, lastLine - 1)) : text);
   return parser.result();
+}
+
+/** A text's last line, without its newline, that reads as a heading and may be one cut short. */
+export function mayBeCutHeading(lastLine: string): boolean {
+  const last = lastLine.trimEnd();
+  return HEADING.test(last) || MOVED_HEADING.test(last);
 }

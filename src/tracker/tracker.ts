@@ -3,15 +3,14 @@ import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage, VmbotError } from "../errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import { cleanTrace, cleanTraceInBatches } from "../gitlab/trace.js";
+import { cleanTrace } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
-import { within, type NodeDirectory } from "../proxmox/directory.js";
-import { redactInBatches, type Redactor } from "../redact.js";
+import type { NodeDirectory } from "../proxmox/directory.js";
+import type { Redactor } from "../redact.js";
 import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
-import { parsePlanJson } from "../terraform/plan-json.js";
 import { parsePlanText } from "../terraform/plan-text.js";
-import { planFileCutNotes, recapCutWords, tailCutWords } from "../views/log-cut.js";
+import { recapCutWords, tailCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
 import { failureCause } from "./failure-cause.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
@@ -19,13 +18,13 @@ import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import { createThreadPoster } from "../slack/thread.js";
-import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { createLatePipelines } from "./late-pipelines.js";
 import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import { createClosure, isClosed } from "./closure.js";
 import { createApprovalFinisher } from "./play.js";
-import { approvalDeadline, createNotifier, finishNotices } from "./notify.js";
-import { planExpired, PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+import { createPlanReviewer } from "./plan-review.js";
+import { createNotifier, finishNotices } from "./notify.js";
+import { planExpired } from "./review.js";
 import type { RequestStarter } from "./starter.js";
 
 type SlackClient = webApi.WebClient;
@@ -44,9 +43,6 @@ export interface TrackerDeps {
   nodes?: NodeDirectory | undefined;
   now?: () => Date;
 }
-
-/** How long a plan review waits for Proxmox before it goes out with the last answer, or none. */
-const NODES_BUDGET_MS = 3_000;
 
 /** Follows every unfinished request through its pipeline, reading the truth from GitLab. */
 export interface Tracker {
@@ -186,118 +182,6 @@ export function createTracker(deps: TrackerDeps): Tracker {
     );
   }
 
-  /**
-   * The plan from the job's `terraform show -json` artifact when one is configured and present
-   * (with the nodes' load from its `node_resources` output), else from the job's log.
-   */
-  async function readPlan(
-    job: Job,
-    text: string,
-  ): Promise<Pick<PlanReviewRecord, "plan" | "nodes">> {
-    const path = config.gitlab.planJsonArtifact;
-    const json = path === undefined ? undefined : await gitlab.jobArtifact(job.id, path);
-    if (json === undefined) {
-      const plan = parsePlanText(text);
-      if (path !== undefined) {
-        plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
-      }
-      const nodes = await liveNodes();
-      return { plan, ...(nodes === undefined ? {} : { nodes }) };
-    }
-    const result = parsePlanJson(json);
-    const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
-      name,
-      online: true,
-      cpuPercent: usage.cpuUsagePercent,
-      memoryUsedGb: usage.memoryUsedGb,
-      memoryTotalGb: usage.memoryTotalGb,
-    }));
-    if (result.nodeResourcesProblem !== undefined) result.notes.push(result.nodeResourcesProblem);
-    // Only the summary is kept: outputs may hold values nobody should see again in Slack.
-    const plan = PlanSummarySchema.parse(result);
-    const load = nodes.length > 0 ? nodes : await liveNodes();
-    return { plan, ...(load === undefined ? {} : { nodes: load }) };
-  }
-
-  /**
-   * The nodes' load from Proxmox, for a plan that brings none: a fresh read within a few
-   * seconds, else the last answer Proxmox gave; undefined without Proxmox or any answer.
-   */
-  async function liveNodes(): Promise<NodeUsage[] | undefined> {
-    const directory = deps.nodes;
-    if (directory === undefined) return undefined;
-    const read = await within(directory.nodes(), NODES_BUDGET_MS).catch((error: unknown) => {
-      deps.log.warn({ err: error }, "could not read the nodes' load from Proxmox for a plan");
-      return undefined;
-    });
-    const nodes = Array.isArray(read) ? read : directory.last();
-    if (nodes === undefined || nodes.length === 0) return undefined;
-    return nodes.map(usageOf);
-  }
-
-  async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
-    const maxBytes = config.gitlab.logMaxBytes;
-    const read = await gitlab.jobLog(job.id, maxBytes);
-    // Text a carriage return overwrote is kept: the reader, and the plan file, see all of it.
-    const text = await cleanTraceInBatches(read.text, { overwritten: "keep" });
-    const { plan, nodes } = await readPlan(job, text);
-    let planFile: PlanReviewRecord["planFile"] = "none";
-    const threadTs = request.messageTs;
-    const cut = planFileCutNotes(maxBytes, job.webUrl);
-    if (threadTs !== null) {
-      const filename = `${request.spec.name}-plan.txt`;
-      try {
-        await deps.effects.once<Record<string, unknown>>(request.id, `upload_plan:${job.id}`, {
-          reconcile: () =>
-            findInThread(request, (message) =>
-              (message.files ?? []).some((file) => file.name === filename),
-            ),
-          act: async () => {
-            await client.filesUploadV2({
-              channel_id: request.channel,
-              thread_ts: threadTs,
-              filename,
-              title: `Terraform plan for ${request.spec.name}`,
-              content: await redactInBatches(
-                read.truncated ? `${cut.head}${text}${cut.tail}` : text,
-                deps.redact,
-              ),
-            });
-            store.audit({
-              requestId: request.id,
-              actor: "vmbot",
-              action: "plan_uploaded",
-              detail: { jobId: job.id },
-            });
-            return { jobId: job.id };
-          },
-        });
-        planFile = "uploaded";
-      } catch (error) {
-        log.warn({ err: error, requestId: request.id }, "could not upload the plan");
-        store.complete(request.id, `upload_plan:${job.id}`, { failed: true });
-        planFile = "failed";
-      }
-    }
-    const reviewedAt = now().toISOString();
-    const review: PlanReviewRecord = {
-      plan,
-      ...(nodes === undefined ? {} : { nodes }),
-      planJobId: job.id,
-      planJobUrl: job.webUrl,
-      planFile,
-      reviewedAt,
-      expiresAt: approvalDeadline(reviewedAt, config.planTtlMs),
-      // Who may approve this one: not its requester, unless self-approval is allowed.
-      approvers: config.access.approvers.filter(
-        (id) => config.access.allowSelfApproval || id !== request.requester,
-      ),
-      ...(read.truncated ? { logCutAt: maxBytes } : {}),
-    };
-    const next = move(request, "awaiting_approval", { review });
-    if (next) await render(next);
-  }
-
   /** Moves one request as far as its pipeline's jobs allow. */
   async function advance(request: RequestRecord, jobs: Job[]): Promise<void> {
     const plan = jobs.find((job) => job.name === config.gitlab.jobs.plan);
@@ -380,6 +264,16 @@ export function createTracker(deps: TrackerDeps): Tracker {
     request.messageTs === null
       ? Promise.resolve(undefined)
       : findMessage(client, { channel: request.channel, threadTs: request.messageTs }, matches);
+
+  const reviewPlan = createPlanReviewer({
+    ...deps,
+    now,
+    findInThread,
+    reviewed: async (request, review) => {
+      const next = move(request, "awaiting_approval", { review });
+      if (next) await render(next);
+    },
+  });
 
   /**
    * A reply in the request's thread, posted once: it carries metadata naming the request and the

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { cleanTrace } from "../../src/gitlab/trace.js";
 import { syntheticPlan } from "../../src/simulators/gitlab-traces.js";
+import { parsePlanText } from "../../src/terraform/plan-text.js";
+import { PlanSummarySchema } from "../../src/tracker/review.js";
+import { PLANTED_SECRETS, plantedSecretsOutput } from "../support/secrets.js";
 import { CHANNEL, askForVm, harnessPerTest, runUntilSettled } from "../support/harness.js";
 
 const start = harnessPerTest();
@@ -82,5 +86,41 @@ describe("reading a plan job's log", () => {
     expect(String(h.slack.uploads[0]!.content)).toContain(
       "# proxmox_virtual_environment_vm.old will be destroyed",
     );
+  });
+
+  it("reads a log of many pieces once: the plan from it, and a plan file that is the log cleaned and redacted", async () => {
+    // About 400 KB of coloured, sectioned output with secrets in it, then the plan.
+    const chatter = Array.from(
+      { length: 4_000 },
+      (_, i) => `\u001b[0;33m[DEBUG]\u001b[0m provider: reading node pve (${String(i)})\n`,
+    ).join("");
+    const log = [
+      "\u001b[0Ksection_start:1700000000:step_script\r\u001b[0K\u001b[0;1m$ terraform plan\u001b[0m\n",
+      chatter,
+      `${plantedSecretsOutput()}\n`,
+      chatter,
+      syntheticPlan({ name: "web-01" }),
+      "\u001b[0Ksection_end:1700000001:step_script\r\u001b[0K\n",
+    ].join("");
+    const h = await start({ project: { traces: { "tf:plan": log } } });
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+
+    const request = h.bot.store.listActive()[0]!;
+    expect(request.status).toBe("awaiting_approval");
+    expect(request.review?.plan).toEqual(
+      PlanSummarySchema.parse(parsePlanText(cleanTrace(log, { overwritten: "keep" }))),
+    );
+    expect(request.review?.logCutAt).toBeUndefined();
+
+    const file = String(h.slack.uploads[0]!.content);
+    expect(file).not.toContain("\u001b");
+    expect(file).not.toContain("section_start");
+    expect(file).toContain("$ terraform plan");
+    expect(file).toContain("provider: reading node pve (3999)");
+    expect(file).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
+    for (const value of Object.values(PLANTED_SECRETS)) expect(file).not.toContain(value);
   });
 });

@@ -1,0 +1,218 @@
+import type { webApi } from "@slack/bolt";
+import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
+import type { GitlabPort, Job } from "../gitlab/gitlab.js";
+import { createTraceCleaner } from "../gitlab/trace.js";
+import type { Logger } from "../logger.js";
+import { within, type NodeDirectory } from "../proxmox/directory.js";
+import type { Redactor } from "../redact.js";
+import type { ListedMessage } from "../slack/find.js";
+import { createTextSpool, uploadSpooledText, type TextSpool } from "../slack/upload.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { parsePlanJson } from "../terraform/plan-json.js";
+import {
+  createPlanTextParser,
+  mayBeCutHeading,
+  type PlanTextResult,
+} from "../terraform/plan-text.js";
+import { planFileCutNotes } from "../views/log-cut.js";
+import { usageOf, type NodeUsage } from "../vm/nodes.js";
+import { approvalDeadline } from "./notify.js";
+import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+
+export interface PlanReviewDeps {
+  config: Config;
+  store: Store;
+  gitlab: GitlabPort;
+  client: webApi.WebClient;
+  log: Logger;
+  redact: Redactor;
+  effects: Effects;
+  nodes?: NodeDirectory | undefined;
+  now: () => Date;
+  /** A message of the request's thread that `matches`. */
+  findInThread(
+    request: RequestRecord,
+    matches: (message: ListedMessage) => boolean,
+  ): Promise<{ ts: string } | undefined>;
+  /** Records the review: the request awaits approval, and its message says so. */
+  reviewed(request: RequestRecord, review: PlanReviewRecord): Promise<void>;
+}
+
+/** How long a plan review waits for Proxmox before it goes out with the last answer, or none. */
+const NODES_BUDGET_MS = 3_000;
+
+/** What reading a plan job's log gave: the plan as its text says, and the plan file. */
+interface PlanLogReading {
+  plan: PlanTextResult;
+  truncated: boolean;
+  file: TextSpool | undefined;
+}
+
+/**
+ * Reads a finished plan job: its plan (from the `terraform show -json` artifact when there is
+ * one, else from the log), the nodes' load, and the log as a file in the request's thread.
+ *
+ * The log streams through once, up to GITLAB_LOG_MAX_BYTES: each piece is cleaned, fed to the
+ * plan parser and written (redacted) to a file on disk, then dropped. What stays in memory is
+ * the parser's reading, not the log, so a long log costs no more memory than a short one.
+ */
+export function createPlanReviewer(deps: PlanReviewDeps) {
+  const { config, gitlab, client, log } = deps;
+
+  async function readLog(job: Job, keepFile: boolean): Promise<PlanLogReading> {
+    const cleaner = createTraceCleaner({ overwritten: "keep" });
+    const parser = createPlanTextParser();
+    const file = keepFile ? await createTextSpool(deps.redact) : undefined;
+    const take = async (lines: string[]) => {
+      for (const line of lines) parser.push(line);
+      if (file !== undefined && lines.length > 0) await file.write(`${lines.join("\n")}\n`);
+    };
+    try {
+      const { truncated } = await gitlab.streamJobLog(
+        job.id,
+        config.gitlab.logMaxBytes,
+        async (text) => {
+          await take(cleaner.push(text));
+        },
+      );
+      // The last line has no newline: when it reads as a heading it may be one cut short, and
+      // is left out of the reading (the file keeps it), as `parsePlanText` does.
+      const last = cleaner.end();
+      const cut = last.length > 0 && mayBeCutHeading(last[last.length - 1] ?? "");
+      for (const line of cut ? last.slice(0, -1) : last) parser.push(line);
+      if (file !== undefined && last.length > 0) await file.write(last.join("\n"));
+      return { plan: parser.result(), truncated, file };
+    } catch (error) {
+      await file?.discard();
+      throw error;
+    }
+  }
+
+  /**
+   * The plan from the job's JSON artifact when one is configured and present (with the nodes'
+   * load from its `node_resources` output), else the plan its log showed.
+   */
+  async function readPlan(
+    job: Job,
+    fromLog: PlanTextResult,
+  ): Promise<Pick<PlanReviewRecord, "plan" | "nodes">> {
+    const path = config.gitlab.planJsonArtifact;
+    const json = path === undefined ? undefined : await gitlab.jobArtifact(job.id, path);
+    if (json === undefined) {
+      const plan = fromLog;
+      if (path !== undefined) {
+        plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
+      }
+      const nodes = await liveNodes();
+      return { plan, ...(nodes === undefined ? {} : { nodes }) };
+    }
+    const result = parsePlanJson(json);
+    const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
+      name,
+      online: true,
+      cpuPercent: usage.cpuUsagePercent,
+      memoryUsedGb: usage.memoryUsedGb,
+      memoryTotalGb: usage.memoryTotalGb,
+    }));
+    if (result.nodeResourcesProblem !== undefined) result.notes.push(result.nodeResourcesProblem);
+    // Only the summary is kept: outputs may hold values nobody should see again in Slack.
+    const plan = PlanSummarySchema.parse(result);
+    const load = nodes.length > 0 ? nodes : await liveNodes();
+    return { plan, ...(load === undefined ? {} : { nodes: load }) };
+  }
+
+  /**
+   * The nodes' load from Proxmox, for a plan that brings none: a fresh read within a few
+   * seconds, else the last answer Proxmox gave; undefined without Proxmox or any answer.
+   */
+  async function liveNodes(): Promise<NodeUsage[] | undefined> {
+    const directory = deps.nodes;
+    if (directory === undefined) return undefined;
+    const read = await within(directory.nodes(), NODES_BUDGET_MS).catch((error: unknown) => {
+      log.warn({ err: error }, "could not read the nodes' load from Proxmox for a plan");
+      return undefined;
+    });
+    const nodes = Array.isArray(read) ? read : directory.last();
+    if (nodes === undefined || nodes.length === 0) return undefined;
+    return nodes.map(usageOf);
+  }
+
+  /** Shares the plan file in the request's thread, once across crashes. */
+  async function uploadPlanFile(
+    request: RequestRecord,
+    job: Job,
+    reading: PlanLogReading & { file: TextSpool },
+  ): Promise<PlanReviewRecord["planFile"]> {
+    const threadTs = request.messageTs;
+    if (threadTs === null) return "none";
+    const filename = `${request.spec.name}-plan.txt`;
+    const cut = planFileCutNotes(config.gitlab.logMaxBytes, job.webUrl);
+    try {
+      const spooled = await reading.file.finish();
+      // Slack takes no empty file, and an empty log has nothing to show.
+      if (spooled.bytes === 0 && !reading.truncated) return "none";
+      await deps.effects.once<Record<string, unknown>>(request.id, `upload_plan:${job.id}`, {
+        reconcile: () =>
+          deps.findInThread(request, (message) =>
+            (message.files ?? []).some((file) => file.name === filename),
+          ),
+        act: async () => {
+          await uploadSpooledText(
+            client,
+            spooled,
+            {
+              channel: request.channel,
+              threadTs,
+              filename,
+              title: `Terraform plan for ${request.spec.name}`,
+              ...(reading.truncated ? { head: cut.head, tail: cut.tail } : {}),
+            },
+            deps.redact,
+          );
+          deps.store.audit({
+            requestId: request.id,
+            actor: "vmbot",
+            action: "plan_uploaded",
+            detail: { jobId: job.id },
+          });
+          return { jobId: job.id };
+        },
+      });
+      return "uploaded";
+    } catch (error) {
+      log.warn({ err: error, requestId: request.id }, "could not upload the plan");
+      deps.store.complete(request.id, `upload_plan:${job.id}`, { failed: true });
+      return "failed";
+    }
+  }
+
+  /** Reads a finished plan job and hands its review on. */
+  return async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
+    const reading = await readLog(job, request.messageTs !== null);
+    let planFile: PlanReviewRecord["planFile"] = "none";
+    try {
+      const { plan, nodes } = await readPlan(job, reading.plan);
+      if (reading.file !== undefined) {
+        planFile = await uploadPlanFile(request, job, { ...reading, file: reading.file });
+      }
+      const reviewedAt = deps.now().toISOString();
+      await deps.reviewed(request, {
+        plan,
+        ...(nodes === undefined ? {} : { nodes }),
+        planJobId: job.id,
+        planJobUrl: job.webUrl,
+        planFile,
+        reviewedAt,
+        expiresAt: approvalDeadline(reviewedAt, config.planTtlMs),
+        // Who may approve this one: not its requester, unless self-approval is allowed.
+        approvers: config.access.approvers.filter(
+          (id) => config.access.allowSelfApproval || id !== request.requester,
+        ),
+        ...(reading.truncated ? { logCutAt: config.gitlab.logMaxBytes } : {}),
+      });
+    } finally {
+      await reading.file?.discard();
+    }
+  };
+}
