@@ -207,17 +207,33 @@ export function redactionThroughput(logMb: number): { mb: number; ms: number } {
 
 export async function jobLogSection(): Promise<Section> {
   const logMb = setting("BENCH_LOG_MB", 60);
+  // The same request with a plan log of a few kilobytes: what any plan costs, measured the same
+  // way in the same run, so that what the long log adds can be told from it.
+  const baseline = await jobLogRound(0.02);
   const capped = await jobLogRound(logMb);
+  const whole = await jobLogRound(logMb, 64 * MB);
   const small = redactionThroughput(1);
   const large = redactionThroughput(10);
+  const row = (name: string, r: JobLogResult) => [
+    name,
+    r.logMb < 1 ? `${(r.logMb * 1024).toFixed(0)} KB` : mb(r.logMb),
+    mb(r.capMb),
+    mb(r.idleMb),
+    `${r.growthMb.toFixed(1)} MB`,
+    String(r.healthChecks),
+    ms(r.healthMaxMs),
+    ms(r.reviewMs),
+  ];
   const body = `A plan job prints ${mb(capped.logMb)} (a provider's debug lines, then the plan). The bot runs as
-its own process (\`node --import tsx src/main.ts\`) with the default \`GITLAB_LOG_MAX_BYTES\`
-(${mb(capped.capMb)}); while it reads the log, cleans it, reads the plan, redacts it and uploads it,
-\`/healthz\` is asked back to back and the bot's resident memory is read every 10 ms. Growth is the
-highest reading above the one taken before the plan job finished.
+its own process (\`node --import tsx src/main.ts\`); while it reads the log, cleans it, reads the
+plan, writes it redacted to a file and uploads that, \`/healthz\` is asked back to back from a
+process of its own and the bot's resident memory is read every 10 ms. Growth is the highest
+reading above the one taken before the plan job finished. The baseline is the same request with
+a plan log of a few kilobytes, in the same run; the last row reads the whole long log (cap 64 MB).
 
 ${table(
   [
+    "round",
     "log",
     "cap",
     "memory before",
@@ -227,34 +243,42 @@ ${table(
     "plan posted after",
   ],
   [
-    [
-      mb(capped.logMb),
-      mb(capped.capMb),
-      mb(capped.idleMb),
-      `${capped.growthMb.toFixed(1)} MB`,
-      String(capped.healthChecks),
-      ms(capped.healthMaxMs),
-      ms(capped.reviewMs),
-    ],
+    row("baseline", baseline),
+    row("long log, default cap", capped),
+    row("long log, read whole", whole),
   ],
 )}
 
-The redactor runs over every plan file before it is uploaded (and again at the wire): over a plan
-log with one of each planted secret shape every 80 lines, ${small.mb.toFixed(1)} MB take ${ms(small.ms)}
-and ${large.mb.toFixed(1)} MB ${ms(large.ms)}, so its time grows in proportion to the text.
+The log streams through once: each piece is cleaned, fed to the plan parser and written, redacted,
+to a file on disk, which is then sent to Slack from disk with its length announced. No copy of the
+log is kept, so what the bot holds does not grow with the log or the cap. What the resident
+figure still shows is garbage the read leaves for V8 to collect (several bytes allocated per
+byte read: decoding, cleaning, joining lines for the redactor), which lands in V8's young
+generation; that generation grows to 3 × 16 MB by default and is not given back at once, so the
+growth levels off instead of following the amount read.
 
-Targets: memory growth under 2× the cap, \`/healthz\` under 100 ms throughout.`;
+The redactor runs over every plan file as it is written: over a plan log with one of each planted
+secret shape every 80 lines, ${small.mb.toFixed(1)} MB take ${ms(small.ms)} and ${large.mb.toFixed(1)} MB
+${ms(large.ms)}, so its time grows in proportion to the text.
+
+Targets: memory growth under 2× the cap, \`/healthz\` under 100 ms throughout (on a machine
+shared with other work, compare the slowest answer with the baseline's).`;
   return {
     body,
     verdicts: [
       {
         target: `a ${mb(capped.logMb)} plan log: memory growth under 2× the cap (${mb(2 * capped.capMb)})`,
-        figure: `${capped.growthMb.toFixed(1)} MB`,
+        figure: `${capped.growthMb.toFixed(1)} MB (baseline ${baseline.growthMb.toFixed(1)} MB)`,
         met: capped.growthMb < 2 * capped.capMb,
       },
       {
+        target: `the whole ${mb(whole.logMb)} log read: memory growth under 2× what is read`,
+        figure: `${whole.growthMb.toFixed(1)} MB`,
+        met: whole.growthMb < 2 * Math.min(whole.capMb, whole.logMb),
+      },
+      {
         target: `a ${mb(capped.logMb)} plan log: \`/healthz\` under 100 ms`,
-        figure: `slowest of ${capped.healthChecks}: ${ms(capped.healthMaxMs)}`,
+        figure: `slowest of ${capped.healthChecks}: ${ms(capped.healthMaxMs)} (baseline ${ms(baseline.healthMaxMs)})`,
         met: capped.healthMaxMs < 100,
       },
       {

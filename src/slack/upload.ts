@@ -19,10 +19,10 @@ import type { Redactor } from "../redact.js";
  * the one to do it.
  */
 export interface TextSpool {
-  /** Adds text to the file. */
-  write(text: string): Promise<void>;
-  /** Writes what is left; the file is then ready to upload. */
-  finish(): Promise<SpooledFile>;
+  /** Adds whole lines to the file, each ended by a newline. */
+  writeLines(lines: readonly string[]): Promise<void>;
+  /** Writes what is left, and `last` (a last line with no newline); the file is then ready. */
+  finish(last?: string): Promise<SpooledFile>;
   /** Removes the file; safe to call at any point, and more than once. */
   discard(): Promise<void>;
 }
@@ -32,19 +32,23 @@ export interface SpooledFile {
   bytes: number;
 }
 
-/** Text is redacted and written in batches of whole lines of at least this many characters. */
+/** Lines are redacted and written in batches of at least this many characters. */
 const BATCH_CHARS = 64 * 1024;
-/** A line longer than this is redacted and written without waiting for its end. */
-const MAX_PENDING_CHARS = 1024 * 1024;
 
 export async function createTextSpool(redact: Redactor, dir = tmpdir()): Promise<TextSpool> {
   const folder = await mkdtemp(join(dir, "vmbot-upload-"));
   const path = join(folder, "file.txt");
   let file: FileHandle | undefined = await open(path, "w", 0o600);
-  let pending = "";
+  let pending: string[] = [];
+  let pendingChars = 0;
   let bytes = 0;
 
-  async function flush(text: string): Promise<void> {
+  /** Redacts and writes the pending lines and `last`: one string of the batch, made once. */
+  async function flush(last = ""): Promise<void> {
+    if (pending.length > 0) pending.push(last);
+    const text = pending.length > 0 ? pending.join("\n") : last;
+    pending = [];
+    pendingChars = 0;
     if (text === "" || file === undefined) return;
     const data = Buffer.from(redact(text), "utf8");
     await file.write(data);
@@ -52,26 +56,21 @@ export async function createTextSpool(redact: Redactor, dir = tmpdir()): Promise
   }
 
   return {
-    async write(text) {
-      pending += text;
-      if (pending.length < BATCH_CHARS) return;
-      const end = pending.lastIndexOf("\n");
-      // Lines are never split, unless one grows past any plausible length.
-      const cut = end === -1 ? (pending.length >= MAX_PENDING_CHARS ? pending.length : 0) : end + 1;
-      if (cut === 0) return;
-      const batch = pending.slice(0, cut);
-      pending = pending.slice(cut);
-      await flush(batch);
+    async writeLines(lines) {
+      for (const line of lines) {
+        pending.push(line);
+        pendingChars += line.length + 1;
+      }
+      if (pendingChars >= BATCH_CHARS) await flush();
     },
-    async finish() {
-      await flush(pending);
-      pending = "";
+    async finish(last = "") {
+      await flush(last);
       await file?.close();
       file = undefined;
       return { path, bytes };
     },
     async discard() {
-      pending = "";
+      pending = [];
       await file?.close().catch(() => undefined);
       file = undefined;
       await rm(folder, { recursive: true, force: true });

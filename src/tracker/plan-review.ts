@@ -47,6 +47,8 @@ interface PlanLogReading {
   plan: PlanTextResult;
   truncated: boolean;
   file: TextSpool | undefined;
+  /** The log's last line when it had no newline, which the file still has to take. */
+  last: string;
 }
 
 /**
@@ -66,23 +68,25 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
     const file = keepFile ? await createTextSpool(deps.redact) : undefined;
     const take = async (lines: string[]) => {
       for (const line of lines) parser.push(line);
-      if (file !== undefined && lines.length > 0) await file.write(`${lines.join("\n")}\n`);
+      await file?.writeLines(lines);
     };
+    let ended = true;
     try {
       const { truncated } = await gitlab.streamJobLog(
         job.id,
         config.gitlab.logMaxBytes,
         async (text) => {
+          ended = text.endsWith("\n");
           await take(cleaner.push(text));
         },
       );
-      // The last line has no newline: when it reads as a heading it may be one cut short, and
-      // is left out of the reading (the file keeps it), as `parsePlanText` does.
-      const last = cleaner.end();
-      const cut = last.length > 0 && mayBeCutHeading(last[last.length - 1] ?? "");
-      for (const line of cut ? last.slice(0, -1) : last) parser.push(line);
-      if (file !== undefined && last.length > 0) await file.write(last.join("\n"));
-      return { plan: parser.result(), truncated, file };
+      const rest = cleaner.end();
+      // A last line with no newline that reads as a heading may be one cut short: it is left
+      // out of the reading (the file keeps it), as `parsePlanText` does.
+      const last = ended ? undefined : rest.pop();
+      await take(rest);
+      if (last !== undefined && !mayBeCutHeading(last)) parser.push(last);
+      return { plan: parser.result(), truncated, file, last: last ?? "" };
     } catch (error) {
       await file?.discard();
       throw error;
@@ -149,7 +153,7 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
     const filename = `${request.spec.name}-plan.txt`;
     const cut = planFileCutNotes(config.gitlab.logMaxBytes, job.webUrl);
     try {
-      const spooled = await reading.file.finish();
+      const spooled = await reading.file.finish(reading.last);
       // Slack takes no empty file, and an empty log has nothing to show.
       if (spooled.bytes === 0 && !reading.truncated) return "none";
       await deps.effects.once<Record<string, unknown>>(request.id, `upload_plan:${job.id}`, {

@@ -11,12 +11,12 @@ const CHANNEL = "C0VMBOT01";
 const filler = (lines: number) =>
   Array.from({ length: lines }, (_, i) => `line ${String(i)} of a chatty provider`).join("\n");
 
-/** `text` handed on in pieces of the sizes given, in turn, as a network read would. */
-function pieces(text: string, sizes: readonly number[]): string[] {
-  const out: string[] = [];
-  for (let at = 0, i = 0; at < text.length; i += 1) {
+/** `lines` handed on in groups of the sizes given, in turn, as reads of a log would. */
+function groups(lines: readonly string[], sizes: readonly number[]): string[][] {
+  const out: string[][] = [];
+  for (let at = 0, i = 0; at < lines.length; i += 1) {
     const size = sizes[i % sizes.length] ?? 1;
-    out.push(text.slice(at, at + size));
+    out.push(lines.slice(at, at + size));
     at += size;
   }
   return out;
@@ -36,10 +36,12 @@ describe("a spooled text file", () => {
       filler(2_400),
       "",
     ].join("\n");
-    for (const sizes of [[1_000], [65_535, 3], [7, 70_001, 13], [text.length]]) {
+    for (const sizes of [[1], [2_000, 3], [7, 5_001, 13], [100_000]]) {
       const spool = await createTextSpool(redact);
-      for (const piece of pieces(text, sizes)) await spool.write(piece);
-      const file = await spool.finish();
+      const lines = text.split("\n");
+      const last = lines.pop() ?? "";
+      for (const group of groups(lines, sizes)) await spool.writeLines(group);
+      const file = await spool.finish(last);
       const written = readFileSync(file.path, "utf8");
       expect(file.bytes).toBe(Buffer.byteLength(written));
       for (const value of [secret, ...Object.values(PLANTED_SECRETS)]) {
@@ -53,9 +55,9 @@ describe("a spooled text file", () => {
     }
   });
 
-  it("can be discarded before it is finished, and twice", async () => {
+  it("can be discarded once finished, and twice", async () => {
     const spool = await createTextSpool(createRedactor());
-    await spool.write(filler(10_000));
+    await spool.writeLines(filler(10_000).split("\n"));
     const file = await spool.finish();
     await spool.discard();
     await spool.discard();
@@ -84,7 +86,7 @@ describe("uploading a spooled text file", () => {
     const redact = createRedactor();
     const spool = await createTextSpool(redact);
     const body = `${filler(20_000)}\nnon-ASCII: é ✓ 🚀\n`;
-    await spool.write(body);
+    await spool.writeLines(body.split("\n").slice(0, -1));
     const file = await spool.finish();
     await uploadSpooledText(
       client,
@@ -123,7 +125,7 @@ describe("uploading a spooled text file", () => {
     slack.failNext("files.completeUploadExternal", "channel_not_found");
     const redact = createRedactor();
     const spool = await createTextSpool(redact);
-    await spool.write("plan\n");
+    await spool.writeLines(["plan"]);
     const file = await spool.finish();
     await expect(
       uploadSpooledText(
