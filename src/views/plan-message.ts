@@ -56,7 +56,9 @@ export function destructive(plan: PlanSummary): PlanResource[] {
 function countsLine(plan: PlanSummary): string {
   const derived = plan.derivedCounts;
   const counts = plan.counts ?? derived;
+  const importing = plan.counts?.import ?? derived.import;
   const parts = [
+    ...(importing > 0 ? [`*${importing}* to import`] : []),
     `*${counts.add}* to add`,
     `*${counts.change}* to change`,
     `*${counts.destroy}* to destroy`,
@@ -66,10 +68,18 @@ function countsLine(plan: PlanSummary): string {
 }
 
 function resourceList(plan: PlanSummary): string {
-  const changing = plan.resources.filter((r) => r.action !== "no-op");
+  // An import changes the state even when the object itself stays as it is.
+  const changing = plan.resources.filter((r) => r.action !== "no-op" || r.importing === true);
   const listed = changing.slice(0, LISTED_RESOURCES).map((r) => {
     const address = truncate(r.address, 150);
-    return `\`${ACTION[r.action].marker}\` ${code(address)} ${actionWords(r)}`;
+    const words =
+      r.importing !== true
+        ? actionWords(r)
+        : r.action === "no-op"
+          ? "import"
+          : `import, then ${actionWords(r)}`;
+    const marker = r.importing === true && r.action === "no-op" ? "<-" : ACTION[r.action].marker;
+    return `\`${marker}\` ${code(address)} ${words}`;
   });
   const more = changing.length - listed.length;
   if (more > 0) listed.push(`and ${more} more`);

@@ -16,7 +16,7 @@ import { sampleRequest } from "../support/requests.js";
  */
 interface Written {
   parser: "plan-text" | "recap";
-  counts?: { add: number; change: number; destroy: number } | null;
+  counts?: { add: number; change: number; destroy: number; import?: number } | null;
   resources?: [string, string][];
   hosts?: [string, number, number, number, number, number, number, number][];
   failures?: { host: string; task: string; kind: string; message: string; ignored: boolean }[];
@@ -38,25 +38,30 @@ const runs = corpus.filter((file) => written(file).parser === "recap");
 const request = sampleRequest({ status: "awaiting_approval", messageTs: "1700000000.000100" });
 
 describe("the messages for the corpus", () => {
-  it.each(plans)("show the counts and every destroyed or replaced resource of %s", (file) => {
-    const expected = written(file);
-    const text = JSON.stringify(
-      planMessage(request, {
-        plan: parsePlanText(readFixture(file)),
-        nodes: undefined,
-        planJobUrl: undefined,
-        planFile: "none",
-      }),
-    );
-    if (expected.counts !== null && expected.counts !== undefined) {
-      const { add, change, destroy } = expected.counts;
-      expect(text).toContain(`*${add}* to add, *${change}* to change, *${destroy}* to destroy`);
-    }
-    for (const [address, action] of expected.resources ?? []) {
-      if (action !== "delete" && action !== "replace") continue;
-      expect(text).toContain(JSON.stringify(escapeMrkdwn(address)).slice(1, -1));
-    }
-  });
+  it.each(plans)(
+    "show the counts, imports too, and every destroyed or replaced resource of %s",
+    (file) => {
+      const expected = written(file);
+      const text = JSON.stringify(
+        planMessage(request, {
+          plan: parsePlanText(readFixture(file)),
+          nodes: undefined,
+          planJobUrl: undefined,
+          planFile: "none",
+        }),
+      );
+      if (expected.counts !== null && expected.counts !== undefined) {
+        const { add, change, destroy } = expected.counts;
+        expect(text).toContain(`*${add}* to add, *${change}* to change, *${destroy}* to destroy`);
+        const importing = expected.counts.import ?? 0;
+        if (importing > 0) expect(text).toContain(`*${importing}* to import, *${add}* to add`);
+      }
+      for (const [address, action] of expected.resources ?? []) {
+        if (action !== "delete" && action !== "replace") continue;
+        expect(text).toContain(JSON.stringify(escapeMrkdwn(address)).slice(1, -1));
+      }
+    },
+  );
 
   it.each(runs)("show every failed or unreachable host of %s with its task and message", (file) => {
     const expected = written(file);

@@ -60,6 +60,25 @@ describe("planMessage", () => {
     expect(actions.elements[0]!.confirm).toBeUndefined();
   });
 
+  it("counts and lists what an import block brings into the state, changed or not", () => {
+    const imported: PlanResource = {
+      address: "terraform_data.test",
+      action: "no-op",
+      importing: true,
+    };
+    const updated: PlanResource = {
+      address: "proxmox_virtual_environment_vm.old",
+      action: "update",
+      importing: true,
+    };
+    const moved: PlanResource = { address: "terraform_data.after", action: "no-op" };
+    const body = json(planMessage(request, review(plan([imported, updated, moved]))).blocks);
+    expect(body).toContain("*Plan:* *2* to import, *0* to add, *1* to change, *0* to destroy");
+    expect(body).toContain("`<-` `terraform_data.test` import");
+    expect(body).toContain("`~` `proxmox_virtual_environment_vm.old` import, then update in place");
+    expect(body).not.toContain("terraform_data.after");
+  });
+
   it("warns loudly about a replace, never calls it an update, and asks to confirm the approval", () => {
     const message = planMessage(request, review(plan([replace])));
     const body = json(message.blocks);
