@@ -67,6 +67,31 @@ function countsLine(plan: PlanSummary): string {
   return `*Plan:* ${parts.join(", ")}`;
 }
 
+/**
+ * What to say when Terraform printed no "Plan:" line and listed no resource: a refresh-only plan,
+ * an output-only plan, or output that is not a plan. Counts of zero would be made up.
+ */
+function withoutPlanLine(plan: PlanSummary): string {
+  if (plan.outputChanges.length === 0) {
+    return '*Plan:* Terraform printed no "Plan:" line and no resource change was found in its output.';
+  }
+  const shown = plan.outputChanges
+    .slice(0, LISTED_RESOURCES)
+    .map((o) => `${code(truncate(o.name, 150))} (${ACTION[o.action].words})`);
+  const more = plan.outputChanges.length - shown.length;
+  if (more > 0) shown.push(`and ${more} more`);
+  return `*Plan:* no resource changes, only outputs: ${shown.join(", ")}`;
+}
+
+function planText(plan: PlanSummary): string {
+  if (plan.noChanges) return "*Plan:* no changes. Terraform found nothing to do.";
+  const d = plan.derivedCounts;
+  if (plan.counts === undefined && d.add + d.change + d.destroy + d.import === 0) {
+    return withoutPlanLine(plan);
+  }
+  return `${countsLine(plan)}\n${resourceList(plan)}`;
+}
+
 function resourceList(plan: PlanSummary): string {
   // An import changes the state even when the object itself stays as it is.
   const changing = plan.resources.filter((r) => r.action !== "no-op" || r.importing === true);
@@ -149,12 +174,7 @@ export function planMessage(
     type: "section",
     text: {
       type: "mrkdwn",
-      text: truncate(
-        plan.noChanges
-          ? "*Plan:* no changes. Terraform found nothing to do."
-          : `${countsLine(plan)}\n${resourceList(plan)}`,
-        3000,
-      ),
+      text: truncate(planText(plan), 3000),
     },
   });
   if (plan.mismatch !== undefined) {

@@ -17,6 +17,7 @@ import { sampleRequest } from "../support/requests.js";
 interface Written {
   parser: "plan-text" | "recap";
   counts?: { add: number; change: number; destroy: number; import?: number } | null;
+  noChanges?: boolean;
   resources?: [string, string][];
   hosts?: [string, number, number, number, number, number, number, number][];
   failures?: { host: string; task: string; kind: string; message: string; ignored: boolean }[];
@@ -55,6 +56,12 @@ describe("the messages for the corpus", () => {
         expect(text).toContain(`*${add}* to add, *${change}* to change, *${destroy}* to destroy`);
         const importing = expected.counts.import ?? 0;
         if (importing > 0) expect(text).toContain(`*${importing}* to import, *${add}* to add`);
+      }
+      const changes = (expected.resources ?? []).filter(([, action]) => action !== "no-op");
+      if (expected.counts === null && expected.noChanges === false && changes.length === 0) {
+        // No "Plan:" line and nothing planned: no counts are made up.
+        expect(text).not.toContain("*0* to add");
+        expect(text).toMatch(/printed no \\"Plan:\\" line|no resource changes, only outputs/);
       }
       for (const [address, action] of expected.resources ?? []) {
         if (action !== "delete" && action !== "replace") continue;

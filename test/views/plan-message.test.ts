@@ -79,6 +79,25 @@ describe("planMessage", () => {
     expect(body).not.toContain("terraform_data.after");
   });
 
+  it("makes up no counts when Terraform printed no Plan line and listed nothing", () => {
+    const refreshOnly = plan([], { counts: undefined, noChanges: false });
+    const body = json(planMessage(request, review(refreshOnly)).blocks);
+    expect(body).toContain('Terraform printed no \\"Plan:\\" line and no resource change');
+    expect(body).not.toContain("to add");
+
+    const outputsOnly = plan([], {
+      counts: undefined,
+      noChanges: false,
+      outputChanges: [
+        { name: "ip", action: "update" },
+        { name: "node", action: "create" },
+      ],
+    });
+    expect(json(planMessage(request, review(outputsOnly)).blocks)).toContain(
+      "*Plan:* no resource changes, only outputs: `ip` (update in place), `node` (create)",
+    );
+  });
+
   it("warns loudly about a replace, never calls it an update, and asks to confirm the approval", () => {
     const message = planMessage(request, review(plan([replace])));
     const body = json(message.blocks);
