@@ -70,9 +70,18 @@ describe("the messages for the corpus", () => {
     },
   );
 
+  it("say so when Ansible's PLAY RECAP lists no host, rather than nothing", () => {
+    const run = parseAnsibleOutput(
+      readFixture("corpus/ansible/data_tagging_controller.expected_stdout.txt"),
+    );
+    expect(run.recapFound).toBe(true);
+    expect(recapText(run)).toBe("Ansible's PLAY RECAP lists no host: the playbook ran on none.");
+  });
+
   it.each(runs)("show every failed or unreachable host of %s with its task and message", (file) => {
     const expected = written(file);
     const text = recapText(parseAnsibleOutput(readFixture(file)));
+    expect(text.trim()).not.toBe("");
     for (const [host, , , unreachable, failed] of expected.hosts ?? []) {
       if (unreachable === 0 && failed === 0) continue;
       const kind = failed > 0 ? "failed" : "unreachable";
