@@ -89,22 +89,37 @@ function planText(plan: PlanSummary): string {
   if (plan.counts === undefined && d.add + d.change + d.destroy + d.import === 0) {
     return withoutPlanLine(plan);
   }
-  return `${countsLine(plan)}\n${resourceList(plan)}`;
+  const list = resourceList(plan);
+  return list === "" ? countsLine(plan) : `${countsLine(plan)}\n${list}`;
+}
+
+/** Where a resource moved from, when its only change is a `moved` block. */
+function movedFrom(resource: PlanResource): string | undefined {
+  if (resource.action !== "no-op") return undefined;
+  const moved = resource.reason?.split("; ").find((part) => part.startsWith("moved from "));
+  return moved?.slice("moved from ".length);
+}
+
+/** A resource's marker and words: its action, or the import or move that is its only change. */
+function listedAs(r: PlanResource): { marker: string; words: string } {
+  const from = movedFrom(r);
+  if (r.importing === true) {
+    return r.action === "no-op"
+      ? { marker: "<-", words: "import" }
+      : { marker: ACTION[r.action].marker, words: `import, then ${actionWords(r)}` };
+  }
+  if (from !== undefined) return { marker: "->", words: `moved from ${code(truncate(from, 150))}` };
+  return { marker: ACTION[r.action].marker, words: actionWords(r) };
 }
 
 function resourceList(plan: PlanSummary): string {
-  // An import changes the state even when the object itself stays as it is.
-  const changing = plan.resources.filter((r) => r.action !== "no-op" || r.importing === true);
+  // An import or a move changes the state even when the object itself stays as it is.
+  const changing = plan.resources.filter(
+    (r) => r.action !== "no-op" || r.importing === true || movedFrom(r) !== undefined,
+  );
   const listed = changing.slice(0, LISTED_RESOURCES).map((r) => {
-    const address = truncate(r.address, 150);
-    const words =
-      r.importing !== true
-        ? actionWords(r)
-        : r.action === "no-op"
-          ? "import"
-          : `import, then ${actionWords(r)}`;
-    const marker = r.importing === true && r.action === "no-op" ? "<-" : ACTION[r.action].marker;
-    return `\`${marker}\` ${code(address)} ${words}`;
+    const { marker, words } = listedAs(r);
+    return `\`${marker}\` ${code(truncate(r.address, 150))} ${words}`;
   });
   const more = changing.length - listed.length;
   if (more > 0) listed.push(`and ${more} more`);

@@ -71,12 +71,24 @@ describe("planMessage", () => {
       action: "update",
       importing: true,
     };
-    const moved: PlanResource = { address: "terraform_data.after", action: "no-op" };
-    const body = json(planMessage(request, review(plan([imported, updated, moved]))).blocks);
+    const unchanged: PlanResource = { address: "terraform_data.after", action: "no-op" };
+    const body = json(planMessage(request, review(plan([imported, updated, unchanged]))).blocks);
     expect(body).toContain("*Plan:* *2* to import, *0* to add, *1* to change, *0* to destroy");
     expect(body).toContain("`<-` `terraform_data.test` import");
     expect(body).toContain("`~` `proxmox_virtual_environment_vm.old` import, then update in place");
     expect(body).not.toContain("terraform_data.after");
+  });
+
+  it("lists a resource that only moves, with where it moved from", () => {
+    const moved: PlanResource = {
+      address: "terraform_data.after",
+      action: "no-op",
+      reason: "moved from terraform_data.before",
+    };
+    const body = json(planMessage(request, review(plan([moved]))).blocks);
+    expect(body).toContain(
+      "*Plan:* *0* to add, *0* to change, *0* to destroy\\n`->` `terraform_data.after` moved from `terraform_data.before`",
+    );
   });
 
   it("makes up no counts when Terraform printed no Plan line and listed nothing", () => {
