@@ -30,6 +30,9 @@ export interface PlanReview {
 /** How many resources are listed before "and N more". */
 export const LISTED_RESOURCES = 20;
 
+/** How many of the plan's notes are shown before "and N more". */
+const SHOWN_NOTES = 5;
+
 const ACTION: Record<ResourceAction, { marker: string; words: string }> = {
   create: { marker: "+", words: "create" },
   update: { marker: "~", words: "update in place" },
@@ -198,6 +201,15 @@ export function planMessage(
       elements: [
         { type: "mrkdwn", text: truncate(`:warning: ${escapeMrkdwn(plan.mismatch)}`, 2000) },
       ],
+    });
+  }
+  if (plan.notes.length > 0) {
+    // How the summary was put together, and what leaves the state without being destroyed.
+    const shown = plan.notes.slice(0, SHOWN_NOTES).map((note) => escapeMrkdwn(note));
+    if (plan.notes.length > SHOWN_NOTES) shown.push(`and ${plan.notes.length - SHOWN_NOTES} more`);
+    blocks.push({
+      type: "context",
+      elements: [{ type: "mrkdwn", text: truncate(shown.join("\n"), 2000) }],
     });
   }
   if (review.logCutAt !== undefined && review.planJobUrl !== undefined) {

@@ -74,6 +74,20 @@ describe("the messages for the corpus", () => {
     },
   );
 
+  it("name what a removed block takes out of the state without destroying it", () => {
+    const text = JSON.stringify(
+      planMessage(request, {
+        plan: parsePlanText(
+          readFixture("corpus/terraform/terraform-plan-comment-basic-3-remove-plan.txt"),
+        ),
+        nodes: undefined,
+        planJobUrl: undefined,
+        planFile: "none",
+      }),
+    );
+    expect(text).toContain("local_file.test2 leaves Terraform's state but is not destroyed");
+  });
+
   it("say so when Ansible's PLAY RECAP lists no host, rather than nothing", () => {
     const run = parseAnsibleOutput(
       readFixture("corpus/ansible/data_tagging_controller.expected_stdout.txt"),

@@ -91,6 +91,24 @@ describe("planMessage", () => {
     );
   });
 
+  it("shows the plan's notes, escaped, the first five of them", () => {
+    const notes = [
+      "terraform_data.old leaves Terraform's state but is not destroyed; it is not listed.",
+      "The plan job kept no plan.json; this summary was read from its log.",
+      "<!channel> 3",
+      "4",
+      "5",
+      "6",
+      "7",
+    ];
+    const body = json(planMessage(request, review(plan([create], { notes }))).blocks);
+    expect(body).toContain("terraform_data.old leaves Terraform's state but is not destroyed");
+    expect(body).toContain("this summary was read from its log.");
+    expect(body).toContain("&lt;!channel&gt; 3");
+    expect(body).toContain("and 2 more");
+    expect(body).not.toContain("<!channel>");
+  });
+
   it("makes up no counts when Terraform printed no Plan line and listed nothing", () => {
     const refreshOnly = plan([], { counts: undefined, noChanges: false });
     const body = json(planMessage(request, review(refreshOnly)).blocks);
