@@ -30,6 +30,9 @@ export interface PlanReview {
 /** How many resources are listed before "and N more". */
 export const LISTED_RESOURCES = 20;
 
+/** How many of the plan's notes are shown before "and N more". */
+const SHOWN_NOTES = 5;
+
 const ACTION: Record<ResourceAction, { marker: string; words: string }> = {
   create: { marker: "+", words: "create" },
   update: { marker: "~", words: "update in place" },
@@ -56,7 +59,9 @@ export function destructive(plan: PlanSummary): PlanResource[] {
 function countsLine(plan: PlanSummary): string {
   const derived = plan.derivedCounts;
   const counts = plan.counts ?? derived;
+  const importing = plan.counts?.import ?? derived.import;
   const parts = [
+    ...(importing > 0 ? [`*${importing}* to import`] : []),
     `*${counts.add}* to add`,
     `*${counts.change}* to change`,
     `*${counts.destroy}* to destroy`,
@@ -65,11 +70,59 @@ function countsLine(plan: PlanSummary): string {
   return `*Plan:* ${parts.join(", ")}`;
 }
 
+/**
+ * What to say when Terraform printed no "Plan:" line and listed no resource: a refresh-only plan,
+ * an output-only plan, or output that is not a plan. Counts of zero would be made up.
+ */
+function withoutPlanLine(plan: PlanSummary): string {
+  if (plan.outputChanges.length === 0) {
+    return '*Plan:* Terraform printed no "Plan:" line and no resource change was found in its output.';
+  }
+  const shown = plan.outputChanges
+    .slice(0, LISTED_RESOURCES)
+    .map((o) => `${code(truncate(o.name, 150))} (${ACTION[o.action].words})`);
+  const more = plan.outputChanges.length - shown.length;
+  if (more > 0) shown.push(`and ${more} more`);
+  return `*Plan:* no resource changes, only outputs: ${shown.join(", ")}`;
+}
+
+function planText(plan: PlanSummary): string {
+  if (plan.noChanges) return "*Plan:* no changes. Terraform found nothing to do.";
+  const d = plan.derivedCounts;
+  if (plan.counts === undefined && d.add + d.change + d.destroy + d.import === 0) {
+    return withoutPlanLine(plan);
+  }
+  const list = resourceList(plan);
+  return list === "" ? countsLine(plan) : `${countsLine(plan)}\n${list}`;
+}
+
+/** Where a resource moved from, when its only change is a `moved` block. */
+function movedFrom(resource: PlanResource): string | undefined {
+  if (resource.action !== "no-op") return undefined;
+  const moved = resource.reason?.split("; ").find((part) => part.startsWith("moved from "));
+  return moved?.slice("moved from ".length);
+}
+
+/** A resource's marker and words: its action, or the import or move that is its only change. */
+function listedAs(r: PlanResource): { marker: string; words: string } {
+  const from = movedFrom(r);
+  if (r.importing === true) {
+    return r.action === "no-op"
+      ? { marker: "<-", words: "import" }
+      : { marker: ACTION[r.action].marker, words: `import, then ${actionWords(r)}` };
+  }
+  if (from !== undefined) return { marker: "->", words: `moved from ${code(truncate(from, 150))}` };
+  return { marker: ACTION[r.action].marker, words: actionWords(r) };
+}
+
 function resourceList(plan: PlanSummary): string {
-  const changing = plan.resources.filter((r) => r.action !== "no-op");
+  // An import or a move changes the state even when the object itself stays as it is.
+  const changing = plan.resources.filter(
+    (r) => r.action !== "no-op" || r.importing === true || movedFrom(r) !== undefined,
+  );
   const listed = changing.slice(0, LISTED_RESOURCES).map((r) => {
-    const address = truncate(r.address, 150);
-    return `\`${ACTION[r.action].marker}\` ${code(address)} ${actionWords(r)}`;
+    const { marker, words } = listedAs(r);
+    return `\`${marker}\` ${code(truncate(r.address, 150))} ${words}`;
   });
   const more = changing.length - listed.length;
   if (more > 0) listed.push(`and ${more} more`);
@@ -139,12 +192,7 @@ export function planMessage(
     type: "section",
     text: {
       type: "mrkdwn",
-      text: truncate(
-        plan.noChanges
-          ? "*Plan:* no changes. Terraform found nothing to do."
-          : `${countsLine(plan)}\n${resourceList(plan)}`,
-        3000,
-      ),
+      text: truncate(planText(plan), 3000),
     },
   });
   if (plan.mismatch !== undefined) {
@@ -153,6 +201,15 @@ export function planMessage(
       elements: [
         { type: "mrkdwn", text: truncate(`:warning: ${escapeMrkdwn(plan.mismatch)}`, 2000) },
       ],
+    });
+  }
+  if (plan.notes.length > 0) {
+    // How the summary was put together, and what leaves the state without being destroyed.
+    const shown = plan.notes.slice(0, SHOWN_NOTES).map((note) => escapeMrkdwn(note));
+    if (plan.notes.length > SHOWN_NOTES) shown.push(`and ${plan.notes.length - SHOWN_NOTES} more`);
+    blocks.push({
+      type: "context",
+      elements: [{ type: "mrkdwn", text: truncate(shown.join("\n"), 2000) }],
     });
   }
   if (review.logCutAt !== undefined && review.planJobUrl !== undefined) {

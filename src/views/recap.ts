@@ -6,6 +6,10 @@ const SHOWN_FAILURES = 10;
 /** Ansible's PLAY RECAP per host, and the tasks that failed, as mrkdwn for the thread. */
 export function recapText(run: AnsibleRun): string {
   if (!run.recapFound) return "Ansible printed no PLAY RECAP: the playbook did not finish.";
+  // Ansible prints the banner alone when the play matched no host.
+  if (run.hosts.length === 0 && run.failures.length === 0) {
+    return "Ansible's PLAY RECAP lists no host: the playbook ran on none.";
+  }
   const hosts = run.hosts.map(
     (h) =>
       `\`${escapeMrkdwn(h.host)}\` ok=${h.ok} changed=${h.changed} unreachable=${h.unreachable} failed=${h.failed} skipped=${h.skipped} rescued=${h.rescued} ignored=${h.ignored}`,

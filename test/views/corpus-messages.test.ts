@@ -16,7 +16,8 @@ import { sampleRequest } from "../support/requests.js";
  */
 interface Written {
   parser: "plan-text" | "recap";
-  counts?: { add: number; change: number; destroy: number } | null;
+  counts?: { add: number; change: number; destroy: number; import?: number } | null;
+  noChanges?: boolean;
   resources?: [string, string][];
   hosts?: [string, number, number, number, number, number, number, number][];
   failures?: { host: string; task: string; kind: string; message: string; ignored: boolean }[];
@@ -38,29 +39,67 @@ const runs = corpus.filter((file) => written(file).parser === "recap");
 const request = sampleRequest({ status: "awaiting_approval", messageTs: "1700000000.000100" });
 
 describe("the messages for the corpus", () => {
-  it.each(plans)("show the counts and every destroyed or replaced resource of %s", (file) => {
-    const expected = written(file);
+  it.each(plans)(
+    "show the counts, imports too, every destroyed or replaced resource and every move of %s",
+    (file) => {
+      const expected = written(file);
+      const text = JSON.stringify(
+        planMessage(request, {
+          plan: parsePlanText(readFixture(file)),
+          nodes: undefined,
+          planJobUrl: undefined,
+          planFile: "none",
+        }),
+      );
+      if (expected.counts !== null && expected.counts !== undefined) {
+        const { add, change, destroy } = expected.counts;
+        expect(text).toContain(`*${add}* to add, *${change}* to change, *${destroy}* to destroy`);
+        const importing = expected.counts.import ?? 0;
+        if (importing > 0) expect(text).toContain(`*${importing}* to import, *${add}* to add`);
+      }
+      const changes = (expected.resources ?? []).filter(([, action]) => action !== "no-op");
+      if (expected.counts === null && expected.noChanges === false && changes.length === 0) {
+        // No "Plan:" line and nothing planned: no counts are made up.
+        expect(text).not.toContain("*0* to add");
+        expect(text).toMatch(/printed no \\"Plan:\\" line|no resource changes, only outputs/);
+      }
+      for (const [address, action] of expected.resources ?? []) {
+        // A move or an import is the only change of a resource listed as no-op: it is named.
+        if (action === "no-op" && expected.counts !== null) {
+          expect(text).toContain(JSON.stringify(escapeMrkdwn(address)).slice(1, -1));
+        }
+        if (action !== "delete" && action !== "replace") continue;
+        expect(text).toContain(JSON.stringify(escapeMrkdwn(address)).slice(1, -1));
+      }
+    },
+  );
+
+  it("name what a removed block takes out of the state without destroying it", () => {
     const text = JSON.stringify(
       planMessage(request, {
-        plan: parsePlanText(readFixture(file)),
+        plan: parsePlanText(
+          readFixture("corpus/terraform/terraform-plan-comment-basic-3-remove-plan.txt"),
+        ),
         nodes: undefined,
         planJobUrl: undefined,
         planFile: "none",
       }),
     );
-    if (expected.counts !== null && expected.counts !== undefined) {
-      const { add, change, destroy } = expected.counts;
-      expect(text).toContain(`*${add}* to add, *${change}* to change, *${destroy}* to destroy`);
-    }
-    for (const [address, action] of expected.resources ?? []) {
-      if (action !== "delete" && action !== "replace") continue;
-      expect(text).toContain(JSON.stringify(escapeMrkdwn(address)).slice(1, -1));
-    }
+    expect(text).toContain("local_file.test2 leaves Terraform's state but is not destroyed");
+  });
+
+  it("say so when Ansible's PLAY RECAP lists no host, rather than nothing", () => {
+    const run = parseAnsibleOutput(
+      readFixture("corpus/ansible/data_tagging_controller.expected_stdout.txt"),
+    );
+    expect(run.recapFound).toBe(true);
+    expect(recapText(run)).toBe("Ansible's PLAY RECAP lists no host: the playbook ran on none.");
   });
 
   it.each(runs)("show every failed or unreachable host of %s with its task and message", (file) => {
     const expected = written(file);
     const text = recapText(parseAnsibleOutput(readFixture(file)));
+    expect(text.trim()).not.toBe("");
     for (const [host, , , unreachable, failed] of expected.hosts ?? []) {
       if (unreachable === 0 && failed === 0) continue;
       const kind = failed > 0 ? "failed" : "unreachable";

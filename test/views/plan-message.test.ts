@@ -60,6 +60,74 @@ describe("planMessage", () => {
     expect(actions.elements[0]!.confirm).toBeUndefined();
   });
 
+  it("counts and lists what an import block brings into the state, changed or not", () => {
+    const imported: PlanResource = {
+      address: "terraform_data.test",
+      action: "no-op",
+      importing: true,
+    };
+    const updated: PlanResource = {
+      address: "proxmox_virtual_environment_vm.old",
+      action: "update",
+      importing: true,
+    };
+    const unchanged: PlanResource = { address: "terraform_data.after", action: "no-op" };
+    const body = json(planMessage(request, review(plan([imported, updated, unchanged]))).blocks);
+    expect(body).toContain("*Plan:* *2* to import, *0* to add, *1* to change, *0* to destroy");
+    expect(body).toContain("`<-` `terraform_data.test` import");
+    expect(body).toContain("`~` `proxmox_virtual_environment_vm.old` import, then update in place");
+    expect(body).not.toContain("terraform_data.after");
+  });
+
+  it("lists a resource that only moves, with where it moved from", () => {
+    const moved: PlanResource = {
+      address: "terraform_data.after",
+      action: "no-op",
+      reason: "moved from terraform_data.before",
+    };
+    const body = json(planMessage(request, review(plan([moved]))).blocks);
+    expect(body).toContain(
+      "*Plan:* *0* to add, *0* to change, *0* to destroy\\n`->` `terraform_data.after` moved from `terraform_data.before`",
+    );
+  });
+
+  it("shows the plan's notes, escaped, the first five of them", () => {
+    const notes = [
+      "terraform_data.old leaves Terraform's state but is not destroyed; it is not listed.",
+      "The plan job kept no plan.json; this summary was read from its log.",
+      "<!channel> 3",
+      "4",
+      "5",
+      "6",
+      "7",
+    ];
+    const body = json(planMessage(request, review(plan([create], { notes }))).blocks);
+    expect(body).toContain("terraform_data.old leaves Terraform's state but is not destroyed");
+    expect(body).toContain("this summary was read from its log.");
+    expect(body).toContain("&lt;!channel&gt; 3");
+    expect(body).toContain("and 2 more");
+    expect(body).not.toContain("<!channel>");
+  });
+
+  it("makes up no counts when Terraform printed no Plan line and listed nothing", () => {
+    const refreshOnly = plan([], { counts: undefined, noChanges: false });
+    const body = json(planMessage(request, review(refreshOnly)).blocks);
+    expect(body).toContain('Terraform printed no \\"Plan:\\" line and no resource change');
+    expect(body).not.toContain("to add");
+
+    const outputsOnly = plan([], {
+      counts: undefined,
+      noChanges: false,
+      outputChanges: [
+        { name: "ip", action: "update" },
+        { name: "node", action: "create" },
+      ],
+    });
+    expect(json(planMessage(request, review(outputsOnly)).blocks)).toContain(
+      "*Plan:* no resource changes, only outputs: `ip` (update in place), `node` (create)",
+    );
+  });
+
   it("warns loudly about a replace, never calls it an update, and asks to confirm the approval", () => {
     const message = planMessage(request, review(plan([replace])));
     const body = json(message.blocks);
