@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { isIpv4 } from "./net/ipv4.js";
+import { stateNameTemplateProblem } from "./vm/state-name.js";
 
 /**
  * The whole configuration contract (SPEC section 6): one schema over the environment.
@@ -214,6 +215,17 @@ const EnvSchema = z.object({
         error: "must be a state name of letters, digits, '.', '_' or '-'",
       }),
   ),
+  TF_STATE_NAME_TEMPLATE: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .trim()
+      .default("vm-{vm_name}")
+      .superRefine((value, ctx) => {
+        const problem = stateNameTemplateProblem(value);
+        if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+      }),
+  ),
   POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
   PLAN_TTL: z.preprocess(
     blankToUndefined,
@@ -416,6 +428,8 @@ export interface Config {
     logMaxBytes: number;
   };
   tfStateName: string;
+  /** Each VM's Terraform state name, with `{vm_name}` for the VM's name. */
+  stateNameTemplate: string;
   pollIntervalMs: number;
   /** How long a plan may wait for approval (the plan artifact's lifetime on the platform). */
   planTtlMs: number;
@@ -511,6 +525,7 @@ function toConfig(env: Env): Config {
       logMaxBytes: env.GITLAB_LOG_MAX_BYTES,
     },
     tfStateName: env.TF_STATE_NAME,
+    stateNameTemplate: env.TF_STATE_NAME_TEMPLATE,
     pollIntervalMs: env.POLL_INTERVAL_MS,
     planTtlMs: env.PLAN_TTL,
     vault:

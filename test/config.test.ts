@@ -33,6 +33,7 @@ describe("loadConfig", () => {
       jobs: { plan: "tf:plan", apply: "tf:apply", configure: "ansible:configure" },
     });
     expect(config.tfStateName).toBe("general");
+    expect(config.stateNameTemplate).toBe("vm-{vm_name}");
     expect(config.pollIntervalMs).toBe(5000);
     expect(config.vm).toEqual({
       nodes: ["pve"],
@@ -259,5 +260,26 @@ describe("loadConfig", () => {
         TEST_SECRETS.webhookSecret,
       ].sort(),
     );
+  });
+
+  it("takes a state name template with {vm_name}, or a fixed name, and names what is wrong with others", () => {
+    expect(
+      loadConfig({ ...minimal, TF_STATE_NAME_TEMPLATE: "tf-{vm_name}.vm" }).stateNameTemplate,
+    ).toBe("tf-{vm_name}.vm");
+    expect(loadConfig({ ...minimal, TF_STATE_NAME_TEMPLATE: "general" }).stateNameTemplate).toBe(
+      "general",
+    );
+    expect(problemsOf({ ...minimal, TF_STATE_NAME_TEMPLATE: "vm-{name}" })).toEqual([
+      "TF_STATE_NAME_TEMPLATE has {name}, and the only placeholder is {vm_name}",
+    ]);
+    expect(problemsOf({ ...minimal, TF_STATE_NAME_TEMPLATE: "vms/{vm_name}" })).toEqual([
+      "TF_STATE_NAME_TEMPLATE must make state names of letters, digits, '.', '_' or '-' (with {vm_name} for the VM's name)",
+    ]);
+    expect(problemsOf({ ...minimal, TF_STATE_NAME_TEMPLATE: "vm-{vm_name" })).toEqual([
+      "TF_STATE_NAME_TEMPLATE has a { or } that opens or closes no {vm_name}",
+    ]);
+    expect(
+      problemsOf({ ...minimal, TF_STATE_NAME_TEMPLATE: `${"x".repeat(200)}-{vm_name}` }),
+    ).toEqual(["TF_STATE_NAME_TEMPLATE makes state names longer than GitLab's 255 characters"]);
   });
 });

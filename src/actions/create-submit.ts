@@ -8,6 +8,7 @@ import { z } from "zod";
 import { NOT_REQUESTER_FIELD } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
+import { stateNameFor } from "../vm/state-name.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import { CREATE_FIELDS, CREATE_MODAL } from "../ids.js";
 import type { Logger } from "../logger.js";
@@ -166,6 +167,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
         notes: result.notes,
         channel: metadata.data.channel,
         submissionKey: `view:${view.id}`,
+        stateName: stateNameFor(deps.config.stateNameTemplate, result.spec.name),
       });
     } catch (error) {
       if (storeWriteFailure(error) === undefined) throw error;

@@ -72,4 +72,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN stage_at TEXT;
   `,
+  `
+  ALTER TABLE requests ADD COLUMN state_name TEXT;
+  CREATE INDEX requests_vm_name ON requests (json_extract(spec, '$.name'), created_at);
+  `,
 ];

@@ -47,6 +47,7 @@ const RequestRowSchema = z.object({
   rendered_revision: z.number().int(),
   rendered_hash: z.string().nullable(),
   stage_at: z.string().nullable().optional(),
+  state_name: z.string().nullable().optional(),
 });
 
 const AuditRowSchema = z.object({
@@ -101,6 +102,7 @@ function toRecord(row: unknown): RequestRecord {
     review: r.review,
     decision: r.decision,
     address: r.address,
+    stateName: r.state_name ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     revision: r.revision,
@@ -205,11 +207,14 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   }
 
   const insertRequest = db.prepare(`
-    INSERT INTO requests (id, status, requester, spec, notes, channel, submission_key, created_at, updated_at)
-    VALUES (@id, 'queued', @requester, @spec, @notes, @channel, @submissionKey, @now, @now)
+    INSERT INTO requests (id, status, requester, spec, notes, channel, submission_key, state_name, created_at, updated_at)
+    VALUES (@id, 'queued', @requester, @spec, @notes, @channel, @submissionKey, @stateName, @now, @now)
     ON CONFLICT (submission_key) DO NOTHING`);
   const selectById = db.prepare("SELECT * FROM requests WHERE id = ?");
   const selectBySubmission = db.prepare("SELECT * FROM requests WHERE submission_key = ?");
+  const selectForVm = db.prepare(
+    "SELECT * FROM requests WHERE json_extract(spec, '$.name') = ? ORDER BY created_at DESC, rowid DESC",
+  );
   const finalList = FINAL_STATUSES.map((s) => `'${s}'`).join(", ");
   const selectActive = db.prepare(
     `SELECT * FROM requests WHERE status NOT IN (${finalList}) ORDER BY created_at, id`,
@@ -317,6 +322,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
           notes: JSON.stringify(request.notes),
           channel: request.channel,
           submissionKey: request.submissionKey,
+          stateName: request.stateName ?? null,
           now,
         }),
       );
@@ -379,6 +385,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
     listActive() {
       return selectActive.all().map(toRecord);
+    },
+
+    requestsForVm(name) {
+      return selectForVm.all(name).map(toRecord);
     },
 
     audit,

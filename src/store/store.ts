@@ -45,6 +45,11 @@ export interface RequestRecord {
   decision: Decision | null;
   /** The VM's address once Terraform has applied (from the apply job's vm_ip.txt). */
   address: string | null;
+  /**
+   * The VM's Terraform state name, fixed when the request was made (TF_STATE_NAME_TEMPLATE);
+   * null for requests made before vmbot named states, whose pipelines used the pipeline's own.
+   */
+  stateName: string | null;
   createdAt: string;
   updatedAt: string;
   /** When the request entered its current status (its creation, before any move). */
@@ -64,6 +69,8 @@ export interface NewRequest {
   channel: string;
   /** Identifies one form submission, so a repeated delivery creates nothing new. */
   submissionKey: string;
+  /** The VM's Terraform state name; none leaves the pipeline's own. */
+  stateName?: string;
 }
 
 export type RequestPatch = Partial<
@@ -157,6 +164,8 @@ export interface Store {
   ): RequestRecord | undefined;
   /** Requests that are not in a final status, oldest first. */
   listActive(): RequestRecord[];
+  /** The requests for a VM of this name, newest first. */
+  requestsForVm(name: string): RequestRecord[];
   audit(entry: AuditEntry): void;
   effect(subject: string, step: string): EffectRecord | undefined;
   /** Records the intent, or returns the record already there (intended or done). */

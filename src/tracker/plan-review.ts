@@ -70,20 +70,21 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
       for (const line of lines) parser.push(line);
       await file?.writeLines(lines);
     };
-    let ended = true;
+    // Whether the log's last piece ended with a newline: if not, its last line is cut.
+    const tail = { ended: true };
     try {
       const { truncated } = await gitlab.streamJobLog(
         job.id,
         config.gitlab.logMaxBytes,
         async (text) => {
-          ended = text.endsWith("\n");
+          tail.ended = text.endsWith("\n");
           await take(cleaner.push(text));
         },
       );
       const rest = cleaner.end();
       // A last line with no newline that reads as a heading may be one cut short: it is left
       // out of the reading (the file keeps it), as `parsePlanText` does.
-      const last = ended ? undefined : rest.pop();
+      const last = tail.ended ? undefined : rest.pop();
       await take(rest);
       if (last !== undefined && !mayBeCutHeading(last)) parser.push(last);
       return { plan: parser.result(), truncated, file, last: last ?? "" };

@@ -134,10 +134,14 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         act: async () => {
           try {
             const created = await gitlab.triggerPipeline(
-              pipelineParams(request.spec, {
-                sizing: config.gitlab.sizingParams,
-                numberInputs: config.gitlab.numberInputs,
-              }),
+              pipelineParams(
+                request.spec,
+                {
+                  sizing: config.gitlab.sizingParams,
+                  numberInputs: config.gitlab.numberInputs,
+                },
+                request.stateName,
+              ),
               request.id,
             );
             return {

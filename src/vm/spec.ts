@@ -271,7 +271,11 @@ export interface ParamsShape {
  * defaults, passed as `TF_VAR_*` variables (which Terraform reads without any pipeline change)
  * unless the pipeline declares them as inputs too (`sizing: "inputs"`).
  */
-export function pipelineParams(spec: VmSpec, shape: ParamsShape): PipelineParams {
+export function pipelineParams(
+  spec: VmSpec,
+  shape: ParamsShape,
+  stateName?: string | null,
+): PipelineParams {
   const typed = (values: Record<string, string | number>) =>
     Object.fromEntries(
       Object.entries(values).map(([name, value]) => [
@@ -295,13 +299,26 @@ export function pipelineParams(spec: VmSpec, shape: ParamsShape): PipelineParams
     disk_size_gb: spec.diskGb,
     dns_server: spec.dns,
   };
+  // The VM's own Terraform state travels with the sizing: an input, or the TF_STATE_NAME
+  // variable the pipeline's state address is built from.
+  const state = stateName ?? undefined;
   if (shape.sizing === "inputs") {
-    return { inputs: typed({ ...inputs, ...sizingValues }), variables: {} };
+    return {
+      inputs: typed({
+        ...inputs,
+        ...sizingValues,
+        ...(state === undefined ? {} : { tf_state_name: state }),
+      }),
+      variables: {},
+    };
   }
   return {
     inputs: typed(inputs),
-    variables: Object.fromEntries(
-      Object.entries(sizingValues).map(([name, value]) => [`TF_VAR_${name}`, String(value)]),
-    ),
+    variables: {
+      ...Object.fromEntries(
+        Object.entries(sizingValues).map(([name, value]) => [`TF_VAR_${name}`, String(value)]),
+      ),
+      ...(state === undefined ? {} : { TF_STATE_NAME: state }),
+    },
   };
 }

@@ -15,6 +15,7 @@ import { loadConfig } from "../../src/config.js";
 import { REQUEST_ID_VARIABLE } from "../../src/gitlab/gitlab.js";
 import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../src/simulators/gitlab.js";
 import { pipelineParams, type PipelineParams, type VmSpec } from "../../src/vm/spec.js";
+import { stateNameFor } from "../../src/vm/state-name.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -48,10 +49,11 @@ const SPEC: VmSpec = {
 
 /** What vmbot sends for SPEC with its default configuration, the request's ID included. */
 function vmbotParams(action: "apply" | "destroy" = "apply"): PipelineParams {
-  const params = pipelineParams(SPEC, {
-    sizing: config.gitlab.sizingParams,
-    numberInputs: config.gitlab.numberInputs,
-  });
+  const params = pipelineParams(
+    SPEC,
+    { sizing: config.gitlab.sizingParams, numberInputs: config.gitlab.numberInputs },
+    stateNameFor(config.stateNameTemplate, SPEC.name),
+  );
   return {
     inputs: { ...params.inputs, action },
     variables: { ...params.variables, [REQUEST_ID_VARIABLE]: "vm-mabc123-0a1b2c3d" },
@@ -156,6 +158,15 @@ describe("the example pipeline and vmbot's default configuration", () => {
     for (const name of declared.filter((key) => key.startsWith("TF_VAR_"))) {
       expect(terraform, name).toContain(`variable "${name.slice("TF_VAR_".length)}"`);
     }
+  });
+
+  it("give each VM a state of its own, named as vmbot names it, when run by hand too", () => {
+    const sent = vmbotParams().variables.TF_STATE_NAME;
+    expect(sent).toBe("vm-web-01");
+    // Run by hand, the pipeline's own default names the same state vmbot would.
+    const own = example.body.variables.TF_STATE_NAME?.replace("$[[ inputs.vm_name ]]", SPEC.name);
+    expect(own).toBe(sent);
+    expect(example.body.variables.TF_ADDRESS).toMatch(/\/terraform\/state\/\$\{TF_STATE_NAME\}$/);
   });
 
   it("keep the plan's artifacts longer than a plan may wait for approval", () => {

@@ -24,7 +24,10 @@ async function openForm(h: Harness, name = "web-01"): Promise<FakeView> {
     channelId: CHANNEL,
   });
   expect(delivery.status).toBe(200);
-  const call = await h.slack.waitFor("views.open");
+  const call = await h.slack.waitFor(
+    "views.open",
+    (opened) => opened.args.trigger_id === delivery.triggerId,
+  );
   const view = h.slack.views.at(-1);
   expect(view?.callback_id).toBe("vm_create_modal");
   expect(call.args.trigger_id).toBe(delivery.triggerId);
@@ -178,6 +181,8 @@ describe("/vm create", () => {
         { key: "TF_VAR_memory_mb", value: "4096", variable_type: "env_var" },
         { key: "TF_VAR_disk_size_gb", value: "40", variable_type: "env_var" },
         { key: "TF_VAR_dns_server", value: "192.168.1.1", variable_type: "env_var" },
+        // The VM's own Terraform state (TF_STATE_NAME_TEMPLATE).
+        { key: "TF_STATE_NAME", value: "vm-web-01", variable_type: "env_var" },
         // So that a restart finds the pipeline it created instead of creating a second one.
         { key: "VMBOT_REQUEST_ID", value: request.id, variable_type: "env_var" },
       ],
@@ -205,6 +210,36 @@ describe("/vm create", () => {
     ]);
   });
 
+  it("gives each VM a Terraform state of its own, kept with its request, or one shared state with a fixed name", async () => {
+    const variable = (h: Harness, index: number) =>
+      h.gitlab.pipelines[index]!.variables.find((v) => v.key === "TF_STATE_NAME")?.value;
+    const createTwo = async (h: Harness) => {
+      for (const [name, ip] of [
+        ["web-01", "192.168.1.50/24"],
+        ["db-01", "192.168.1.51/24"],
+      ] as const) {
+        const before = h.gitlab.pipelines.length;
+        const view = await openForm(h, name);
+        expect((await submit(h, view, { ...goodEntries, vm_name: name, vm_ip: ip })).status).toBe(
+          200,
+        );
+        await eventually(() => h.gitlab.pipelines.length > before || undefined, "the pipeline");
+      }
+    };
+
+    const own = await start();
+    await createTwo(own);
+    expect([variable(own, 0), variable(own, 1)]).toEqual(["vm-web-01", "vm-db-01"]);
+    expect(allRequests(own).map((r) => [r.spec.name, r.stateName])).toEqual([
+      ["web-01", "vm-web-01"],
+      ["db-01", "vm-db-01"],
+    ]);
+
+    const shared = await start({ env: { TF_STATE_NAME_TEMPLATE: "general" } });
+    await createTwo(shared);
+    expect([variable(shared, 0), variable(shared, 1)]).toEqual(["general", "general"]);
+  });
+
   it("sends the values as upper-cased variables when GITLAB_PIPELINE_PARAMS=variables", async () => {
     const h = await start({
       env: { GITLAB_PIPELINE_PARAMS: "variables" },
@@ -228,9 +263,10 @@ describe("/vm create", () => {
       TF_VAR_memory_mb: "4096",
       TF_VAR_disk_size_gb: "40",
       TF_VAR_dns_server: "192.168.1.1",
+      TF_STATE_NAME: "vm-web-01",
       VMBOT_REQUEST_ID: request.id,
     });
-    expect(h.gitlab.pipelines[0]!.variables).toHaveLength(13);
+    expect(h.gitlab.pipelines[0]!.variables).toHaveLength(14);
   });
 
   it("sends sizing as inputs to a pipeline that declares them (GITLAB_SIZING_PARAMS=inputs), typed as declared", async () => {
@@ -261,6 +297,7 @@ describe("/vm create", () => {
       disk_size_gb: 40,
       dns_server: "192.168.1.1",
       template_vm_id: "9000",
+      tf_state_name: "vm-web-01",
     });
     expect(h.gitlab.pipelines[0]!.inputs).toMatchObject({ cpu_cores: 4, vm_name: "web-01" });
   });

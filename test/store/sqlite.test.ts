@@ -92,14 +92,19 @@ describe("the SQLite store", () => {
     first.close();
     const db = new Database(path);
     db.exec(
-      "ALTER TABLE requests DROP COLUMN stage_at; DROP TABLE deliveries; DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
+      "DROP INDEX requests_vm_name; ALTER TABLE requests DROP COLUMN state_name; " +
+        "ALTER TABLE requests DROP COLUMN stage_at; DROP TABLE deliveries; DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
         "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address; DROP TABLE effects;",
     );
     db.pragma("user_version = 1");
     db.close();
 
     const upgraded = openSqliteStore(path);
-    expect(upgraded.getRequest(request.id)).toMatchObject({ review: null, decision: null });
+    expect(upgraded.getRequest(request.id)).toMatchObject({
+      review: null,
+      decision: null,
+      stateName: null,
+    });
     const decision = { kind: "approved" as const, by: "U0APPROVER", at: "2026-12-02T10:05:00Z" };
     expect(upgraded.updateRequest(request.id, { decision }).decision).toEqual(decision);
     upgraded.close();

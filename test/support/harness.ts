@@ -46,6 +46,7 @@ export const PLATFORM_INPUTS: Record<string, InputSpec> = {
   memory_mb: { type: "number", default: 2048 },
   disk_size_gb: { type: "number", default: 20 },
   dns_server: { default: "192.168.1.1" },
+  tf_state_name: { default: "general" },
 };
 
 /**

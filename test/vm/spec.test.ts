@@ -328,6 +328,23 @@ describe("validateVmForm", () => {
     });
   });
 
+  it("sends the VM's state name with the sizing: a TF_STATE_NAME variable, or the tf_state_name input", () => {
+    const result = validateVmForm(valid, options);
+    if (!result.ok) throw new Error("the sample form is invalid");
+    expect(
+      pipelineParams(result.spec, { sizing: "variables" }, "vm-web-01").variables,
+    ).toMatchObject({
+      TF_STATE_NAME: "vm-web-01",
+    });
+    const inputs = pipelineParams(result.spec, { sizing: "inputs" }, "vm-web-01");
+    expect(inputs.inputs).toMatchObject({ tf_state_name: "vm-web-01" });
+    expect(inputs.variables).toEqual({});
+    // A request made before vmbot named states leaves the pipeline's own.
+    const old = pipelineParams(result.spec, { sizing: "variables" }, null);
+    expect(old.variables).not.toHaveProperty("TF_STATE_NAME");
+    expect(old.inputs).not.toHaveProperty("tf_state_name");
+  });
+
   it("sends as numbers exactly the inputs the pipeline declares type: number", () => {
     const result = validateVmForm({ ...valid, vmId: "150" }, options);
     if (!result.ok) throw new Error("the sample form is invalid");
