@@ -17,11 +17,13 @@ import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import { UNLOCK_CANCEL, UNLOCK_CONFIRM } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { Store } from "../store/store.js";
+import { STATE_NAME } from "../vm/state-name.js";
 import {
   alreadyUnlocked,
   failure,
   leftLocked,
   lockChanged,
+  lockedStates,
   notLocked,
   stateMissing,
   stillLocked,
@@ -34,7 +36,7 @@ import {
 } from "../views/unlock.js";
 
 /**
- * `/vm unlock [state]`: shows the lock, asks for confirmation, force-unlocks through GitLab's
+ * `/vm unlock [VM or state]`: lists the locked states, or shows one lock, asks for confirmation, force-unlocks through GitLab's
  * state API, checks that the lock is gone, tells the channel and writes the audit log.
  * Admins only, checked when the command runs and again when the button is clicked.
  */
@@ -48,9 +50,6 @@ export interface UnlockDeps {
   log: Logger;
   now?: () => Date;
 }
-
-/** GitLab's state names: letters, digits, '.', '_' and '-' (as TF_STATE_NAME). */
-const STATE_NAME = /^[\w.-]{1,255}$/;
 
 const UnlockTargetSchema = z.object({
   state: z.string().regex(STATE_NAME),
@@ -76,22 +75,31 @@ async function findState(gitlab: GitlabPort, name: string) {
   return { states, state: states.find((state) => state.name === name) };
 }
 
+/**
+ * What `/vm unlock <name>` names: a VM vmbot made (its recorded state; a VM from before states
+ * were named used the shared TF_STATE_NAME), or else a state by its own name.
+ */
+function targetOf(deps: UnlockDeps, name: string): { state: string; vm?: string } {
+  const request = deps.store.requestsForVm(name)[0];
+  if (request === undefined) return { state: name };
+  return { state: request.stateName ?? deps.config.tfStateName, vm: name };
+}
+
 export function createUnlockCommand(deps: UnlockDeps) {
   const now = deps.now ?? (() => new Date());
   return async ({ command, ack, respond }: CommandArgs, arg: string | undefined) => {
-    const name = arg ?? deps.config.tfStateName;
-    if (!STATE_NAME.test(name)) {
+    if (arg !== undefined && !STATE_NAME.test(arg)) {
       await ack(
         ephemeral(
           failure(
-            "Usage: `/vm unlock [state]`. A state name has letters, digits, '.', '_' or '-'; without one, vmbot uses TF_STATE_NAME.",
+            "Usage: `/vm unlock [VM or state]`. A VM or state name has letters, digits, '.', '_' or '-'; without one, vmbot lists the locked states.",
           ),
         ),
       );
       return;
     }
     await ack();
-    const log = deps.log.child({ user: command.user_id, command: "unlock", state: name });
+    const log = deps.log.child({ user: command.user_id, command: "unlock", name: arg });
     if (!(await deps.access.may("unlock", command.user_id))) {
       log.info("refused /vm unlock: not an admin");
       await respond(ephemeral(failure(notAdminWords(deps.access.who("unlock")))));
@@ -99,20 +107,30 @@ export function createUnlockCommand(deps: UnlockDeps) {
     }
     let reply: Reply;
     try {
-      const { states, state } = await findState(deps.gitlab, name);
-      const locked = lockedState(state);
-      reply =
-        state === undefined
-          ? stateMissing(
-              name,
-              deps.config.gitlab.project,
-              states.map((known) => known.name),
-            )
-          : locked === undefined
-            ? notLocked(name)
-            : unlockPrompt(locked, now());
+      const states = await deps.gitlab.terraformStates();
+      if (arg === undefined) {
+        const locked = states.flatMap((state) => lockedState(state) ?? []);
+        reply =
+          locked.length === 1 && locked[0] !== undefined
+            ? unlockPrompt(locked[0], now())
+            : lockedStates(locked, deps.config.gitlab.project, now());
+      } else {
+        const target = targetOf(deps, arg);
+        const state = states.find((known) => known.name === target.state);
+        const locked = lockedState(state);
+        reply =
+          state === undefined
+            ? stateMissing(
+                target.state,
+                deps.config.gitlab.project,
+                states.map((known) => known.name),
+              )
+            : locked === undefined
+              ? notLocked(target.state)
+              : unlockPrompt(locked, now(), target.vm);
+      }
     } catch (error) {
-      log.warn({ err: error }, "could not read the Terraform state's lock");
+      log.warn({ err: error }, "could not read the Terraform states' locks");
       reply = failure(userMessage(error));
     }
     await respond(ephemeral(reply));

@@ -59,10 +59,15 @@ export function stateMissing(state: string, project: string, known: readonly str
  * The lock, and a Force-unlock button behind Slack's confirmation dialog that names the
  * state, the holder, the lock's age and what a force-unlock risks.
  */
-export function unlockPrompt(state: TerraformState & { lockedAt: string }, now: Date): Reply {
+export function unlockPrompt(
+  state: TerraformState & { lockedAt: string },
+  now: Date,
+  vm?: string,
+): Reply {
   const holder = holderOf(state);
   const held = age(state.lockedAt, now);
-  const text = `:lock: The Terraform state ${code(state.name)} is locked by *${holder}* since ${when(state.lockedAt)} (${held} ago).`;
+  const whose = vm === undefined ? "" : ` (the VM ${code(vm)}'s)`;
+  const text = `:lock: The Terraform state ${code(state.name)}${whose} is locked by *${holder}* since ${when(state.lockedAt)} (${held} ago).`;
   const target: UnlockTarget = { state: state.name, lockedAt: state.lockedAt };
   return {
     text: `The Terraform state ${escapeMrkdwn(state.name)} is locked by ${escapeMrkdwn(state.lockedBy ?? "an unknown holder")} (${held}).`,
@@ -106,6 +111,48 @@ export function unlockPrompt(state: TerraformState & { lockedAt: string }, now: 
             action_id: UNLOCK_CANCEL,
             text: { type: "plain_text", text: "Cancel", emoji: true },
             value: JSON.stringify(target),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** How many locked states `/vm unlock` lists by name. */
+const LISTED_LOCKS = 15;
+
+/**
+ * `/vm unlock` with no name: the project's locked states, oldest lock first, or that none is.
+ * A single locked state is answered with its prompt (see the command).
+ */
+export function lockedStates(
+  locked: readonly (TerraformState & { lockedAt: string })[],
+  project: string,
+  now: Date,
+): Reply {
+  if (locked.length === 0) {
+    const text = `:unlock: No Terraform state in ${code(project)} is locked. Nothing to do.`;
+    return { text, blocks: [section(text)] };
+  }
+  const oldest = [...locked].sort((a, b) => Date.parse(a.lockedAt) - Date.parse(b.lockedAt));
+  const lines = oldest
+    .slice(0, LISTED_LOCKS)
+    .map(
+      (state) =>
+        `• ${code(state.name)}: locked by *${holderOf(state)}* since ${when(state.lockedAt)} (${age(state.lockedAt, now)})`,
+    );
+  const more = locked.length - LISTED_LOCKS;
+  const text = `:lock: ${locked.length} Terraform states in ${code(project)} are locked:`;
+  return {
+    text: `${locked.length} Terraform states in ${project} are locked.`,
+    blocks: [
+      section([text, ...lines, ...(more > 0 ? [`…and ${more} more.`] : [])].join("\n")),
+      {
+        type: "context",
+        elements: [
+          {
+            type: "mrkdwn",
+            text: "Run `/vm unlock <VM or state>` to see one lock and force-unlock it.",
           },
         ],
       },

@@ -3,6 +3,7 @@ import type { FakeMessage, ResponseUrlPost } from "../../src/simulators/slack.js
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import {
   ADMIN,
+  askForVm,
   CHANNEL,
   harnessPerTest,
   PROJECT_PATH,
@@ -64,16 +65,52 @@ async function click(h: Harness, prompt: ResponseUrlPost, actionId: string, user
 const unlockRequests = (h: Harness) => h.gitlab.requestsTo("DELETE", LOCK_PATH);
 
 describe("/vm unlock", () => {
-  it("says so when the state is not locked, and changes nothing", async () => {
+  it("says so when the state is not locked, or when no state is, and changes nothing", async () => {
     const h = await start({ project: { role: "maintainer" } });
     h.gitlab.addTerraformState(PROJECT_PATH, "general");
-    const answer = await unlock(h);
-    expect(answer.body).toMatchObject({
+    expect((await unlock(h, "general")).body).toMatchObject({
       response_type: "ephemeral",
       text: ":unlock: The Terraform state `general` is not locked. Nothing to do.",
     });
+    expect((await unlock(h)).body).toMatchObject({
+      response_type: "ephemeral",
+      text: `:unlock: No Terraform state in \`${PROJECT_PATH}\` is locked. Nothing to do.`,
+    });
     expect(unlockRequests(h)).toHaveLength(0);
-    expect(h.gitlab.requestsTo("POST", /^\/api\/graphql$/)).toHaveLength(1);
+    expect(h.gitlab.requestsTo("POST", /^\/api\/graphql$/)).toHaveLength(2);
+  });
+
+  it("lists the locked states, oldest lock first, when given no name and more than one is locked", async () => {
+    const { h } = await lockedProject();
+    h.gitlab.addTerraformState(PROJECT_PATH, "vm-db-01", {
+      lockedBy: "alice",
+      lockedAt: new Date(Date.now() - 5 * HOUR),
+    });
+    h.gitlab.addTerraformState(PROJECT_PATH, "vm-web-01");
+    const answer = await unlock(h);
+    expectWithinSlackLimits(answer.body);
+    expect(answer.body.text).toBe(`2 Terraform states in ${PROJECT_PATH} are locked.`);
+    const listed = JSON.stringify(answer.body.blocks);
+    expect(listed.indexOf("`vm-db-01`")).toBeGreaterThan(-1);
+    expect(listed.indexOf("`vm-db-01`")).toBeLessThan(listed.indexOf("`general`"));
+    expect(listed).not.toContain("vm-web-01");
+    expect(listed).toContain("/vm unlock <VM or state>");
+    expect(listed).not.toContain("unlock_confirm");
+    expect(unlockRequests(h)).toHaveLength(0);
+  });
+
+  it("finds a VM's own state by the VM's name", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    await askForVm(h, "web-01");
+    h.gitlab.addUser({ username: "alice", name: "Alice Ops" });
+    h.gitlab.addTerraformState(PROJECT_PATH, "vm-web-01", { lockedBy: "alice" });
+    h.gitlab.addTerraformState(PROJECT_PATH, "general", { lockedBy: "alice" });
+    const prompt = await unlock(h, "web-01");
+    const text = JSON.stringify(prompt.body.blocks);
+    expect(text).toContain(
+      "The Terraform state `vm-web-01` (the VM `web-01`'s) is locked by *alice*",
+    );
+    expect(text).toContain('\\"state\\":\\"vm-web-01\\"');
   });
 
   it("shows the lock, and after confirmation unlocks it, checks, tells the channel and audits", async () => {
@@ -215,6 +252,6 @@ describe("/vm unlock", () => {
       channelId: CHANNEL,
     });
     expect(JSON.parse(delivery.body)).toMatchObject({ response_type: "ephemeral" });
-    expect(delivery.body).toContain("Usage: `/vm unlock [state]`");
+    expect(delivery.body).toContain("Usage: `/vm unlock [VM or state]`");
   });
 });
