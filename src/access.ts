@@ -17,6 +17,7 @@ export type Role = "requester" | "approver" | "admin";
 export const ACTION_ROLES = {
   create: "requester",
   capacity: "requester",
+  list: "requester",
   approve: "approver",
   reject: "approver",
   unlock: "admin",

@@ -4,6 +4,7 @@ import { VM_COMMAND } from "../ids.js";
 import { answerHelp } from "./help.js";
 import { createCapacityCommand, type CapacityDeps } from "./capacity.js";
 import { createCreateCommand, type CreateCommandDeps } from "./create.js";
+import { createListCommand, type ListDeps } from "./list.js";
 import { createUnlockCommand, type UnlockDeps } from "./unlock.js";
 
 /** Splits `/vm` text into a subcommand and its argument: `create web-01` → ["create", "web-01"]. */
@@ -35,11 +36,12 @@ export function commandKey(command: SlashCommand): string {
  */
 export function registerVmCommand(
   app: App,
-  deps: CreateCommandDeps & UnlockDeps & CapacityDeps,
+  deps: CreateCommandDeps & UnlockDeps & CapacityDeps & ListDeps,
 ): void {
   const create = createCreateCommand(deps);
   const unlock = createUnlockCommand(deps);
   const capacity = createCapacityCommand(deps);
+  const list = createListCommand(deps);
   app.command(VM_COMMAND, async (args) => {
     if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
       deps.log.info(
@@ -59,6 +61,9 @@ export function registerVmCommand(
         return;
       case "capacity":
         await capacity(args, arg);
+        return;
+      case "list":
+        await list(args, arg);
         return;
       case "":
       case "help":

@@ -2,6 +2,8 @@
  * Versioned schema migrations, applied in order; `PRAGMA user_version` records how many ran.
  * Append new ones; never edit one that has shipped.
  */
+import { INVENTORY_MIGRATION } from "./inventory.js";
+
 export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE requests (
@@ -76,4 +78,5 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE requests ADD COLUMN state_name TEXT;
   CREATE INDEX requests_vm_name ON requests (json_extract(spec, '$.name'), created_at);
   `,
+  INVENTORY_MIGRATION,
 ];

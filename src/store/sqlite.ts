@@ -7,6 +7,7 @@ import { DecisionSchema, PlanReviewRecordSchema } from "../tracker/review.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
 import { claimStore, type StoreOwnership } from "./owner.js";
+import { createSqliteInventory } from "./inventory.js";
 import { checkIntegrity, createWriteProbe, guardWrite } from "./sqlite-checks.js";
 import {
   FINAL_STATUSES,
@@ -311,6 +312,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   }
 
   return {
+    inventory: createSqliteInventory(db, clock),
+
     createRequest(request: NewRequest) {
       const now = clock().toISOString();
       const id = newRequestId(clock().getTime());

@@ -1,3 +1,4 @@
+import type { Inventory } from "./inventory.js";
 import type { Decision, PlanReviewRecord } from "../tracker/review.js";
 import type { VmSpec } from "../vm/spec.js";
 
@@ -145,6 +146,8 @@ export interface TransitionIntent {
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
 export interface Store {
   /** Creates the request, or returns the one already created for the same submission. */
+  /** Every VM vmbot made. */
+  readonly inventory: Inventory;
   createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;

@@ -230,6 +230,19 @@ export function createTracker(deps: TrackerDeps): Tracker {
           "applied",
           `:gear: Terraform applied${address === undefined ? "" : `: the VM has address ${address}`}.`,
         );
+        // The VM exists from here on, whatever configure does: into the inventory before the
+        // move, so a crash between the two records it again, never misses it.
+        store.inventory.record({
+          name: request.spec.name,
+          requestId: request.id,
+          owner: request.requester,
+          spec: request.spec,
+          stateName: request.stateName,
+          address: address ?? null,
+          pipelineId: request.pipelineId,
+          approvedBy: request.decision?.kind === "approved" ? request.decision.by : null,
+          leaseUntil: null,
+        });
         const next = move(request, configure ? "configuring" : "ready", {
           ...(address === undefined ? {} : { address }),
         });

@@ -42,6 +42,10 @@ export function capacityRefusedWords(requesters: readonly string[]): string {
   return `Capacity is shown to the people who may ask for VMs (${whoMay(requesters)}), and you are not among them.`;
 }
 
+export function listRefusedWords(requesters: readonly string[]): string {
+  return `The VM list is shown to the people who may ask for VMs (${whoMay(requesters)}), and you are not among them.`;
+}
+
 export function notAdminWords(admins: readonly string[]): string {
   return `Only vmbot's admins (${whoMay(admins)}) may unlock Terraform state. Ask one of them if the state is stuck.`;
 }

@@ -103,6 +103,9 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
   async "/vm capacity"(h, userId) {
     return (await command(h, "capacity", userId)).startsWith("Proxmox capacity:");
   },
+  async "/vm list"(h, userId) {
+    return (await command(h, "list all", userId)).includes("vmbot has made no VM yet");
+  },
   async approve(h, userId) {
     const { pipelineId, message } = await plannedRequest(h);
     await h.signer.blockAction({ message, userId, actionId: "plan_approve" });
@@ -173,6 +176,7 @@ const ALLOWED: Record<keyof typeof ACTIONS, Person[]> = {
   "/vm create": ["requester", "user-group member"],
   "submit the form": ["requester", "user-group member"],
   "/vm capacity": ["requester", "user-group member"],
+  "/vm list": ["requester", "user-group member"],
   // The requester asked for the VM: by default they cannot approve or reject it themselves.
   approve: ["approver", "user-group member"],
   reject: ["approver", "user-group member"],
@@ -186,6 +190,7 @@ describe("authorization matrix", () => {
     expect(ACTION_ROLES).toEqual({
       create: "requester",
       capacity: "requester",
+      list: "requester",
       approve: "approver",
       reject: "approver",
       unlock: "admin",

@@ -1,0 +1,45 @@
+import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt";
+import type { Access } from "../access.js";
+import type { Logger } from "../logger.js";
+import type { Store } from "../store/store.js";
+import { listRefusedWords } from "../views/refusals.js";
+import { vmList } from "../views/vm-list.js";
+
+export interface ListDeps {
+  access: Access;
+  store: Store;
+  log: Logger;
+  now?: () => Date;
+}
+
+type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
+
+const USAGE = "Usage: `/vm list` shows your VMs; `/vm list all` shows every VM vmbot made.";
+
+/** `/vm list [all]`: the asker's VMs, or everyone's, to the asker only. */
+export function createListCommand(deps: ListDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async ({ command, ack }: CommandArgs, arg: string | undefined) => {
+    const scope = arg?.toLowerCase();
+    if (scope !== undefined && scope !== "all") {
+      await ack({ response_type: "ephemeral", text: `:warning: ${USAGE}` });
+      return;
+    }
+    const decision = await deps.access.mayWithin("list", command.user_id, 1_500);
+    if (decision !== "allowed") {
+      deps.log.info({ user: command.user_id, decision }, "refused /vm list");
+      await ack({
+        response_type: "ephemeral",
+        text: `:warning: ${
+          decision === "denied"
+            ? listRefusedWords(deps.access.who("list"))
+            : "Slack did not confirm in time that you may see the VM list. Please try again."
+        }`,
+      });
+      return;
+    }
+    const all = scope === "all";
+    const vms = deps.store.inventory.list(all ? {} : { owner: command.user_id });
+    await ack({ response_type: "ephemeral", ...vmList(vms, { all, now: now() }) });
+  };
+}

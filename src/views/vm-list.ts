@@ -1,0 +1,85 @@
+import type { types } from "@slack/bolt";
+import type { VmRecord } from "../store/inventory.js";
+import { escapeMrkdwn } from "../slack/mrkdwn.js";
+import { age } from "./unlock.js";
+
+type KnownBlock = types.KnownBlock;
+
+export interface VmListReply {
+  text: string;
+  blocks: KnownBlock[];
+}
+
+/** VMs listed one per line, in sections of this many (a section holds 3,000 characters). */
+const PER_SECTION = 10;
+/** VMs listed at most: 5 sections, well inside a message's 50 blocks. */
+export const MAX_LISTED = 50;
+
+const GIB = 1024;
+
+/** `web-01 · 192.168.1.50 · pve · 4 cores, 4 GiB, 40 GiB disk · <@U1> · 3 d old · no lease` */
+function line(vm: VmRecord, now: Date, showOwner: boolean): string {
+  const { spec } = vm;
+  const memory =
+    spec.memoryMb % GIB === 0 ? `${spec.memoryMb / GIB}` : (spec.memoryMb / GIB).toFixed(1);
+  const parts = [
+    `*${escapeMrkdwn(vm.name)}*`,
+    escapeMrkdwn(vm.address ?? spec.ip.split("/")[0] ?? spec.ip),
+    escapeMrkdwn(spec.node),
+    `${spec.cores} ${spec.cores === 1 ? "core" : "cores"}, ${memory} GiB, ${spec.diskGb} GiB disk`,
+    ...(showOwner ? [`<@${vm.owner}>`] : []),
+    `${age(vm.createdAt, now)} old`,
+    vm.leaseUntil === null
+      ? "no lease"
+      : `lease until <!date^${Math.floor(Date.parse(vm.leaseUntil) / 1000)}^{date_short_pretty}|${escapeMrkdwn(vm.leaseUntil)}>`,
+  ];
+  const status =
+    vm.status === "live"
+      ? ""
+      : `\n    :warning: ${escapeMrkdwn(vm.statusNote ?? "Gone outside vmbot.")}`;
+  return `• ${parts.join(" · ")}${status}`;
+}
+
+/** `/vm list [all]`: the asker's VMs, or everyone's, newest first. */
+export function vmList(
+  vms: readonly VmRecord[],
+  options: { all: boolean; now: Date },
+): VmListReply {
+  const whose = options.all ? "vmbot's VMs" : "Your VMs";
+  if (vms.length === 0) {
+    const text = options.all
+      ? "vmbot has made no VM yet (or none is left). `/vm create` asks for one."
+      : "You have no VM made by vmbot. `/vm create` asks for one; `/vm list all` shows everyone's.";
+    return { text, blocks: [{ type: "section", text: { type: "mrkdwn", text } }] };
+  }
+  const shown = vms.slice(0, MAX_LISTED);
+  const header = `*${whose}* (${vms.length}), newest first:`;
+  const sections: KnownBlock[] = [];
+  for (let at = 0; at < shown.length; at += PER_SECTION) {
+    const lines = shown.slice(at, at + PER_SECTION).map((vm) => line(vm, options.now, options.all));
+    sections.push({
+      type: "section",
+      text: { type: "mrkdwn", text: [...(at === 0 ? [header] : []), ...lines].join("\n") },
+    });
+  }
+  const more = vms.length - shown.length;
+  return {
+    text: `${whose}: ${vms.length}.`,
+    blocks: [
+      ...sections,
+      ...(more > 0
+        ? [
+            {
+              type: "context" as const,
+              elements: [
+                {
+                  type: "mrkdwn" as const,
+                  text: `…and ${more} older ${more === 1 ? "VM" : "VMs"}, not shown.`,
+                },
+              ],
+            },
+          ]
+        : []),
+    ],
+  };
+}

@@ -1,0 +1,117 @@
+import { describe, expect, it } from "vitest";
+import type { Harness } from "../support/harness.js";
+import { expectWithinSlackLimits } from "../support/block-kit.js";
+import {
+  APPROVER,
+  CHANNEL,
+  click,
+  harnessPerTest,
+  planRequest,
+  REQUESTER,
+  runUntilSettled,
+} from "../support/harness.js";
+import { SAMPLE_SPEC } from "../support/requests.js";
+
+const start = harnessPerTest();
+const STRANGER = "U0STRANGER";
+
+/** Types `/vm list [arg]` as `userId` and returns the immediate (ephemeral) answer. */
+async function list(h: Harness, userId: string, arg = "") {
+  const delivery = await h.signer.slashCommand({
+    text: `list ${arg}`.trim(),
+    userId,
+    channelId: CHANNEL,
+  });
+  expect(delivery.status).toBe(200);
+  return JSON.parse(delivery.body) as { response_type: string; text: string; blocks: unknown[] };
+}
+
+/** web-01 asked for, approved and applied; configure ends as `configure` says. */
+async function madeVm(h: Harness, configure: "success" | "failed" = "success") {
+  const { pipelineId, requestId, message } = await planRequest(h);
+  expect((await click(h, message(), APPROVER, "plan_approve")).status).toBe(200);
+  await h.slack.waitFor("chat.update", (call) =>
+    JSON.stringify(call.args.blocks).includes(`Approved by <@${APPROVER}>`),
+  );
+  h.gitlab.setJobArtifact(pipelineId, "tf:apply", "vm_ip.txt", "192.168.1.50\n");
+  runUntilSettled(h, pipelineId, "tf:apply");
+  await h.bot.tracker.tick();
+  if (configure === "failed") h.gitlab.failJob(pipelineId, "ansible:configure");
+  runUntilSettled(h, pipelineId, "ansible:configure");
+  await h.bot.tracker.tick();
+  return { pipelineId, requestId };
+}
+
+describe("/vm list", () => {
+  it("shows the owner their VM once Terraform has applied it, and everyone's with all", async () => {
+    const h = await start({ env: { REQUESTERS: `${REQUESTER},${APPROVER}` } });
+    expect((await list(h, REQUESTER)).text).toContain("You have no VM made by vmbot");
+    const { pipelineId, requestId } = await madeVm(h);
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+
+    const mine = await list(h, REQUESTER);
+    expectWithinSlackLimits(mine);
+    expect(mine.response_type).toBe("ephemeral");
+    const shown = JSON.stringify(mine.blocks);
+    expect(shown).toContain("*Your VMs* (1), newest first:");
+    expect(shown).toMatch(
+      /• \*web-01\* · 192\.168\.1\.50 · pve · 2 cores, 2 GiB, 20 GiB disk · \d+ s old · no lease/,
+    );
+    expect(h.bot.store.inventory.get("web-01")).toMatchObject({
+      owner: REQUESTER,
+      requestId,
+      pipelineId,
+      stateName: "vm-web-01",
+      approvedBy: APPROVER,
+      status: "live",
+    });
+
+    // The approver has none of their own, and sees it among everyone's, with its owner.
+    expect((await list(h, APPROVER)).text).toContain("You have no VM made by vmbot");
+    const all = JSON.stringify((await list(h, APPROVER, "ALL")).blocks);
+    expect(all).toContain("*vmbot's VMs* (1)");
+    expect(all).toContain(`<@${REQUESTER}>`);
+  });
+
+  it("lists a VM whose configure failed: Terraform made it", async () => {
+    const h = await start();
+    const { requestId } = await madeVm(h, "failed");
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("failed");
+    expect(JSON.stringify((await list(h, REQUESTER)).blocks)).toContain("*web-01*");
+  });
+
+  it("refuses someone who may not ask for VMs, naming who may, and a word it does not know", async () => {
+    const h = await start({ env: { REQUESTERS: REQUESTER } });
+    const refused = await list(h, STRANGER);
+    expect(refused.text).toBe(
+      `:warning: The VM list is shown to the people who may ask for VMs (<@${REQUESTER}>), and you are not among them.`,
+    );
+    expect((await list(h, REQUESTER, "everything")).text).toBe(
+      ":warning: Usage: `/vm list` shows your VMs; `/vm list all` shows every VM vmbot made.",
+    );
+  });
+
+  it("keeps a list of many VMs within Slack's limits, newest first, and says how many are left out", async () => {
+    const h = await start();
+    for (let i = 0; i < 60; i += 1) {
+      const name = `vm-${String(i).padStart(2, "0")}`;
+      h.bot.store.inventory.record({
+        name,
+        requestId: `vm-req-${i}`,
+        owner: REQUESTER,
+        spec: { ...SAMPLE_SPEC, name },
+        stateName: `vm-${name}`,
+        address: null,
+        pipelineId: 1000 + i,
+        approvedBy: APPROVER,
+        leaseUntil: null,
+      });
+    }
+    const answer = await list(h, REQUESTER);
+    expectWithinSlackLimits(answer);
+    const shown = JSON.stringify(answer.blocks);
+    expect(shown).toContain("*Your VMs* (60), newest first:");
+    expect(shown).toContain("…and 10 older VMs, not shown.");
+    expect((shown.match(/• \*vm-/g) ?? []).length).toBe(50);
+  });
+});
