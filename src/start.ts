@@ -17,6 +17,7 @@ import { fixedSecret, type SecretSource } from "./secrets.js";
 import { createHttpServer, DEFAULT_LIMITS, type Health, type ServerLimits } from "./server.js";
 import { createSlackEventsHandler } from "./slack/request.js";
 import { createTracker, type Tracker } from "./tracker/tracker.js";
+import { createInventoryCheck, type InventoryCheck } from "./tracker/inventory-check.js";
 import { StoreOwnedError } from "./store/owner.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import type { Store } from "./store/store.js";
@@ -47,6 +48,8 @@ export interface RunningVmbot {
   store: Store;
   /** The pipeline tracker, e.g. to run a pass now. */
   tracker: Tracker;
+  /** The comparison of the VMs vmbot made with GitLab's Terraform states, e.g. to run one now. */
+  inventory: InventoryCheck;
   /** Stops taking work, finishes what is in flight (up to `graceMs`), closes the store. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -59,6 +62,10 @@ const FATAL_AUTH_ERRORS = new Set([
   "token_revoked",
   "token_expired",
 ]);
+
+/** How often the VMs are compared with GitLab's Terraform states, and the first time. */
+const INVENTORY_CHECK_MS = 10 * 60_000;
+const FIRST_INVENTORY_CHECK_MS = 60_000;
 
 export class StartupError extends Error {
   override name = "StartupError";
@@ -325,6 +332,15 @@ export async function startVmbot(
     nodes: platform.nodes,
   });
 
+  const inventory = createInventoryCheck({
+    store,
+    gitlab,
+    log: log.child({ component: "inventory" }),
+    sharedState: config.tfStateName,
+    intervalMs: INVENTORY_CHECK_MS,
+    firstMs: FIRST_INVENTORY_CHECK_MS,
+  });
+
   const slack = { connected: false, reason: "connecting to Slack" };
   let stopping = false;
   const health = (): Health => {
@@ -435,6 +451,7 @@ export async function startVmbot(
 
   const port = (server.address() as AddressInfo).port;
   tracker.start();
+  inventory.start();
   // Unlocks a crash interrupted: finished (or found done) once, in the background.
   const resumed = resumeUnlocks({
     store,
@@ -453,12 +470,14 @@ export async function startVmbot(
     health,
     store,
     tracker,
+    inventory,
     async stop(graceMs = 8_000) {
       if (stopping) return;
       stopping = true;
       clearTimeout(retryTimer);
       log.info("stopping: finishing in-flight work");
       await tracker.stop();
+      await inventory.stop();
       await resumed;
       // No new events: Socket Mode disconnects, and the HTTP server stops accepting below.
       if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);

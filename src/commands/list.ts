@@ -40,6 +40,9 @@ export function createListCommand(deps: ListDeps) {
     }
     const all = scope === "all";
     const vms = deps.store.inventory.list(all ? {} : { owner: command.user_id });
-    await ack({ response_type: "ephemeral", ...vmList(vms, { all, now: now() }) });
+    // Admins also see the states vmbot did not make; the answer must not wait long for that.
+    const admin = all && (await deps.access.decide("admin", command.user_id, 500)) === "allowed";
+    const unmanaged = admin ? deps.store.inventory.unmanagedStates() : [];
+    await ack({ response_type: "ephemeral", ...vmList(vms, { all, now: now(), unmanaged }) });
   };
 }

@@ -183,6 +183,9 @@ const TerraformStatesSchema = z.object({
                 lockedByUser: z.object({ username: z.string() }).nullish(),
               }),
             ),
+            pageInfo: z
+              .object({ hasNextPage: z.boolean(), endCursor: z.string().nullish() })
+              .optional(),
           }),
         })
         .nullable(),
@@ -191,13 +194,18 @@ const TerraformStatesSchema = z.object({
   errors: z.array(z.object({ message: z.string() })).optional(),
 });
 
-const TERRAFORM_STATES_QUERY = `query vmbotTerraformStates($path: ID!) {
+/** A page of the project's states: GitLab gives at most 100 a page, and a cursor for more. */
+const TERRAFORM_STATES_QUERY = `query vmbotTerraformStates($path: ID!, $after: String) {
   project(fullPath: $path) {
-    terraformStates {
+    terraformStates(first: 100, after: $after) {
       nodes { name lockedAt lockedByUser { username } }
+      pageInfo { hasNextPage endCursor }
     }
   }
 }`;
+
+/** Pages of states read at most: 5,000 states. */
+const MAX_STATE_PAGES = 50;
 
 const PIPELINE_INPUTS_QUERY = `query vmbotPipelineInputs($path: ID!, $ref: String!) {
   project(fullPath: $path) {
@@ -541,31 +549,48 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     async terraformStates() {
       const path = await projectPath();
       const doing = "read the project's Terraform states";
-      const answer = await call(doing, TerraformStatesSchema, async () => {
-        // Through gitbeaker's own requester (token, timeout, retries): GraphQL lives beside /api/v4.
-        const response = await api.Projects.requester.post("../graphql", {
-          body: { query: TERRAFORM_STATES_QUERY, variables: { path } },
+      const states: TerraformState[] = [];
+      let after: string | null = null;
+      for (let page = 0; page < MAX_STATE_PAGES; page += 1) {
+        const variables: { path: string; after: string | null } = { path, after };
+        const answer = await call(doing, TerraformStatesSchema, async () => {
+          // Through gitbeaker's own requester (token, timeout, retries): GraphQL lives beside /api/v4.
+          const response = await api.Projects.requester.post("../graphql", {
+            body: { query: TERRAFORM_STATES_QUERY, variables },
+          });
+          return response.body;
         });
-        return response.body;
-      });
-      if (answer.errors !== undefined && answer.errors.length > 0) {
-        throw gitlabError(
-          new Error(answer.errors.map((error) => error.message).join("; ")),
-          context(doing),
-        );
+        if (answer.errors !== undefined && answer.errors.length > 0) {
+          throw gitlabError(
+            new Error(answer.errors.map((error) => error.message).join("; ")),
+            context(doing),
+          );
+        }
+        const project = answer.data?.project;
+        if (project === undefined || project === null) {
+          throw new VmbotError(
+            "gitlab_project_not_found",
+            `GitLab has no project \`${path}\` that the bot's token can see: check GITLAB_PROJECT, and that the token's user is a member of the project.`,
+          );
+        }
+        const connection = project.terraformStates;
+        for (const state of connection.nodes) {
+          states.push({
+            name: state.name,
+            lockedAt: state.lockedAt ?? null,
+            lockedBy: state.lockedByUser?.username ?? null,
+          });
+        }
+        const next = connection.pageInfo;
+        if (next?.hasNextPage !== true || next.endCursor === undefined || next.endCursor === null) {
+          return states;
+        }
+        after = next.endCursor;
       }
-      const project = answer.data?.project;
-      if (project === undefined || project === null) {
-        throw new VmbotError(
-          "gitlab_project_not_found",
-          `GitLab has no project \`${path}\` that the bot's token can see: check GITLAB_PROJECT, and that the token's user is a member of the project.`,
-        );
-      }
-      return project.terraformStates.nodes.map((state) => ({
-        name: state.name,
-        lockedAt: state.lockedAt ?? null,
-        lockedBy: state.lockedByUser?.username ?? null,
-      }));
+      throw new VmbotError(
+        "gitlab_bad_response",
+        `The project \`${path}\` has more than ${MAX_STATE_PAGES * 100} Terraform states; vmbot reads no more than that.`,
+      );
     },
 
     async unlockTerraformState(name) {

@@ -51,6 +51,13 @@ export interface Inventory {
   mark(name: string, status: VmStatus, note: string | null): void;
   /** Records when the VMs were last compared with GitLab's states. */
   checked(names: readonly string[]): void;
+  /** Keeps the project's Terraform state names as GitLab listed them last. */
+  seeStates(names: readonly string[]): void;
+  /**
+   * The states GitLab listed last that no VM and no request of vmbot's names: made outside
+   * vmbot (or by hand), shown to admins, never adopted.
+   */
+  unmanagedStates(): string[];
 }
 
 export const INVENTORY_MIGRATION = `
@@ -70,6 +77,14 @@ export const INVENTORY_MIGRATION = `
     checked_at  TEXT
   );
   CREATE INDEX vms_owner ON vms (owner, created_at);
+  `;
+
+/** The project's Terraform states as GitLab listed them last. */
+export const STATES_SEEN_MIGRATION = `
+  CREATE TABLE states_seen (
+    name    TEXT PRIMARY KEY,
+    seen_at TEXT NOT NULL
+  );
   `;
 
 const VmRowSchema = z.object({
@@ -132,6 +147,13 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
     "UPDATE vms SET status = ?, status_note = ?, checked_at = ? WHERE name = ?",
   );
   const updateChecked = db.prepare("UPDATE vms SET checked_at = ? WHERE name = ?");
+  const clearStates = db.prepare("DELETE FROM states_seen");
+  const insertState = db.prepare("INSERT INTO states_seen (name, seen_at) VALUES (?, ?)");
+  const selectUnmanaged = db.prepare(`
+    SELECT name FROM states_seen
+    WHERE name NOT IN (SELECT state_name FROM vms WHERE state_name IS NOT NULL)
+      AND name NOT IN (SELECT state_name FROM requests WHERE state_name IS NOT NULL)
+    ORDER BY name`);
 
   return {
     record(vm) {
@@ -165,5 +187,19 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
         })();
       });
     },
+    seeStates(names) {
+      const at = clock().toISOString();
+      guardWrite("record the project's Terraform states", () => {
+        db.transaction(() => {
+          clearStates.run();
+          for (const name of new Set(names)) insertState.run(name, at);
+        })();
+      });
+    },
+    unmanagedStates() {
+      return selectUnmanaged.all().map((row) => StateRowSchema.parse(row).name);
+    },
   };
 }
+
+const StateRowSchema = z.object({ name: z.string() });

@@ -2,7 +2,7 @@
  * Versioned schema migrations, applied in order; `PRAGMA user_version` records how many ran.
  * Append new ones; never edit one that has shipped.
  */
-import { INVENTORY_MIGRATION } from "./inventory.js";
+import { INVENTORY_MIGRATION, STATES_SEEN_MIGRATION } from "./inventory.js";
 
 export const MIGRATIONS: readonly string[] = [
   `
@@ -79,4 +79,5 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX requests_vm_name ON requests (json_extract(spec, '$.name'), created_at);
   `,
   INVENTORY_MIGRATION,
+  STATES_SEEN_MIGRATION,
 ];

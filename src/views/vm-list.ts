@@ -40,11 +40,40 @@ function line(vm: VmRecord, now: Date, showOwner: boolean): string {
   return `• ${parts.join(" · ")}${status}`;
 }
 
+/** States listed by name at most under the list. */
+const LISTED_STATES = 20;
+
+/** For admins under `/vm list all`: the project's states vmbot neither made nor was asked for. */
+function unmanagedNote(states: readonly string[]): KnownBlock[] {
+  if (states.length === 0) return [];
+  const names = states
+    .slice(0, LISTED_STATES)
+    .map((name) => `\`${escapeMrkdwn(name)}\``)
+    .join(", ");
+  const more = states.length > LISTED_STATES ? ` and ${states.length - LISTED_STATES} more` : "";
+  return [
+    {
+      type: "context",
+      elements: [
+        {
+          type: "mrkdwn",
+          text: `Terraform states in the project that vmbot did not make (left alone): ${names}${more}.`,
+        },
+      ],
+    },
+  ];
+}
+
 /** `/vm list [all]`: the asker's VMs, or everyone's, newest first. */
 export function vmList(
   vms: readonly VmRecord[],
-  options: { all: boolean; now: Date },
+  options: { all: boolean; now: Date; unmanaged?: readonly string[] },
 ): VmListReply {
+  const reply = vmLines(vms, options);
+  return { ...reply, blocks: [...reply.blocks, ...unmanagedNote(options.unmanaged ?? [])] };
+}
+
+function vmLines(vms: readonly VmRecord[], options: { all: boolean; now: Date }): VmListReply {
   const whose = options.all ? "vmbot's VMs" : "Your VMs";
   if (vms.length === 0) {
     const text = options.all

@@ -2,11 +2,13 @@ import { describe, expect, it } from "vitest";
 import type { Harness } from "../support/harness.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import {
+  ADMIN,
   APPROVER,
   CHANNEL,
   click,
   harnessPerTest,
   planRequest,
+  PROJECT_PATH,
   REQUESTER,
   runUntilSettled,
 } from "../support/harness.js";
@@ -113,5 +115,80 @@ describe("/vm list", () => {
     expect(shown).toContain("*Your VMs* (60), newest first:");
     expect(shown).toContain("…and 10 older VMs, not shown.");
     expect((shown.match(/• \*vm-/g) ?? []).length).toBe(50);
+  });
+
+  it("compares the VMs with GitLab's Terraform states: a state gone marks its VM, a state vmbot never made is shown to admins only", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    const record = (name: string) =>
+      h.bot.store.inventory.record({
+        name,
+        requestId: `vm-req-${name}`,
+        owner: REQUESTER,
+        spec: { ...SAMPLE_SPEC, name },
+        stateName: `vm-${name}`,
+        address: null,
+        pipelineId: 1001,
+        approvedBy: APPROVER,
+        leaseUntil: null,
+      });
+    record("web-01");
+    record("db-01");
+    h.gitlab.addTerraformState(PROJECT_PATH, "vm-web-01");
+    h.gitlab.addTerraformState(PROJECT_PATH, "vm-db-01");
+    h.gitlab.addTerraformState(PROJECT_PATH, "network-core");
+    await h.bot.inventory.check();
+    expect(h.bot.store.inventory.list().map((vm) => [vm.name, vm.status])).toEqual(
+      expect.arrayContaining([
+        ["web-01", "live"],
+        ["db-01", "live"],
+      ]),
+    );
+    expect(h.bot.store.inventory.list()).toHaveLength(2);
+    expect(h.bot.store.inventory.unmanagedStates()).toEqual(["network-core"]);
+
+    h.gitlab.deleteTerraformState(PROJECT_PATH, "vm-db-01");
+    await h.bot.inventory.check();
+    expect(h.bot.store.inventory.get("db-01")).toMatchObject({ status: "gone" });
+    const mine = JSON.stringify((await list(h, REQUESTER)).blocks);
+    expect(mine).toContain(
+      ":warning: Its Terraform state vm-db-01 is no longer in GitLab: it was removed outside vmbot, so the VM may be gone too.",
+    );
+    expect(JSON.stringify((await list(h, REQUESTER, "all")).blocks)).not.toContain("network-core");
+    expect(JSON.stringify((await list(h, ADMIN, "all")).blocks)).toContain(
+      "Terraform states in the project that vmbot did not make (left alone): `network-core`.",
+    );
+
+    // Back in GitLab (restored from a backup): live again. Nothing was ever removed or adopted.
+    h.gitlab.addTerraformState(PROJECT_PATH, "vm-db-01");
+    await h.bot.inventory.check();
+    expect(h.bot.store.inventory.get("db-01")).toMatchObject({ status: "live", statusNote: null });
+    expect(h.gitlab.terraformStates.map((state) => state.name).sort()).toEqual([
+      "network-core",
+      "vm-db-01",
+      "vm-web-01",
+    ]);
+  });
+
+  it("reads every page of a project's states: a VM whose state is on the third page stays live", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    for (let i = 0; i < 230; i += 1) {
+      h.gitlab.addTerraformState(PROJECT_PATH, `other-${String(i).padStart(3, "0")}`);
+    }
+    h.gitlab.addTerraformState(PROJECT_PATH, "vm-web-01");
+    h.bot.store.inventory.record({
+      name: "web-01",
+      requestId: "vm-req-1",
+      owner: REQUESTER,
+      spec: SAMPLE_SPEC,
+      stateName: "vm-web-01",
+      address: null,
+      pipelineId: 1001,
+      approvedBy: APPROVER,
+      leaseUntil: null,
+    });
+    await h.bot.inventory.check();
+    expect(h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+    expect(h.bot.store.inventory.unmanagedStates()).toHaveLength(230);
+    expect(h.gitlab.requestsTo("POST", /^\/api\/graphql$/)).toHaveLength(3);
   });
 });
