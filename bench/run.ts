@@ -40,7 +40,7 @@ function errorText(error: unknown): string {
 }
 
 /**
- * `npm run bench`: runs every benchmark on loopback against the simulators in `src/simulators/`, prints
+ * `npm run bench`: runs every benchmark on loopback against the simulators in `sandbox/simulators/`, prints
  * each table, and writes docs/BENCHMARKS.md. Each figure is measured beside a baseline in the same
  * run, because these machines are shared and noisy. `BENCH_ONLY=command,parsing` runs some of
  * them and writes nothing.

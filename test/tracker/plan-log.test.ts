@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { syntheticPlan } from "../../src/simulators/gitlab-traces.js";
+import { syntheticPlan } from "../../sandbox/simulators/gitlab/traces.js";
 import { CHANNEL, askForVm, harnessPerTest, runUntilSettled } from "../support/harness.js";
 
 const start = harnessPerTest();

@@ -46,7 +46,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
-import { sendJson, startFakeServer, type RecordedRequest } from "./http.js";
+import { sendJson, startFakeServer, type RecordedRequest } from "../http.js";
 
 // ---------------------------------------------------------------------------------------------
 // Public types

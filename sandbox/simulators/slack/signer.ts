@@ -18,7 +18,7 @@ import {
   type FakeSlack,
   type FakeView,
   type JsonObject,
-} from "./slack.js";
+} from "./index.js";
 
 // ---------------------------------------------------------------------------
 // Public types

@@ -16,7 +16,7 @@
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 
-import { sendJson, startFakeServer, type RecordedRequest } from "./http.js";
+import { sendJson, startFakeServer, type RecordedRequest } from "../http.js";
 
 // ---------------------------------------------------------------------------
 // Public types

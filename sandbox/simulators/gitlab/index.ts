@@ -81,8 +81,8 @@ import {
   type JobOutcome,
   type TraceOptions,
   type VmParams,
-} from "./gitlab-traces.js";
-import { sendJson, startFakeServer, type RecordedRequest } from "./http.js";
+} from "./traces.js";
+import { sendJson, startFakeServer, type RecordedRequest } from "../http.js";
 
 // ---------------------------------------------------------------------------------------------
 // Public types

@@ -44,7 +44,7 @@
 import { createHash } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import { gzipSync } from "node:zlib";
-import { startFakeServer, type RecordedRequest } from "./http.js";
+import { startFakeServer, type RecordedRequest } from "../http.js";
 
 // ---------------------------------------------------------------------------------------------
 // Public types
