@@ -44,6 +44,7 @@
 import { createHash } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import { gzipSync } from "node:zlib";
+import { FaultQueue, InFlight, matchesPath, RequestLog, Waits } from "../faults.js";
 import { startFakeServer, type RecordedRequest } from "../http.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -515,12 +516,6 @@ function authenticate(
 // ---------------------------------------------------------------------------------------------
 // The server
 
-interface QueuedFailure {
-  path: RegExp | undefined;
-  failure: InjectedFailure;
-  remaining: number;
-}
-
 function shuffled<T>(items: readonly T[]): T[] {
   const copy = [...items];
   for (let i = copy.length - 1; i > 0; i -= 1) {
@@ -546,56 +541,17 @@ export async function startFakeProxmox(options: FakeProxmoxOptions): Promise<Fak
   let delay: number | "hang" = 0;
   const version = options.version ?? "8.4.1";
   const endpointFailures = new Map<ProxmoxPath, ProxmoxError | RawAnswer>();
-  const failures: QueuedFailure[] = [];
-  const requests: RecordedRequest[] = [];
-  const timers = new Map<NodeJS.Timeout, () => void>();
-  const hanging = new Set<ServerResponse>();
-  let inFlight = 0;
-  let idleWaiters: (() => void)[] = [];
+  const faults = new FaultQueue<RegExp | undefined, InjectedFailure>(
+    (path, req) => path === undefined || matchesPath(path, req.path),
+  );
+  const log = new RequestLog();
+  const waits = new Waits();
+  const inFlight = new InFlight();
   let closed = false;
 
   const canAudit = (name: string): boolean => auditable === "all" || auditable.has(name);
   const listed = (): readonly FakeNode[] =>
     options.shuffleNodes === true ? shuffled(nodes) : nodes;
-
-  /** Waits `ms`; resolves false if the fake is closed first. */
-  const sleep = (ms: number): Promise<boolean> =>
-    new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        resolve(true);
-      }, ms);
-      timers.set(timer, () => {
-        resolve(false);
-      });
-    });
-
-  /** Resolves when the response's connection closes: the client gave up or the fake closed. */
-  const hang = (res: ServerResponse): Promise<void> =>
-    new Promise((resolve) => {
-      if (res.destroyed) {
-        resolve();
-        return;
-      }
-      hanging.add(res);
-      res.once("close", () => {
-        hanging.delete(res);
-        resolve();
-      });
-    });
-
-  const takeFailure = (req: RecordedRequest): InjectedFailure | undefined => {
-    const index = failures.findIndex(
-      (f) =>
-        f.path === undefined ||
-        new RegExp(f.path.source, f.path.flags.replace("g", "")).test(req.path),
-    );
-    const queued = failures[index];
-    if (queued === undefined) return undefined;
-    queued.remaining -= 1;
-    if (queued.remaining <= 0) failures.splice(index, 1);
-    return queued.failure;
-  };
 
   /** What pveproxy answers, from the request line to the handler. */
   const dispatch = (req: RecordedRequest): Reply => {
@@ -667,19 +623,19 @@ export async function startFakeProxmox(options: FakeProxmoxOptions): Promise<Fak
   };
 
   const answer = async (req: RecordedRequest, res: ServerResponse): Promise<void> => {
-    requests.push(req);
-    const failure = takeFailure(req);
+    log.record(req);
+    const failure = faults.take(req);
     if (failure === "reset") {
       res.socket?.destroy();
       return;
     }
     if (failure === "hang" || delay === "hang") {
-      await hang(res);
+      await waits.hang(res);
       return;
     }
     let waitMs = delay;
     if (failure !== undefined && "delayMs" in failure) waitMs += failure.delayMs;
-    if (waitMs > 0 && !(await sleep(waitMs))) {
+    if (waitMs > 0 && !(await waits.sleep(waitMs))) {
       res.destroy();
       return;
     }
@@ -690,7 +646,7 @@ export async function startFakeProxmox(options: FakeProxmoxOptions): Promise<Fak
         ? injected(failure, req.method, relPath)
         : dispatch(req);
     const holdMs = options.unauthorizedDelayMs ?? 0;
-    if (reply.status === 401 && holdMs > 0 && !(await sleep(holdMs))) {
+    if (reply.status === 401 && holdMs > 0 && !(await waits.sleep(holdMs))) {
       res.destroy();
       return;
     }
@@ -698,29 +654,14 @@ export async function startFakeProxmox(options: FakeProxmoxOptions): Promise<Fak
   };
 
   const server = await startFakeServer(
-    async (req, res) => {
-      inFlight += 1;
-      try {
-        await answer(req, res);
-      } finally {
-        inFlight -= 1;
-        if (inFlight === 0) {
-          const waiters = idleWaiters;
-          idleWaiters = [];
-          for (const resolve of waiters) resolve();
-        }
-      }
-    },
+    (req, res) => inFlight.run(() => answer(req, res)),
     options.tls === undefined ? {} : { tls: options.tls },
   );
 
   return {
     url: server.url,
-    requests,
-    requestsTo: (pathPattern) =>
-      requests.filter((r) =>
-        new RegExp(pathPattern.source, pathPattern.flags.replace("g", "")).test(r.path),
-      ),
+    requests: log.requests,
+    requestsTo: (pathPattern) => log.to(pathPattern),
     get nodes() {
       return nodes;
     },
@@ -748,11 +689,7 @@ export async function startFakeProxmox(options: FakeProxmoxOptions): Promise<Fak
       else endpointFailures.set(path, error);
     },
     failNext: (failure, failOptions) => {
-      failures.push({
-        path: failOptions?.path,
-        failure,
-        remaining: failOptions?.times ?? 1,
-      });
+      faults.add(failOptions?.path, failure, failOptions?.times);
     },
     setToken: (token) => {
       known = parseToken(token);
@@ -761,23 +698,13 @@ export async function startFakeProxmox(options: FakeProxmoxOptions): Promise<Fak
     setTokenState: (state) => {
       tokenState = state;
     },
-    mark: () => requests.length,
-    requestsSince: (mark) => requests.slice(mark),
-    settled: () =>
-      inFlight === 0
-        ? Promise.resolve()
-        : new Promise<void>((resolve) => {
-            idleWaiters.push(resolve);
-          }),
+    mark: () => log.mark(),
+    requestsSince: (mark) => log.since(mark),
+    settled: () => inFlight.idle(),
     close: async () => {
       if (closed) return;
       closed = true;
-      for (const [timer, cancel] of timers) {
-        clearTimeout(timer);
-        cancel();
-      }
-      timers.clear();
-      for (const res of hanging) res.destroy();
+      waits.close();
       await server.close();
     },
   };

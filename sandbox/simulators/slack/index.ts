@@ -16,6 +16,7 @@
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 
+import { FaultQueue } from "../faults.js";
 import { sendJson, startFakeServer, type RecordedRequest } from "../http.js";
 
 // ---------------------------------------------------------------------------
@@ -1498,18 +1499,6 @@ function httpErrorCode(status: number): string {
 }
 
 /** Failures queued by `failNext`, consumed one call at a time. */
-class FailureQueue {
-  private readonly queued = new Map<string, SlackFailure[]>();
-
-  add(method: string, failure: SlackFailure): void {
-    this.queued.set(method, [...(this.queued.get(method) ?? []), failure]);
-  }
-
-  take(method: string): SlackFailure | undefined {
-    return this.queued.get(method)?.shift();
-  }
-}
-
 /** response_urls handed out with slash commands and interactions, and what was posted to them. */
 class ResponseUrlInbox {
   readonly posts = new ObservableList<ResponseUrlPost>();
@@ -1540,7 +1529,8 @@ class ResponseUrlInbox {
 interface FakeSlackContext {
   workspace: SlackWorkspace;
   calls: ObservableList<SlackCall>;
-  failures: FailureQueue;
+  /** Failures queued for the next calls to a Web API method, one call each, in order. */
+  failures: FaultQueue<string, SlackFailure, string>;
   responses: ResponseUrlInbox;
   baseUrl: () => string;
 }
@@ -1643,7 +1633,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
       baseUrl: () => baseUrl,
     }),
     calls: new ObservableList<SlackCall>(),
-    failures: new FailureQueue(),
+    failures: new FaultQueue<string, SlackFailure, string>((queued, method) => queued === method),
     responses: new ResponseUrlInbox(identity.teamId),
     baseUrl: () => baseUrl,
   };

@@ -46,6 +46,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
+import { FaultQueue, requestMatches, RequestLog, Waits } from "../faults.js";
 import { sendJson, startFakeServer, type RecordedRequest } from "../http.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -523,12 +524,6 @@ interface TokenEntry {
 interface DenyRule {
   pattern: string;
   token: string | undefined;
-}
-
-interface QueuedFailure {
-  match: FailureMatch;
-  failure: InjectedFailure;
-  remaining: number;
 }
 
 class VaultModel {
@@ -1206,58 +1201,25 @@ function dispatch(model: VaultModel, req: RecordedRequest): Reply {
 
 export async function startFakeVault(options: FakeVaultOptions = {}): Promise<FakeVault> {
   const model = new VaultModel(options);
-  const requests: RecordedRequest[] = [];
-  const failures: QueuedFailure[] = [];
-  const waits = new Map<NodeJS.Timeout | symbol, () => void>();
+  const log = new RequestLog();
+  const faults = new FaultQueue<FailureMatch, InjectedFailure>(requestMatches);
+  const waits = new Waits();
   let closed = false;
 
-  const matches = (match: FailureMatch, req: RecordedRequest): boolean =>
-    (match.method === undefined || match.method.toUpperCase() === req.method) &&
-    new RegExp(match.path.source, match.path.flags.replace("g", "")).test(req.path);
-
-  const takeFailure = (req: RecordedRequest): InjectedFailure | undefined => {
-    const index = failures.findIndex((f) => matches(f.match, req));
-    const queued = failures[index];
-    if (queued === undefined) return undefined;
-    queued.remaining -= 1;
-    if (queued.remaining <= 0) failures.splice(index, 1);
-    return queued.failure;
-  };
-
-  /** Waits `ms` (forever when undefined); resolves false if the fake is closed first. */
-  const wait = (ms: number | undefined): Promise<boolean> =>
-    new Promise((resolve) => {
-      if (ms === undefined) {
-        const key = Symbol("hang");
-        waits.set(key, () => {
-          resolve(false);
-        });
-        return;
-      }
-      const timer = setTimeout(() => {
-        waits.delete(timer);
-        resolve(true);
-      }, ms);
-      waits.set(timer, () => {
-        clearTimeout(timer);
-        resolve(false);
-      });
-    });
-
   const server = await startFakeServer(async (req, res) => {
-    requests.push(req);
-    const failure = takeFailure(req);
+    log.record(req);
+    const failure = faults.take(req);
     if (failure === "reset") {
       res.socket?.destroy();
       return;
     }
     if (failure === "hang") {
-      await wait(undefined);
+      await waits.forever();
       res.destroy();
       return;
     }
     if (failure !== undefined && "delayMs" in failure) {
-      if (!(await wait(failure.delayMs))) {
+      if (!(await waits.sleep(failure.delayMs))) {
         res.destroy();
         return;
       }
@@ -1278,15 +1240,10 @@ export async function startFakeVault(options: FakeVaultOptions = {}): Promise<Fa
 
   return {
     url: server.url,
-    requests,
-    requestsTo: (method, pathPattern) =>
-      requests.filter(
-        (r) =>
-          r.method === method.toUpperCase() &&
-          new RegExp(pathPattern.source, pathPattern.flags.replace("g", "")).test(r.path),
-      ),
-    mark: () => requests.length,
-    requestsSince: (mark) => requests.slice(mark),
+    requests: log.requests,
+    requestsTo: (method, pathPattern) => log.to(pathPattern, method),
+    mark: () => log.mark(),
+    requestsSince: (mark) => log.since(mark),
 
     now: () => new Date(model.nowMs),
     advance: (seconds) => {
@@ -1400,13 +1357,12 @@ export async function startFakeVault(options: FakeVaultOptions = {}): Promise<Fa
     },
 
     failNext: (match, failure, failOptions) => {
-      failures.push({ match, failure, remaining: failOptions?.times ?? 1 });
+      faults.add(match, failure, failOptions?.times);
     },
     close: async () => {
       if (closed) return;
       closed = true;
-      for (const cancel of waits.values()) cancel();
-      waits.clear();
+      waits.close();
       await server.close();
     },
   };
