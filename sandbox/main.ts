@@ -2,7 +2,8 @@
  * What `npm start` runs: the sandbox when no Slack credential is set (or `VMBOT_MODE=sandbox`),
  * else the bot itself, exactly as its own entry (`src/main.ts`) runs it.
  */
-import { chooseMode, sandboxSettings } from "../src/mode.js";
+import { chooseMode } from "../src/mode.js";
+import { sandboxSettings } from "./settings.js";
 import { environment, failToStart, runVmbot, stopOnSignals, type RawEnv } from "../src/run.js";
 
 /** The sandbox: the real bot against a simulated Slack, GitLab, Proxmox and Vault, and a page. */
