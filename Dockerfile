@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 
-# --- build: compile TypeScript (and better-sqlite3's native addon) ---------------------------
+# --- build: compile the bot, src/ alone (and better-sqlite3's native addon) ------------------
+# The build context is src/, package*.json and two tsconfig files (.dockerignore): the sandbox,
+# its simulators and the tests are not in it, and `npm run build` compiles nothing else.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update \
@@ -8,7 +10,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json tsconfig.ui.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 

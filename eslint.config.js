@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "coverage/", "node_modules/", "data/", "test-results/"] },
+  { ignores: ["dist/", "dist-sandbox/", "coverage/", "node_modules/", "data/", "test-results/"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   ...tseslint.configs.stylisticTypeChecked,
@@ -22,13 +22,40 @@ export default tseslint.config(
   },
   {
     // The page's script is its own program, with the browser's types (tsconfig.ui.json).
-    files: ["src/sandbox/ui/page.ts"],
+    files: ["sandbox/ui/page.ts"],
     languageOptions: {
       parserOptions: {
         projectService: false,
         project: "./tsconfig.ui.json",
         tsconfigRootDir: import.meta.dirname,
       },
+    },
+  },
+  {
+    // The layer rule (README, "Layout"): the product in src/ never imports the sandbox, its
+    // simulators or the tests; sandbox/ may import src/; test/ and bench/ may import both.
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["../sandbox/*", "**/sandbox/**", "**/test/**", "**/bench/**"],
+              message:
+                "src/ is the product alone: it may not import the sandbox, its simulators, the tests or the benchmarks.",
+            },
+          ],
+        },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "ImportExpression[source.value=/(^|\\/)(sandbox|test|bench)\\//]",
+          message:
+            "src/ is the product alone: it may not import the sandbox, its simulators, the tests or the benchmarks.",
+        },
+      ],
     },
   },
   {

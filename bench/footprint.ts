@@ -39,7 +39,7 @@ const SETTLE_MS = 2_000;
 /** The baseline: Node's own HTTP server, answering 200 to everything, and nothing else. */
 const BARE_SERVER = `require("node:http").createServer((req, res) => res.end("ok")).listen(Number(process.env.PORT));`;
 
-/** `npm run build`, as `npm start` runs it before starting. */
+/** `npm run build`: the bot's own build, what the container image runs. */
 function build(): void {
   const built = spawnSync("npm", ["run", "build"], { cwd: ROOT, encoding: "utf8" });
   if (built.status !== 0) {
@@ -217,7 +217,7 @@ export async function footprint(rounds: number, busy: number): Promise<Footprint
 export async function footprintSection(): Promise<Section> {
   const rounds = setting("BENCH_FOOTPRINT_ROUNDS", 3);
   const r = await footprint(rounds, 100);
-  const body = `\`npm run build\` first (as \`npm start\` does before starting, not counted), then
+  const body = `\`npm run build\` first (the bot's own build, as the container image has it; not counted), then
 \`node dist/main.js\` is started with an environment pointing at the fakes (HTTP mode, the default
 POLL_INTERVAL_MS, info logs to its stdout) and asked for \`/healthz\` every 5 ms from the moment
 it is spawned until it answers 200; the baseline is \`node -e\` with Node's bare HTTP server,

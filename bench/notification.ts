@@ -1,6 +1,6 @@
 import { PLAN_APPROVE } from "../src/ids.js";
-import type { FakeGitlab, JobStatus } from "../src/simulators/gitlab.js";
-import type { FakeSlack } from "../src/simulators/slack.js";
+import type { FakeGitlab, JobStatus } from "../sandbox/simulators/gitlab/index.js";
+import type { FakeSlack } from "../sandbox/simulators/slack/index.js";
 import { TEST_SECRETS } from "../test/support/secrets.js";
 import { ms, setting, table, type Section } from "./report.js";
 import { median, percentile } from "./stats.js";

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { Readable } from "node:stream";
 import { createTraceCleaner } from "../src/gitlab/trace.js";
 import { createPlanTextParser } from "../src/terraform/plan-text.js";
-import { planTrace } from "../src/simulators/gitlab-traces.js";
+import { planTrace } from "../sandbox/simulators/gitlab/traces.js";
 import { mb, plural, setting, table, type Section } from "./report.js";
 import { median } from "./stats.js";
 

@@ -40,7 +40,7 @@ function errorText(error: unknown): string {
 }
 
 /**
- * `npm run bench`: runs every benchmark on loopback against the simulators in `src/simulators/`, prints
+ * `npm run bench`: runs every benchmark on loopback against the simulators in `sandbox/simulators/`, prints
  * each table, and writes docs/BENCHMARKS.md. Each figure is measured beside a baseline in the same
  * run, because these machines are shared and noisy. `BENCH_ONLY=command,parsing` runs some of
  * them and writes nothing.
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     const cpu = cpus();
     const doc = `# Benchmarks
 
-Measured by \`npm run bench\` on loopback against the simulators in \`src/simulators/\` (Slack, GitLab and
+Measured by \`npm run bench\` on loopback against the simulators in \`sandbox/simulators/\` (Slack, GitLab and
 Proxmox), with the bot in the same process or, for its footprint and the burst, in a process of its own as \`npm start\` starts
 it. Every figure stands beside a baseline measured in the same run, or against an absolute
 target; on a shared machine the ratios say more than the absolute times.

@@ -5,14 +5,18 @@ import { Writable } from "node:stream";
 import { loadConfig } from "../src/config.js";
 import type { ServerLimits } from "../src/server.js";
 import { startVmbot, type RunningVmbot } from "../src/start.js";
-import { startFakeGitlab, VM_PIPELINE_INPUTS, type FakeGitlab } from "../src/simulators/gitlab.js";
-import type { RecordedRequest } from "../src/simulators/http.js";
+import {
+  startFakeGitlab,
+  VM_PIPELINE_INPUTS,
+  type FakeGitlab,
+} from "../sandbox/simulators/gitlab/index.js";
+import type { RecordedRequest } from "../sandbox/simulators/http.js";
 import {
   createSlackSigner,
   stateValuesFor,
   type SlackSigner,
-} from "../src/simulators/slack-signer.js";
-import { startFakeSlack, type FakeSlack } from "../src/simulators/slack.js";
+} from "../sandbox/simulators/slack/signer.js";
+import { startFakeSlack, type FakeSlack } from "../sandbox/simulators/slack/index.js";
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../test/support/harness.js";
 import { TEST_SECRETS } from "../test/support/secrets.js";
 

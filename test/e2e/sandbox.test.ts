@@ -1,6 +1,6 @@
 /**
- * The sandbox end to end, in a real browser: `npm run build`, then `node dist/main.js` (what
- * `npm start` runs) with no Slack credentials, driven through its page by Playwright in Debian's
+ * The sandbox end to end, in a real browser: `npm run build:sandbox`, then
+ * `node dist-sandbox/sandbox/main.js` (what `npm start` runs) with no Slack credentials, driven through its page by Playwright in Debian's
  * Chromium. Screenshots of the create form, the plan message and the destroy confirmation are
  * written to `docs/`, where the README shows them, when `UPDATE_SCREENSHOTS=1`.
  */
@@ -93,10 +93,13 @@ describeWithChromium("the sandbox in a browser", () => {
   const pageErrors = new WeakMap<Page, string[]>();
 
   beforeAll(async () => {
-    execFileSync("npm", ["run", "-s", "build"], { cwd: ROOT, stdio: "pipe" });
+    execFileSync("npm", ["run", "-s", "build:sandbox"], { cwd: ROOT, stdio: "pipe" });
     dir = mkdtempSync(join(tmpdir(), "vmbot-sandbox-"));
     // No .env in its directory and no Slack variable: the sandbox, as on a fresh clone.
-    const started = runBot({ PORT: "0", VMBOT_SANDBOX_PACE_MS: "250" }, dir, { built: true });
+    const started = runBot({ PORT: "0", VMBOT_SANDBOX_PACE_MS: "250" }, dir, {
+      built: true,
+      entry: "start",
+    });
     bot = started;
     url = await waitFor("the sandbox banner", () => {
       const exited = started.child.exitCode;

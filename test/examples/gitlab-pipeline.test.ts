@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { loadConfig } from "../../src/config.js";
 import { REQUEST_ID_VARIABLE } from "../../src/gitlab/gitlab.js";
-import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../src/simulators/gitlab.js";
+import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/gitlab/index.js";
 import { pipelineParams, type PipelineParams, type VmSpec } from "../../src/vm/spec.js";
 import { stateNameFor } from "../../src/vm/state-name.js";
 import { TEST_SECRETS } from "../support/secrets.js";

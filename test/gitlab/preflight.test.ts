@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { judgeGitlab, versionOf, type PreflightSettings } from "../../src/gitlab/preflight.js";
 import { failureCause } from "../../src/tracker/failure-cause.js";
-import { syntheticLockError, syntheticStateAuthError } from "../../src/simulators/gitlab-traces.js";
+import {
+  syntheticLockError,
+  syntheticStateAuthError,
+} from "../../sandbox/simulators/gitlab/traces.js";
 
 const settings: PreflightSettings = {
   url: "https://gitlab.example.com",

@@ -5,7 +5,7 @@ import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
   type FakeGitlab,
-} from "../../src/simulators/gitlab.js";
+} from "../../sandbox/simulators/gitlab/index.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
 let gitlab: FakeGitlab;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ACTION_ROLES } from "../../src/access.js";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
-import type { FakeMessage } from "../../src/simulators/slack.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeMessage } from "../../sandbox/simulators/slack/index.js";
 import {
   ADMIN,
   APPROVER,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeNode } from "../../src/simulators/proxmox.js";
+import { fakeNode } from "../../sandbox/simulators/proxmox/index.js";
 import { PROXMOX_TEST_TLS, proxmoxTestTls } from "../support/tls.js";
-import type { ResponseUrlPost } from "../../src/simulators/slack.js";
+import type { ResponseUrlPost } from "../../sandbox/simulators/slack/index.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import { CHANNEL, harnessPerTest, REQUESTER, type Harness } from "../support/harness.js";
 import { TEST_SECRETS } from "../support/secrets.js";

@@ -7,13 +7,17 @@ import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
   type FakeGitlab,
-} from "../../src/simulators/gitlab.js";
+} from "../../sandbox/simulators/gitlab/index.js";
 import {
   createSlackSigner,
   stateValuesFor,
   type SlackSigner,
-} from "../../src/simulators/slack-signer.js";
-import { startFakeSlack, type FakeMessage, type FakeSlack } from "../../src/simulators/slack.js";
+} from "../../sandbox/simulators/slack/signer.js";
+import {
+  startFakeSlack,
+  type FakeMessage,
+  type FakeSlack,
+} from "../../sandbox/simulators/slack/index.js";
 import {
   ADMIN,
   APPROVER,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeNode } from "../../src/simulators/proxmox.js";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
-import type { FakeView } from "../../src/simulators/slack.js";
+import { fakeNode } from "../../sandbox/simulators/proxmox/index.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeView } from "../../sandbox/simulators/slack/index.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import {
   CHANNEL,

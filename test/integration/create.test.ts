@@ -1,9 +1,9 @@
 import { createServer, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { CREATE_FIELDS } from "../../src/ids.js";
-import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../src/simulators/gitlab.js";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
-import type { FakeView } from "../../src/simulators/slack.js";
+import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/gitlab/index.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeView } from "../../sandbox/simulators/slack/index.js";
 import {
   CHANNEL,
   eventually,

@@ -8,7 +8,7 @@ import {
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 
 /**
  * The fault matrix: GitLab and Slack misbehaving in the ways they do. Each case ends in the

@@ -4,7 +4,7 @@
  * as strings, and no `inputs` parameter before 17.10.
  */
 import { describe, expect, it } from "vitest";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { StartupError } from "../../src/start.js";
 import {
   CHANNEL,

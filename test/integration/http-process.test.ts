@@ -4,7 +4,7 @@
  * the HTTP surface tests is sent to it, and it must still be running and healthy after each.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createSlackSigner } from "../../src/simulators/slack-signer.js";
+import { createSlackSigner } from "../../sandbox/simulators/slack/signer.js";
 import { startBotProcess } from "../support/bot-process.js";
 import { CHANNEL, REQUESTER } from "../support/harness.js";
 import type { BotProcess } from "../support/process.js";

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { startFakeGitlab, type FakeGitlab } from "../../src/simulators/gitlab.js";
-import { createSlackSigner, stateValuesFor } from "../../src/simulators/slack-signer.js";
-import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
+import { startFakeGitlab, type FakeGitlab } from "../../sandbox/simulators/gitlab/index.js";
+import { createSlackSigner, stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import {
   CHANNEL,
   fakeBotEnv,

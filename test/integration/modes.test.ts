@@ -6,7 +6,8 @@ import { runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
 /**
- * Which mode the process runs in: each test runs the bot in a fresh, empty working directory, so
+ * Which mode the process runs in: each test runs `npm start`'s entry (`sandbox/main.ts`), or the
+ * bot's own (`src/main.ts`, the production image's), in a fresh, empty working directory, so
  * there is no `.env` and the sandbox's `./data/sandbox.sqlite` lands there.
  */
 
@@ -34,8 +35,12 @@ function freshDir(): string {
   return dir;
 }
 
-function start(env: Record<string, string>, cwd: string): BotProcess {
-  const bot = runBot(env, cwd);
+function start(
+  env: Record<string, string>,
+  cwd: string,
+  entry: "start" | "bot" = "start",
+): BotProcess {
+  const bot = runBot(env, cwd, { entry });
   bots.push(bot);
   return bot;
 }
@@ -168,6 +173,28 @@ describe("a mode that cannot start", () => {
       expect(stderr.toLowerCase()).not.toContain("sandbox");
       expect(bot.stdout()).not.toMatch(BANNER);
       expect(existsSync(join(dir, "data", "sandbox.sqlite"))).toBe(false);
+    },
+    TIMEOUT,
+  );
+});
+
+describe("the bot's own entry, without the sandbox", () => {
+  it.each([
+    ["no Slack credential", { PORT: "0" }],
+    ["VMBOT_MODE=sandbox", { VMBOT_MODE: "sandbox", PORT: "0" }],
+  ])(
+    "with %s exits 1, saying how to configure Slack or where the sandbox is, and starts nothing",
+    async (_case, env: Record<string, string>) => {
+      const dir = freshDir();
+      const bot = start(env, dir, "bot");
+      expect(await bot.exited).toBe(1);
+      const stderr = bot.stderr();
+      expect(stderr).toContain("vmbot cannot start");
+      expect(stderr).toContain("this build has no sandbox");
+      expect(stderr).toContain("SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET");
+      expect(stderr).toContain("run `npm start` in a clone of the repository");
+      expect(bot.stdout()).not.toMatch(BANNER);
+      expect(existsSync(join(dir, "data"))).toBe(false);
     },
     TIMEOUT,
   );

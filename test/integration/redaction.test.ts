@@ -4,7 +4,7 @@ import {
   syntheticAnsibleRun,
   syntheticApply,
   syntheticPlan,
-} from "../../src/simulators/gitlab-traces.js";
+} from "../../sandbox/simulators/gitlab/traces.js";
 import { REDACTED } from "../../src/redact.js";
 import {
   APPROVER,

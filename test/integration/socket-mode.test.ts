@@ -10,10 +10,10 @@ import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
   type FakeGitlab,
-} from "../../src/simulators/gitlab.js";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+} from "../../sandbox/simulators/gitlab/index.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { startFakeSlackSocket, type FakeSlackSocket } from "../support/slack-socket.js";
-import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
+import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
 import { captureLogs } from "../support/logs.js";
 import { TEST_SECRETS } from "../support/secrets.js";

@@ -1,8 +1,8 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { NOT_RECORDED } from "../../src/actions/store-failure.js";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
-import type { FakeMessage } from "../../src/simulators/slack.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeMessage } from "../../sandbox/simulators/slack/index.js";
 import {
   ADMIN,
   APPROVER,

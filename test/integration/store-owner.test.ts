@@ -6,9 +6,9 @@ import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
   type FakeGitlab,
-} from "../../src/simulators/gitlab.js";
-import { createSlackSigner, stateValuesFor } from "../../src/simulators/slack-signer.js";
-import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
+} from "../../sandbox/simulators/gitlab/index.js";
+import { createSlackSigner, stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
 import { portOf, runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";

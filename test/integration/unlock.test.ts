@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { FakeMessage, ResponseUrlPost } from "../../src/simulators/slack.js";
+import type { FakeMessage, ResponseUrlPost } from "../../sandbox/simulators/slack/index.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 import {
   ADMIN,

@@ -7,7 +7,7 @@ import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
 import { StartupError } from "../../src/start.js";
 import { createVault } from "../../src/vault/vault.js";
-import { fakeNode } from "../../src/simulators/proxmox.js";
+import { fakeNode } from "../../sandbox/simulators/proxmox/index.js";
 import {
   askForVm,
   CHANNEL,

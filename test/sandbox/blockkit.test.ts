@@ -17,7 +17,7 @@ import {
   renderMrkdwn,
   renderPlainText,
   renderText,
-} from "../../src/sandbox/ui/blockkit.js";
+} from "../../sandbox/ui/blockkit.js";
 import { parsePlanText, type PlanResource } from "../../src/terraform/plan-text.js";
 import { capacityMessage } from "../../src/views/capacity.js";
 import { createModal, FORM_DEFAULTS } from "../../src/views/create-modal.js";

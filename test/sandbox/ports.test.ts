@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/sandbox.js";
+import { startSandbox, type RunningSandbox } from "../../sandbox/sandbox.js";
 import { captureLogs } from "../support/logs.js";
 import { MALFORMED_REQUESTS, rawRequest } from "../support/raw-http.js";
 

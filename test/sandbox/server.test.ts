@@ -11,10 +11,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { CREATE_FIELDS, CREATE_MODAL, PLAN_ACTIONS_BLOCK, PLAN_APPROVE } from "../../src/ids.js";
-import { PEOPLE, PROJECT_PATH } from "../../src/sandbox/platform.js";
-import { startSandbox, type RunningSandbox } from "../../src/sandbox/sandbox.js";
-import type { FakeMessage, FakeView } from "../../src/simulators/slack.js";
-import { slackSignature } from "../../src/simulators/slack-signer.js";
+import { PEOPLE, PROJECT_PATH } from "../../sandbox/platform.js";
+import { startSandbox, type RunningSandbox } from "../../sandbox/sandbox.js";
+import type { FakeMessage, FakeView } from "../../sandbox/simulators/slack/index.js";
+import { slackSignature } from "../../sandbox/simulators/slack/signer.js";
 import { captureLogs } from "../support/logs.js";
 
 const REQUESTER = PEOPLE.requester.id;
@@ -240,10 +240,10 @@ describe("the sandbox page server", () => {
     expect(html.match(/<script\b[^>]*>/g)).toEqual(['<script type="module" src="/ui/page.js">']);
     expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=/i);
 
-    // The stylesheet sits next to the module (src/sandbox/ui/ under vitest).
-    expect(
-      existsSync(fileURLToPath(new URL("../../src/sandbox/ui/page.css", import.meta.url))),
-    ).toBe(true);
+    // The stylesheet sits next to the module (sandbox/ui/ under vitest).
+    expect(existsSync(fileURLToPath(new URL("../../sandbox/ui/page.css", import.meta.url)))).toBe(
+      true,
+    );
     const css = await fetch(at(s, "/ui/page.css"));
     expect(css.status).toBe(200);
     expect(css.headers.get("content-type")).toBe("text/css; charset=utf-8");

@@ -6,7 +6,7 @@ import {
   type FakeGitlab,
   type FakeProjectOptions,
   type Role,
-} from "../../src/simulators/gitlab.js";
+} from "../../sandbox/simulators/gitlab/index.js";
 
 /**
  * The fake GitLab's job artifacts erasure, the apply job's need of the plan's artifacts, who

@@ -18,7 +18,7 @@ import {
   type FakeProjectOptions,
   type JobStatus,
   type TerraformLockInfo,
-} from "../../src/simulators/gitlab.js";
+} from "../../sandbox/simulators/gitlab/index.js";
 import {
   ansibleExitCode,
   ansibleTrace,
@@ -31,12 +31,12 @@ import {
   terraformExitCode,
   traceWhileRunning,
   UNREACHABLE_TASKS,
-} from "../../src/simulators/gitlab-traces.js";
+} from "../../sandbox/simulators/gitlab/traces.js";
 import {
   startFakeServer,
   type FakeServer,
   type RecordedRequest,
-} from "../../src/simulators/http.js";
+} from "../../sandbox/simulators/http.js";
 import { parseAnsibleOutput } from "../../src/ansible/recap.js";
 import { parsePlanText } from "../../src/terraform/plan-text.js";
 

@@ -12,7 +12,7 @@ import {
   startFakeProxmox,
   type FakeProxmox,
   type FakeProxmoxOptions,
-} from "../../src/simulators/proxmox.js";
+} from "../../sandbox/simulators/proxmox/index.js";
 import { PROXMOX_TEST_TLS, proxmoxTestTls } from "../support/tls.js";
 
 const TOKEN_ID = "vmbot@pve!nodes";

@@ -17,21 +17,21 @@ import {
   startFakeServer,
   type FakeServer,
   type RecordedRequest,
-} from "../../src/simulators/http.js";
+} from "../../sandbox/simulators/http.js";
 import {
   createSlackSigner,
   slackSignature,
   stateValuesFor,
   type DeliveryOptions,
   type SlackSigner,
-} from "../../src/simulators/slack-signer.js";
+} from "../../sandbox/simulators/slack/signer.js";
 import {
   formatProblem,
   startFakeSlack,
   validateBlocks,
   validateModalView,
   type FakeSlack,
-} from "../../src/simulators/slack.js";
+} from "../../sandbox/simulators/slack/index.js";
 
 const BOT_TOKEN = TEST_SECRETS.botToken;
 const SIGNING_SECRET = TEST_SECRETS.signingSecret;

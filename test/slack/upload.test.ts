@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRedactor, REDACTED } from "../../src/redact.js";
-import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
+import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { createTextSpool, uploadSpooledText } from "../../src/slack/upload.js";
 import { PLANTED_SECRETS, plantedSecretsOutput, TEST_SECRETS } from "../support/secrets.js";
 

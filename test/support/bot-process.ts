@@ -5,8 +5,8 @@ import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
   type FakeGitlab,
-} from "../../src/simulators/gitlab.js";
-import { startFakeSlack, type FakeSlack } from "../../src/simulators/slack.js";
+} from "../../sandbox/simulators/gitlab/index.js";
+import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { fakeBotEnv, PROJECT_PATH } from "./harness.js";
 import { portOf, runBot, type BotProcess } from "./process.js";
 import { TEST_SECRETS } from "./secrets.js";

@@ -1,4 +1,4 @@
-import type { RecordedRequest } from "../../src/simulators/http.js";
+import type { RecordedRequest } from "../../sandbox/simulators/http.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { afterEach } from "vitest";
 import { tmpdir } from "node:os";
@@ -13,23 +13,27 @@ import {
   type FakeGitlabOptions,
   type FakeProjectOptions,
   type InputSpec,
-} from "../../src/simulators/gitlab.js";
+} from "../../sandbox/simulators/gitlab/index.js";
 import {
   startFakeProxmox,
   type FakeProxmox,
   type FakeProxmoxOptions,
-} from "../../src/simulators/proxmox.js";
+} from "../../sandbox/simulators/proxmox/index.js";
 import {
   createSlackSigner,
   stateValuesFor,
   type SlackSigner,
-} from "../../src/simulators/slack-signer.js";
-import { startFakeSlack, type FakeMessage, type FakeSlack } from "../../src/simulators/slack.js";
+} from "../../sandbox/simulators/slack/signer.js";
+import {
+  startFakeSlack,
+  type FakeMessage,
+  type FakeSlack,
+} from "../../sandbox/simulators/slack/index.js";
 import {
   startFakeVault,
   type FakeVault,
   type FakeVaultOptions,
-} from "../../src/simulators/vault.js";
+} from "../../sandbox/simulators/vault/index.js";
 import { captureLogs, recordSlackPayload } from "./logs.js";
 import { TEST_SECRETS } from "./secrets.js";
 

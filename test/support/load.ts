@@ -1,6 +1,6 @@
-import type { FakeGitlab } from "../../src/simulators/gitlab.js";
-import { stateValuesFor, type SlackSigner } from "../../src/simulators/slack-signer.js";
-import type { FakeSlack } from "../../src/simulators/slack.js";
+import type { FakeGitlab } from "../../sandbox/simulators/gitlab/index.js";
+import { stateValuesFor, type SlackSigner } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { CHANNEL, REQUESTER } from "./harness.js";
 
 export interface LoadTarget {

@@ -16,16 +16,27 @@ export interface BotProcess {
 }
 
 /**
- * Runs `src/main.ts` in a child process, as `npm start` would, with only the given environment
- * (plus PATH). Its output is recorded for the suite's secret scan. `built: true` runs what
- * `npm start` runs, `dist/main.js` (`npm run build` first); `preload` modules (paths from the
- * repository's root) are imported before `src/main.ts`.
+ * The two entry points: the bot's own (`src/main.ts`, what the production image runs) and
+ * `npm start`'s (`sandbox/main.ts`: the sandbox without Slack credentials, else the bot).
+ */
+const ENTRIES = {
+  bot: { source: "src/main.ts", built: "dist/main.js" },
+  start: { source: "sandbox/main.ts", built: "dist-sandbox/sandbox/main.js" },
+} as const;
+
+/**
+ * Runs an entry point (`src/main.ts` unless `entry: "start"`) in a child process with only the
+ * given environment (plus PATH). Its output is recorded for the suite's secret scan.
+ * `built: true` runs its compiled JavaScript (`npm run build`, or `npm run build:sandbox` for
+ * `npm start`'s, first); `preload` modules (paths from the repository's root) are imported
+ * before it.
  */
 export function runBot(
   env: Record<string, string>,
   cwd = ROOT,
-  options: { built?: boolean; preload?: string[] } = {},
+  options: { built?: boolean; preload?: string[]; entry?: keyof typeof ENTRIES } = {},
 ): BotProcess {
+  const entry = ENTRIES[options.entry ?? "bot"];
   // Node itself with tsx's loader, not the tsx command: signals then reach the bot directly
   // (the command relays them and kills a child that is slow to acknowledge).
   const preload = (options.preload ?? []).flatMap((file) => [
@@ -34,8 +45,8 @@ export function runBot(
   ]);
   const args =
     options.built === true
-      ? [resolve(ROOT, "dist/main.js")]
-      : ["--import", TSX_LOADER, ...preload, resolve(ROOT, "src/main.ts")];
+      ? [resolve(ROOT, entry.built)]
+      : ["--import", TSX_LOADER, ...preload, resolve(ROOT, entry.source)];
   const child = spawn(process.execPath, args, {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },

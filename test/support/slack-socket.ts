@@ -19,7 +19,7 @@ import type { Duplex } from "node:stream";
 
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 
-import { isObject, type FakeSlack, type JsonObject } from "../../src/simulators/slack.js";
+import { isObject, type FakeSlack, type JsonObject } from "../../sandbox/simulators/slack/index.js";
 
 // ---------------------------------------------------------------------------
 // Public types

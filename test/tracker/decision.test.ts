@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ansibleTrace } from "../../src/simulators/gitlab-traces.js";
+import { ansibleTrace } from "../../sandbox/simulators/gitlab/traces.js";
 import { readFixture } from "../support/fixtures.js";
 import {
   APPROVER,

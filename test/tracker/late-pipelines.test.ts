@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { stateValuesFor } from "../../src/simulators/slack-signer.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { CHANNEL, REQUESTER, eventually, harnessPerTest } from "../support/harness.js";
 
 const start = harnessPerTest();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { syntheticPlan } from "../../sandbox/simulators/gitlab/traces.js";
 import { cleanTrace } from "../../src/gitlab/trace.js";
-import { syntheticPlan } from "../../src/simulators/gitlab-traces.js";
 import { parsePlanText } from "../../src/terraform/plan-text.js";
 import { PlanSummarySchema } from "../../src/tracker/review.js";
 import { PLANTED_SECRETS, plantedSecretsOutput } from "../support/secrets.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fakeNode } from "../../src/simulators/proxmox.js";
+import { fakeNode } from "../../sandbox/simulators/proxmox/index.js";
 import {
   CHANNEL,
   askForVm,

@@ -15,17 +15,17 @@ import {
   syntheticReplaceApply,
   syntheticReplacePlan,
   UNREACHABLE_TASKS,
-} from "../simulators/gitlab-traces.js";
+} from "./simulators/gitlab/traces.js";
 import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
   vmParamsOf,
   type FakeGitlab,
   type FakePipeline,
-} from "../simulators/gitlab.js";
-import { startFakeProxmox, type FakeProxmox } from "../simulators/proxmox.js";
-import { startFakeSlack, type FakeSlack } from "../simulators/slack.js";
-import { startFakeVault, type FakeVault } from "../simulators/vault.js";
+} from "./simulators/gitlab/index.js";
+import { startFakeProxmox, type FakeProxmox } from "./simulators/proxmox/index.js";
+import { startFakeSlack, type FakeSlack } from "./simulators/slack/index.js";
+import { startFakeVault, type FakeVault } from "./simulators/vault/index.js";
 
 /** The people the page lets you be, and what each may do (the bot's access lists say so). */
 export const PEOPLE = {

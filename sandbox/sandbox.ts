@@ -15,12 +15,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { DestinationStream } from "pino";
 import { z } from "zod";
-import { loadConfig } from "../config.js";
-import { cleanTrace } from "../gitlab/trace.js";
-import { applyLimits, DEFAULT_LIMITS, healthAnswer, requestPath } from "../server.js";
-import { startVmbot, StartupError, type RunningVmbot } from "../start.js";
-import { createSlackSigner, stateValuesFor, type InputValue } from "../simulators/slack-signer.js";
-import type { FakeMessage, JsonObject } from "../simulators/slack.js";
+import { loadConfig } from "../src/config.js";
+import { cleanTrace } from "../src/gitlab/trace.js";
+import { applyLimits, DEFAULT_LIMITS, healthAnswer, requestPath } from "../src/server.js";
+import { startVmbot, StartupError, type RunningVmbot } from "../src/start.js";
+import { createSlackSigner, stateValuesFor, type InputValue } from "./simulators/slack/signer.js";
+import type { FakeMessage, JsonObject } from "./simulators/slack/index.js";
 import { escapeHtml } from "./ui/blockkit.js";
 import type { Ephemeral, OpenView, Snapshot } from "./ui/snapshot.js";
 import {
