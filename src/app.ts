@@ -9,6 +9,7 @@ import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
 import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerPlanDecisions } from "./actions/plan-decision.js";
+import { registerRetryConfigure } from "./actions/retry-configure.js";
 import { registerWithdraw } from "./actions/withdraw.js";
 import { answerStoreFailures } from "./actions/store-failure.js";
 import { registerUnlockActions } from "./commands/unlock.js";
@@ -130,6 +131,7 @@ export function createApp(deps: AppDeps): VmbotApp {
   registerCreateSubmission(app, listenerDeps);
   registerPlanDecisions(app, listenerDeps);
   registerWithdraw(app, listenerDeps);
+  registerRetryConfigure(app, listenerDeps);
   registerUnlockActions(app, listenerDeps);
 
   return {

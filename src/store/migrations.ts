@@ -72,4 +72,7 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN stage_at TEXT;
   `,
+  `
+  ALTER TABLE requests ADD COLUMN failure TEXT;
+  `,
 ];

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import { z } from "zod";
+import { FailureRecordSchema } from "../tracker/failure-cause.js";
 import { DecisionSchema, PlanReviewRecordSchema } from "../tracker/review.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
@@ -41,6 +42,12 @@ const RequestRowSchema = z.object({
     .nullable()
     .transform((text) => (text === null ? null : DecisionSchema.parse(JSON.parse(text)))),
   address: z.string().nullable(),
+  failure: z
+    .string()
+    .nullish()
+    .transform((text) =>
+      text === null || text === undefined ? null : FailureRecordSchema.parse(JSON.parse(text)),
+    ),
   created_at: z.string(),
   updated_at: z.string(),
   revision: z.number().int(),
@@ -101,6 +108,7 @@ function toRecord(row: unknown): RequestRecord {
     review: r.review,
     decision: r.decision,
     address: r.address,
+    failure: r.failure,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     revision: r.revision,
@@ -269,6 +277,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     review: "review",
     decision: "decision",
     address: "address",
+    failure: "failure",
     notes: "notes",
   } as const satisfies Record<keyof RequestPatch, string>;
 
@@ -290,7 +299,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
     const values = entries.map(([key, value]) => [
       key,
-      (key === "review" || key === "decision" || key === "notes") && value !== null
+      (key === "review" || key === "decision" || key === "notes" || key === "failure") &&
+      value !== null
         ? JSON.stringify(value)
         : value,
     ]);

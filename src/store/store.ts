@@ -1,3 +1,4 @@
+import type { FailureRecord } from "../tracker/failure-cause.js";
 import type { Decision, PlanReviewRecord } from "../tracker/review.js";
 import type { VmSpec } from "../vm/spec.js";
 
@@ -43,6 +44,8 @@ export interface RequestRecord {
   review: PlanReviewRecord | null;
   /** Who approved or rejected the plan, and when. */
   decision: Decision | null;
+  /** Which job failed, why, and the next step taken, when status is failed (or was). */
+  failure: FailureRecord | null;
   /** The VM's address once Terraform has applied (from the apply job's vm_ip.txt). */
   address: string | null;
   createdAt: string;
@@ -77,6 +80,7 @@ export type RequestPatch = Partial<
     | "review"
     | "decision"
     | "address"
+    | "failure"
     | "notes"
   >
 >;

@@ -2,6 +2,7 @@ import type { types } from "@slack/bolt";
 import type { RequestRecord, RequestStatus } from "../store/store.js";
 import { REQUEST_ACTIONS_BLOCK, REQUEST_WITHDRAW } from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
+import { nextStepButton, plannedAgainWords } from "./failure.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -144,6 +145,20 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
   ];
 }
 
+/** A failed request's next step (Retry configure, Plan again), or where its plan went again. */
+export function nextStepBlocks(request: RequestRecord): KnownBlock[] {
+  const blocks: KnownBlock[] = [];
+  const again = plannedAgainWords(request);
+  if (again !== undefined) {
+    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: truncate(again, 2000) }] });
+  }
+  const next = nextStepButton(request);
+  if (next !== undefined) {
+    blocks.push({ type: "actions", block_id: REQUEST_ACTIONS_BLOCK, elements: [next] });
+  }
+  return blocks;
+}
+
 /** The text Slack shows in notifications for a request message. */
 export function requestTitle(request: RequestRecord): string {
   return `VM ${escapeMrkdwn(request.spec.name)} — ${STATUS[request.status].label}`;
@@ -171,6 +186,7 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
       ],
     });
   }
+  blocks.push(...nextStepBlocks(request));
   if (withdrawable(request)) {
     blocks.push({
       type: "actions",

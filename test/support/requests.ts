@@ -38,6 +38,7 @@ export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecor
     review: null,
     decision: null,
     address: null,
+    failure: null,
     createdAt: "2026-12-02T10:00:00.000Z",
     updatedAt: "2026-12-02T10:00:00.000Z",
     stageAt: "2026-12-02T10:00:00.000Z",

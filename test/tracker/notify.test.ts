@@ -121,7 +121,8 @@ describe("telling the requester how it ended", () => {
     expect(request).toBeDefined();
     const failed = h.bot.store.getRequest(request!.requestId!)!;
     const thread = h.slack.messages.filter((m) => m.thread_ts === failed.messageTs);
-    expect(thread.map((m) => m.text)).toEqual([
+    expect(thread.map((m) => m.text.split("\n")[0])).toEqual([
+      ":x: Terraform's error:",
       ":x: <@U0REQUESTER> *web-01* failed: the request message above says why.",
     ]);
   });

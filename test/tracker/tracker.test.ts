@@ -126,7 +126,7 @@ describe("the tracker", () => {
     );
   });
 
-  it("shows a failed plan's Terraform error, whole, instead of the log's last lines", async () => {
+  it("says a failed plan's cause on the message and puts its Terraform error, whole, in the thread instead of the log's last lines", async () => {
     const h = await start();
     const tracker = trackerFor(h);
     const pipelineId = await askForVm(h);
@@ -136,14 +136,22 @@ describe("the tracker", () => {
     await tracker.tick();
 
     const failed = requestOf(h, pipelineId);
+    // The message says the cause in one sentence; the error itself, whole, is in the thread.
     expect(failed.error).toContain(
+      "Terraform stopped on an error from the provider or its API: error retrieving VM list: received an HTTP 401 response - Reason: authentication failure.",
+    );
+    expect(failed.error).not.toContain("```");
+    const excerpt = h.slack.messages.find(
+      (m) => m.thread_ts === failed.messageTs && m.text.startsWith(":x: Terraform's error:"),
+    );
+    expect(excerpt?.text).toContain(
       "```Error: error retrieving VM list: received an HTTP 401 response - Reason: authentication failure",
     );
-    expect(failed.error).toContain(
+    expect(excerpt?.text).toContain(
       'on main.tf line 12, in resource "proxmox_virtual_environment_vm"',
     );
     // The runner's closing lines are not the cause.
-    expect(failed.error).not.toContain("ERROR: Job failed");
+    expect(excerpt?.text).not.toContain("ERROR: Job failed");
   });
 
   it("reads the plan and the nodes' load from the plan job's JSON artifact when configured", async () => {
