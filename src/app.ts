@@ -10,6 +10,7 @@ import { createAccess, type Access } from "./access.js";
 import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerPlanDecisions } from "./actions/plan-decision.js";
 import { registerRetryConfigure } from "./actions/retry-configure.js";
+import { registerPlanAgain } from "./actions/plan-again.js";
 import { registerWithdraw } from "./actions/withdraw.js";
 import { answerStoreFailures } from "./actions/store-failure.js";
 import { registerUnlockActions } from "./commands/unlock.js";
@@ -132,6 +133,7 @@ export function createApp(deps: AppDeps): VmbotApp {
   registerPlanDecisions(app, listenerDeps);
   registerWithdraw(app, listenerDeps);
   registerRetryConfigure(app, listenerDeps);
+  registerPlanAgain(app, listenerDeps);
   registerUnlockActions(app, listenerDeps);
 
   return {

@@ -49,7 +49,7 @@ const TIMEOUT =
 const VAULT_DENIED =
   /(vault[\s\S]{0,400}?permission denied|Code: 403\. Errors:[\s\S]{0,200}?permission denied)/i;
 const UNREACHABLE =
-  /(UNREACHABLE! =>|Failed to connect to the host via ssh|unreachable=[1-9]|No route to host|Connection timed out during banner exchange)/;
+  /(UNREACHABLE! =>|Failed to connect to the host via ssh|unreachable=[1-9]|Connection timed out during banner exchange)/;
 
 /**
  * The cause of a failed job's log, when it shows one vmbot knows. `diagnostic` is the job's first

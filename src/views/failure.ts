@@ -122,6 +122,10 @@ export function notYoursToPlanAgain(request: RequestRecord): string {
 /** The clicked request has no such next step (any more). */
 export function noNextStepWords(request: RequestRecord, step: "retry" | "again"): string {
   const what = step === "retry" ? "retry its configuration" : "plan it again";
+  const again = request.failure?.again;
+  if (step === "again" && again !== undefined) {
+    return `${escapeMrkdwn(request.spec.name)} was planned again already, as request \`${escapeMrkdwn(again.requestId)}\`: follow that one.`;
+  }
   if (request.status !== "failed") {
     return `${escapeMrkdwn(request.spec.name)} is ${request.status.replace("_", " ")} now: there is nothing to ${what} for.`;
   }

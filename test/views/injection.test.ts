@@ -17,6 +17,20 @@ import {
 } from "../../src/views/notify.js";
 import { planMessage } from "../../src/views/plan-message.js";
 import { recapText } from "../../src/views/recap.js";
+import {
+  causeWords,
+  failureExcerptWords,
+  jobFailedWords,
+  noNextStepWords,
+  notYoursToPlanAgain,
+  notYoursToRetry,
+  plannedAgainReply,
+  retryNotTakenWords,
+  retryRefusedWords,
+  retryStartedWords,
+  retryUnknownWords,
+} from "../../src/views/failure.js";
+import { FAILURE_CAUSES } from "../../src/tracker/failure-cause.js";
 import { notYoursToWithdraw, stillStartingWords } from "../../src/views/withdraw.js";
 import { renderRequest } from "../../src/views/render.js";
 import { requestMessage } from "../../src/views/request-message.js";
@@ -217,6 +231,73 @@ function renderAll(o: Outside): Payload[] {
       });
     });
   });
+
+  // A failure: its cause, its excerpt in the thread, its next step and the answers around it.
+  const failedJob = { name: o.gitlabText, status: "failed", webUrl: `${GITLAB}infra/vms/-/jobs/9` };
+  for (const cause of FAILURE_CAUSES) {
+    const words = causeWords({ cause, lockedBy: o.lockedBy, summary: o.message });
+    payloads.push({ view: "causeWords", payload: { text: words } });
+    payloads.push({
+      view: "jobFailedWords",
+      payload: {
+        text: jobFailedWords(cause === "unreachable" ? "configure" : "plan", failedJob, words),
+      },
+    });
+  }
+  payloads.push(
+    {
+      view: "failureExcerptWords",
+      payload: { text: failureExcerptWords("error", o.message, undefined) },
+    },
+    {
+      view: "failureExcerptWords",
+      payload: { text: failureExcerptWords("tail", o.message, "(the log was cut)") },
+    },
+  );
+  const again = { requestId: "vm-abc-5678", by: REQUESTER, at: "2026-12-02T10:05:00.000Z" };
+  for (const failure of [
+    { stage: "configure" as const, jobId: 9, cause: "unreachable" as const, retries: 1 },
+    { stage: "plan" as const, jobId: 7, cause: "state_locked" as const },
+    { stage: "plan" as const, jobId: 7, again },
+  ]) {
+    const ended = sampleRequest({ ...base, status: "failed", error: errors[0] ?? null, failure });
+    payloads.push({ view: `requestMessage(failure)`, payload: requestMessage(ended) });
+    payloads.push({
+      view: `renderRequest(failure)`,
+      payload: renderRequest({
+        ...ended,
+        review: {
+          plan,
+          nodes,
+          planJobId: 7,
+          planJobUrl: `${GITLAB}infra/vms/-/jobs/7`,
+          planFile: "uploaded",
+        },
+      }),
+    });
+    payloads.push(
+      { view: "noNextStepWords", payload: { text: noNextStepWords(ended, "retry") } },
+      { view: "noNextStepWords", payload: { text: noNextStepWords(ended, "again") } },
+    );
+  }
+  const ended = sampleRequest({ ...base, status: "failed" });
+  payloads.push(
+    {
+      view: "notYoursToRetry",
+      payload: { text: notYoursToRetry(ended, [APPROVER, "S0APPROVERS"]) },
+    },
+    { view: "notYoursToPlanAgain", payload: { text: notYoursToPlanAgain(ended) } },
+    {
+      view: "retryStartedWords",
+      payload: {
+        text: retryStartedWords(APPROVER, { id: 10, webUrl: `${GITLAB}infra/vms/-/jobs/10` }),
+      },
+    },
+    { view: "retryRefusedWords", payload: { text: retryRefusedWords(ended, errors[0] ?? "") } },
+    { view: "retryNotTakenWords", payload: { text: retryNotTakenWords(errors[1] ?? "") } },
+    { view: "retryUnknownWords", payload: { text: retryUnknownWords(ended) } },
+    { view: "plannedAgainReply", payload: { text: plannedAgainReply(REQUESTER, ended) } },
+  );
 
   const run: AnsibleRun = {
     recapFound: true,
@@ -519,6 +600,16 @@ describe("outside text in every view the bot posts", () => {
         "approversCalledWords",
         "notYoursToWithdraw",
         "stillStartingWords",
+        "causeWords",
+        "jobFailedWords",
+        "failureExcerptWords",
+        "noNextStepWords",
+        "notYoursToRetry",
+        "notYoursToPlanAgain",
+        "retryRefusedWords",
+        "retryNotTakenWords",
+        "retryUnknownWords",
+        "plannedAgainReply",
       ].sort(),
     );
   });
