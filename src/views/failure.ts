@@ -95,7 +95,7 @@ export function nextStepButton(request: RequestRecord) {
 export function plannedAgainWords(request: RequestRecord): string | undefined {
   const again = request.failure?.again;
   if (again === undefined) return undefined;
-  return `:repeat: <@${again.by}> planned this again as request \`${escapeMrkdwn(again.requestId)}\`.`;
+  return `:mag: <@${again.by}> planned this again as request \`${escapeMrkdwn(again.requestId)}\`.`;
 }
 
 /** The first note of a request planned again from a failed one. */
@@ -106,7 +106,7 @@ export function plannedFromNote(previous: RequestRecord): string {
 /** In the old request's thread: the new request's message, linked. */
 export function plannedAgainReply(by: string, next: RequestRecord, permalink?: string): string {
   const where = permalink === undefined ? `\`${next.id}\`` : link(permalink, `request ${next.id}`);
-  return `:repeat: <@${by}> planned ${escapeMrkdwn(next.spec.name)} again with the same inputs: follow ${where}.`;
+  return `:mag: <@${by}> planned ${escapeMrkdwn(next.spec.name)} again with the same inputs: follow ${where}.`;
 }
 
 /** To a clicker who may not retry this request's configuration. */
@@ -134,7 +134,7 @@ export function noNextStepWords(request: RequestRecord, step: "retry" | "again")
 
 /** In the thread when the configure job is run again. */
 export function retryStartedWords(by: string, job: { id: number; webUrl: string }): string {
-  return `:repeat: <@${by}> retried the configuration: GitLab runs it again as ${link(job.webUrl, `job #${job.id}`)}.`;
+  return `:wrench: <@${by}> retried the configuration: GitLab runs it again as ${link(job.webUrl, `job #${job.id}`)}.`;
 }
 
 /** To the clicker when GitLab did not run the configure job again. */

@@ -109,6 +109,12 @@ export function statusLine(request: RequestRecord): string {
   }
 }
 
+/** A VM's memory (MiB, as Proxmox takes it) in GiB, the unit every message uses. */
+export function memoryWords(mib: number): string {
+  const gib = mib / 1024;
+  return `${Number.isInteger(gib) ? gib.toLocaleString("en-US") : gib.toFixed(2)} GiB`;
+}
+
 /** The head every request message starts with: name and status, who asked, the inputs. */
 export function requestHead(request: RequestRecord): KnownBlock[] {
   const { spec } = request;
@@ -134,8 +140,8 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
         field("Node", escapeMrkdwn(spec.node)),
         field("Template", `${escapeMrkdwn(spec.templateName)} (${spec.templateId})`),
         field("CPU", `${spec.cores} cores`),
-        field("Memory", `${spec.memoryMb.toLocaleString("en-US")} MB`),
-        field("Disk", `${spec.diskGb.toLocaleString("en-US")} GB`),
+        field("Memory", memoryWords(spec.memoryMb)),
+        field("Disk", `${spec.diskGb.toLocaleString("en-US")} GiB`),
         field("Address", `${escapeMrkdwn(spec.ip)} via ${escapeMrkdwn(spec.gateway)}`),
         field("DNS", escapeMrkdwn(spec.dns)),
         field("VM ID", spec.vmId === 0 ? "auto" : String(spec.vmId)),

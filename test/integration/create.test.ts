@@ -155,6 +155,22 @@ describe("/vm create", () => {
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
   });
 
+  it("refuses an over-long name on the field with the limit, and never cuts it", async () => {
+    const h = await start();
+    const long = `web-${"a".repeat(60)}`;
+    const view = await openForm(h, long);
+    expect(JSON.stringify(view.blocks)).toContain(`"initial_value":"${long}"`);
+    const delivery = await submit(h, view, { ...goodEntries, vm_name: long });
+    expect(delivery.json).toEqual({
+      response_action: "errors",
+      errors: {
+        vm_name: "The name is 64 characters long; a hostname has at most 63 (a-z, 0-9 and -).",
+      },
+    });
+    expect(h.gitlabSinceStart()).toHaveLength(0);
+    expect(h.bot.store.listActive()).toHaveLength(0);
+  });
+
   it("turns a valid form into one request, one message and one pipeline with exactly those inputs", async () => {
     const h = await start();
     const { request, message } = await submitAndSettle(h);

@@ -173,9 +173,9 @@ describe("the tracker", () => {
     expect(review.nodes?.map((n) => n.name).sort()).toEqual(["pve", "pve2"]);
     const message = h.slack.message(CHANNEL, requestOf(h, pipelineId).messageTs!)!;
     const body = JSON.stringify(message.blocks);
-    expect(body).toContain(":rotating_light: *This plan destroys a resource.*");
-    expect(body).toContain("*pve* (chosen): CPU 13%, memory 3.2 / 16.0 GB");
-    expect(body).toContain("*pve2*: CPU 71%, memory 60.0 / 64.0 GB");
+    expect(body).toContain(":rotating_light: *This plan destroys a resource of VM web-01.*");
+    expect(body).toContain("*pve* (chosen): CPU 13%, memory 3.2 / 16.0 GiB");
+    expect(body).toContain("*pve2*: CPU 71%, memory 60.0 / 64.0 GiB");
     expect(body).toContain('"text":"Destroy resources?"');
   });
 

@@ -156,7 +156,7 @@ describe("a failed request's next step", () => {
       },
     });
     const body = JSON.stringify(requestMessage(linked).blocks);
-    expect(body).toContain(":repeat: <@U0REQ> planned this again as request `vm-new-12345678`.");
+    expect(body).toContain(":mag: <@U0REQ> planned this again as request `vm-new-12345678`.");
     expect(body).not.toContain("request_plan_again");
     expect(noNextStepWords(linked, "again")).toBe(
       "web-01 was planned again already, as request `vm-new-12345678`: follow that one.",
@@ -176,7 +176,7 @@ describe("a failed request's next step", () => {
     expect(
       retryStartedWords("U0APPROVER", { id: 12, webUrl: "https://gitlab.example.com/j/12" }),
     ).toBe(
-      ":repeat: <@U0APPROVER> retried the configuration: GitLab runs it again as <https://gitlab.example.com/j/12|job #12>.",
+      ":wrench: <@U0APPROVER> retried the configuration: GitLab runs it again as <https://gitlab.example.com/j/12|job #12>.",
     );
     expect(retryRefusedWords(configureFailed, "Job is not retryable.")).toBe(
       "GitLab did not run the configuration of web-01 again, so it is still failed. Job is not retryable.",
@@ -186,7 +186,7 @@ describe("a failed request's next step", () => {
     );
     expect(retryUnknownWords(configureFailed)).toContain("it does not retry twice");
     expect(plannedAgainReply("U0REQ", sampleRequest({ id: "vm-new-12345678" }))).toBe(
-      ":repeat: <@U0REQ> planned web-01 again with the same inputs: follow `vm-new-12345678`.",
+      ":mag: <@U0REQ> planned web-01 again with the same inputs: follow `vm-new-12345678`.",
     );
   });
 });
