@@ -10,6 +10,8 @@ import {
   plannedFromNote,
 } from "../views/failure.js";
 import { notRequesterWords } from "../views/refusals.js";
+import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
+import { findConflicts, HOLDING } from "../vm/conflicts.js";
 import {
   closureFor,
   RequestIdSchema,
@@ -52,6 +54,23 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
     }
     if (!(await deps.access.may("create", user))) {
       await answer(notRequesterWords(deps.access.who("create")));
+      return;
+    }
+    // The name or the address may have been taken meanwhile (not by a plan of this one's).
+    const again = deps.store.findBySubmission(`again:${found.id}`);
+    const taken =
+      again === undefined ? findConflicts(found.spec, deps.store.listByStatus(HOLDING)) : {};
+    if (taken.name !== undefined || taken.ip !== undefined) {
+      await answer(
+        [
+          taken.name === undefined ? undefined : nameTakenWords(taken.name),
+          taken.ip === undefined
+            ? undefined
+            : ipTakenWords(found.spec.ip, taken.ip, taken.suggestion),
+        ]
+          .filter((words) => words !== undefined)
+          .join(" ") + " Ask again with /vm create.",
+      );
       return;
     }
     const { request: next, created } = deps.store.createRequest({

@@ -391,6 +391,21 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       return selectActive.all().map(toRecord);
     },
 
+    findBySubmission(key) {
+      const row = selectBySubmission.get(key);
+      return row === undefined ? undefined : toRecord(row);
+    },
+
+    listByStatus(statuses) {
+      if (statuses.length === 0) return [];
+      return db
+        .prepare(
+          `SELECT * FROM requests WHERE status IN (${statuses.map(() => "?").join(", ")}) ORDER BY created_at, id`,
+        )
+        .all(...statuses)
+        .map(toRecord);
+    },
+
     audit,
 
     listAudit(requestId) {

@@ -161,6 +161,10 @@ export interface Store {
   ): RequestRecord | undefined;
   /** Requests that are not in a final status, oldest first. */
   listActive(): RequestRecord[];
+  /** The request a form submission (its `submissionKey`) created, if it did. */
+  findBySubmission(key: string): RequestRecord | undefined;
+  /** Requests in one of `statuses`, oldest first. */
+  listByStatus(statuses: readonly RequestStatus[]): RequestRecord[];
   audit(entry: AuditEntry): void;
   effect(subject: string, step: string): EffectRecord | undefined;
   /** Records the intent, or returns the record already there (intended or done). */
