@@ -6,7 +6,7 @@ import { userMessage } from "../../src/errors.js";
 import { gitlabError } from "../../src/gitlab/errors.js";
 import { REQUEST_STATUSES, type RequestRecord } from "../../src/store/store.js";
 import { deriveCounts, type PlanResource } from "../../src/terraform/plan-text.js";
-import { capacityFailure, capacityMessage } from "../../src/views/capacity.js";
+import { capacityFailure, capacityMessage, capacityUsage } from "../../src/views/capacity.js";
 import { createModal, liveNodeOptions } from "../../src/views/create-modal.js";
 import { helpMessage } from "../../src/views/help.js";
 import {
@@ -378,6 +378,16 @@ function renderAll(o: Outside): Payload[] {
       at: new Date("2026-12-02T10:00:00Z"),
     }),
   });
+  payloads.push({
+    view: "capacityMessage(public)",
+    payload: capacityMessage({
+      nodes: proxmoxNodes,
+      source: PROXMOX,
+      at: new Date("2026-12-02T10:00:00Z"),
+      askedBy: REQUESTER,
+    }),
+  });
+  payloads.push({ view: "capacityUsage", payload: capacityUsage(o.command) });
   for (const error of errors)
     payloads.push({ view: "capacityFailure", payload: capacityFailure(error) });
 
@@ -585,6 +595,7 @@ describe("outside text in every view the bot posts", () => {
         "recapText",
         "capacityMessage",
         "capacityFailure",
+        "capacityUsage",
         "notLocked",
         "stateMissing",
         "unlockPrompt",
