@@ -75,4 +75,7 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN failure TEXT;
   `,
+  `
+  ALTER TABLE requests ADD COLUMN stage_times TEXT;
+  `,
 ];

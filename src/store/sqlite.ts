@@ -54,6 +54,14 @@ const RequestRowSchema = z.object({
   rendered_revision: z.number().int(),
   rendered_hash: z.string().nullable(),
   stage_at: z.string().nullable().optional(),
+  stage_times: z
+    .string()
+    .nullish()
+    .transform((text) =>
+      text === null || text === undefined
+        ? {}
+        : z.partialRecord(z.enum(REQUEST_STATUSES), z.string()).parse(JSON.parse(text)),
+    ),
 });
 
 const AuditRowSchema = z.object({
@@ -115,6 +123,7 @@ function toRecord(row: unknown): RequestRecord {
     renderedRevision: r.rendered_revision,
     renderedHash: r.rendered_hash,
     stageAt: r.stage_at ?? r.created_at,
+    stageTimes: r.stage_times,
   };
 }
 
@@ -293,7 +302,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       // A new status starts a stage; the same status again (a retried move) keeps its start.
       ...(patch.status === undefined
         ? []
-        : ["stage_at = CASE WHEN status = @status THEN stage_at ELSE @now END"]),
+        : [
+            "stage_at = CASE WHEN status = @status THEN stage_at ELSE @now END",
+            "stage_times = CASE WHEN status = @status THEN stage_times ELSE json_set(COALESCE(stage_times, '{}'), '$.' || @status, @now) END",
+          ]),
     ];
     const guard =
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;

@@ -52,6 +52,8 @@ export interface RequestRecord {
   updatedAt: string;
   /** When the request entered its current status (its creation, before any move). */
   stageAt: string;
+  /** When it last entered each status it has been in (none recorded before a first move). */
+  stageTimes: Partial<Record<RequestStatus, string>>;
   /** Counts the request's changes: every update adds one. */
   revision: number;
   /** The revision the request message in Slack last showed. */

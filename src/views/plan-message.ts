@@ -7,6 +7,7 @@ import { orderNodes, type NodeUsage } from "../vm/nodes.js";
 import { planLogCutWarning } from "./log-cut.js";
 import { approvalWindowWords, approverMentions } from "./notify.js";
 import {
+  durationsBlocks,
   nextStepBlocks,
   requestHead,
   requestTitle,
@@ -235,7 +236,7 @@ export function planMessage(
         text: truncate(`${statusEmoji(request)} ${statusLine(request)}`, 3000),
       },
     });
-    blocks.push(...nextStepBlocks(request));
+    blocks.push(...durationsBlocks(request), ...nextStepBlocks(request));
   } else {
     const window = request.review;
     if (window !== null && (window.expiresAt !== undefined || window.approvers !== undefined)) {

@@ -151,6 +151,39 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
   ];
 }
 
+/** Where the time of a finished request went: each stage it went through, as a clock reads. */
+export function durationsLine(request: RequestRecord): string | undefined {
+  if (request.status !== "ready" && request.status !== "failed") return undefined;
+  const at = (iso: string | undefined) => (iso === undefined ? undefined : Date.parse(iso));
+  const t = request.stageTimes;
+  const end = Date.parse(request.stageAt);
+  const stages: [string, number | undefined, number | undefined][] = [
+    ["planning", Date.parse(request.createdAt), at(t.awaiting_approval)],
+    ["waiting for approval", at(t.awaiting_approval), at(t.applying)],
+    ["applying", at(t.applying), at(t.configuring) ?? at(t.ready)],
+    ["configuring", at(t.configuring), at(t.ready)],
+  ];
+  const parts: string[] = [];
+  for (const [name, from, to] of stages) {
+    if (from === undefined) continue;
+    // A stage the request ended in runs until the end.
+    const until = to ?? (from <= end ? end : undefined);
+    if (until === undefined || until < from) continue;
+    parts.push(`${name} ${duration(until - from)}`);
+    if (to === undefined) break;
+  }
+  const total = duration(end - Date.parse(request.createdAt));
+  return `:hourglass: ${total} in all${parts.length === 0 ? "" : `: ${parts.join(" · ")}`}.`;
+}
+
+/** The finished message's line of durations, as a context block. */
+export function durationsBlocks(request: RequestRecord): KnownBlock[] {
+  const line = durationsLine(request);
+  return line === undefined
+    ? []
+    : [{ type: "context", elements: [{ type: "mrkdwn", text: truncate(line, 2000) }] }];
+}
+
 /** A failed request's next step (Retry configure, Plan again), or where its plan went again. */
 export function nextStepBlocks(request: RequestRecord): KnownBlock[] {
   const blocks: KnownBlock[] = [];
@@ -192,7 +225,7 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
       ],
     });
   }
-  blocks.push(...nextStepBlocks(request));
+  blocks.push(...durationsBlocks(request), ...nextStepBlocks(request));
   if (withdrawable(request)) {
     blocks.push({
       type: "actions",

@@ -42,6 +42,7 @@ export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecor
     createdAt: "2026-12-02T10:00:00.000Z",
     updatedAt: "2026-12-02T10:00:00.000Z",
     stageAt: "2026-12-02T10:00:00.000Z",
+    stageTimes: {},
     revision: 0,
     renderedRevision: 0,
     renderedHash: null,

@@ -50,6 +50,10 @@ describe("approving and rejecting a plan", () => {
     expect(done.status).toBe("ready");
     expect(message().text).toBe("VM web-01 — Ready");
     expect(JSON.stringify(message().blocks)).toContain("Ready: *web-01* at `192.168.1.50`");
+    // The finished message says where the time went, stage by stage, from the store's times.
+    expect(JSON.stringify(message().blocks)).toMatch(
+      /:hourglass: \d+:\d\d in all: planning \d+:\d\d · waiting for approval \d+:\d\d · applying \d+:\d\d · configuring \d+:\d\d\./,
+    );
     const thread = h.slack.messages.filter((m) => m.thread_ts === done.messageTs);
     expect(thread.map((m) => m.files?.[0]?.name ?? m.text.split("\n")[0])).toEqual([
       "web-01-plan.txt",
