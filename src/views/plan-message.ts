@@ -9,6 +9,7 @@ import { approvalWindowWords, approverMentions } from "./notify.js";
 import {
   durationsBlocks,
   nextStepBlocks,
+  reasonWords,
   requestHead,
   requestTitle,
   statusEmoji,
@@ -223,7 +224,10 @@ export function planMessage(
       elements: [
         {
           type: "mrkdwn",
-          text: `${verb} by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>`,
+          text: truncate(
+            `${verb} by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>${reasonWords(request).replace("\n", " · ")}`,
+            2000,
+          ),
         },
       ],
     });

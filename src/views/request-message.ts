@@ -68,6 +68,14 @@ export function duration(ms: number): string {
 const since = (request: RequestRecord) =>
   `since <!date^${Math.floor(Date.parse(request.stageAt) / 1000)}^{time}|${request.stageAt}>`;
 
+/** Why it was rejected, when the rejecter said: quoted as they wrote it, escaped. */
+export function reasonWords(request: RequestRecord): string {
+  const reason = request.decision?.reason;
+  return reason === undefined
+    ? ""
+    : `\nReason: “${escapeMrkdwn(truncate(reason.replace(/\s+/g, " "), 500))}”`;
+}
+
 /** One sentence on where the request stands: a verb, the pipeline's link, and the time. */
 export function statusLine(request: RequestRecord): string {
   const pipeline =
@@ -99,7 +107,7 @@ export function statusLine(request: RequestRecord): string {
       // The address is cut so that the time after it always fits whole.
       return `Configuring… Ansible is configuring the VM${request.address === null ? "" : ` at ${truncate(escapeMrkdwn(request.address), 300)}`}, ${since(request)}.`;
     case "rejected":
-      return `Rejected${request.decision === null ? "" : ` by <@${request.decision.by}>`}: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.`;
+      return `Rejected${request.decision === null ? "" : ` by <@${request.decision.by}>`}: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.${reasonWords(request)}`;
     case "withdrawn":
       return `Withdrawn by <@${request.decision?.by ?? request.requester}>, who asked for it: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.`;
     case "ready": {

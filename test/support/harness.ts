@@ -292,6 +292,26 @@ export const click = (h: Harness, message: FakeMessage, userId: string, actionId
   h.signer.blockAction({ message, userId, actionId });
 
 /**
+ * Rejects a plan as an approver does: the Reject button, then its form, sent with `reason` (or
+ * left blank). Resolves with the form's delivery; the rejection follows its acknowledgement.
+ */
+export async function reject(
+  h: Pick<Harness, "signer" | "slack">,
+  message: FakeMessage,
+  userId: string,
+  reason?: string,
+) {
+  const clicked = await h.signer.blockAction({ message, userId, actionId: "plan_reject" });
+  await h.slack.waitFor("views.open", (call) => call.args.trigger_id === clicked.triggerId);
+  const view = h.slack.views.at(-1)!;
+  return h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, reason === undefined ? {} : { reject_reason: reason }),
+    userId,
+  });
+}
+
+/**
  * Asks for a VM through Slack as a person would (`/vm create`, then the form) and returns the
  * ID of the pipeline it started, once the request has recorded it.
  */

@@ -6,6 +6,7 @@ import {
   click,
   harnessPerTest,
   planRequest,
+  reject,
   runUntilSettled,
   type HarnessOptions,
 } from "../support/harness.js";
@@ -129,13 +130,13 @@ describe("telling the requester how it ended", () => {
 
   it("mentions the requester when an approver rejects, naming who", async () => {
     const { h, message, thread } = await planned();
-    await click(h, message(), APPROVER, "plan_reject");
+    await reject(h, message(), APPROVER, "pve1 is full");
     const told = await h.slack.waitFor(
       "chat.postMessage",
       (call) => typeof call.args.text === "string" && call.args.text.startsWith(":no_entry_sign:"),
     );
     expect(told.args.text).toBe(
-      `:no_entry_sign: <@${REQUESTER}> the plan for *web-01* was rejected by <@${APPROVER}>; nothing was built.`,
+      `:no_entry_sign: <@${REQUESTER}> the plan for *web-01* was rejected by <@${APPROVER}>; nothing was built.\nReason: “pve1 is full”`,
     );
     expect(thread().filter((m) => m.text.startsWith(":no_entry_sign:"))).toHaveLength(1);
   });

@@ -17,6 +17,7 @@ import {
 } from "../../src/views/notify.js";
 import { planMessage } from "../../src/views/plan-message.js";
 import { recapText } from "../../src/views/recap.js";
+import { rejectModal } from "../../src/views/reject.js";
 import {
   causeWords,
   failureExcerptWords,
@@ -280,6 +281,24 @@ function renderAll(o: Outside): Payload[] {
       { view: "noNextStepWords", payload: { text: noNextStepWords(ended, "again") } },
     );
   }
+  // A rejection with the rejecter's reason, which is outside text too.
+  const rejected = sampleRequest({
+    ...base,
+    status: "rejected",
+    decision: { kind: "rejected", by: APPROVER, at: "2026-12-02T10:05:00.000Z", reason: o.message },
+  });
+  payloads.push(
+    { view: "requestMessage(reason)", payload: requestMessage(rejected) },
+    {
+      view: "renderRequest(reason)",
+      payload: renderRequest({
+        ...rejected,
+        review: { plan, nodes, planJobId: 7, planJobUrl: `${GITLAB}j/7`, planFile: "none" },
+      }),
+    },
+    { view: "requesterToldWords(reason)", payload: { text: requesterToldWords(rejected) } },
+    { view: "rejectModal", payload: rejectModal(rejected) },
+  );
   const ended = sampleRequest({ ...base, status: "failed" });
   payloads.push(
     {
