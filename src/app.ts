@@ -9,6 +9,9 @@ import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
 import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerPlanDecisions } from "./actions/plan-decision.js";
+import { registerReject } from "./actions/reject.js";
+import { registerRetryConfigure } from "./actions/retry-configure.js";
+import { registerPlanAgain } from "./actions/plan-again.js";
 import { registerWithdraw } from "./actions/withdraw.js";
 import { answerStoreFailures } from "./actions/store-failure.js";
 import { registerUnlockActions } from "./commands/unlock.js";
@@ -129,7 +132,10 @@ export function createApp(deps: AppDeps): VmbotApp {
   registerVmCommand(app, listenerDeps);
   registerCreateSubmission(app, listenerDeps);
   registerPlanDecisions(app, listenerDeps);
+  registerReject(app, listenerDeps);
   registerWithdraw(app, listenerDeps);
+  registerRetryConfigure(app, listenerDeps);
+  registerPlanAgain(app, listenerDeps);
   registerUnlockActions(app, listenerDeps);
 
   return {

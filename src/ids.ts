@@ -40,3 +40,11 @@ export const REQUEST_WITHDRAW = "request_withdraw";
 export const UNLOCK_ACTIONS_BLOCK = "unlock_actions";
 export const UNLOCK_CONFIRM = "unlock_confirm";
 export const UNLOCK_CANCEL = "unlock_cancel";
+
+/** A failed request's next step: run its configure job again, or plan it again as a new request. */
+export const REQUEST_RETRY_CONFIGURE = "request_retry_configure";
+export const REQUEST_PLAN_AGAIN = "request_plan_again";
+
+/** Reject's form: an optional reason, asked before the plan is rejected. */
+export const PLAN_REJECT_MODAL = "plan_reject_modal";
+export const REJECT_REASON = "reject_reason";

@@ -17,6 +17,8 @@ import type { Store } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues } from "../vm/spec.js";
+import { findConflicts, HOLDING } from "../vm/conflicts.js";
+import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
 const CreateMetadataSchema = z.object({
@@ -132,6 +134,26 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
     if (!result.ok) {
       log.info({ fields: Object.keys(result.errors) }, "create form has invalid fields");
       await ack({ response_action: "errors", errors: fieldErrors(result.errors) });
+      return;
+    }
+    // A name or an address a VM, or a request on its way, already uses: refused on its field.
+    // A repeated delivery of a submission already handled is not in conflict with itself.
+    const repeated = deps.store.findBySubmission(`view:${view.id}`) !== undefined;
+    const taken = repeated ? {} : findConflicts(result.spec, deps.store.listByStatus(HOLDING));
+    if (taken.name !== undefined || taken.ip !== undefined) {
+      log.info(
+        { name: taken.name?.id, ip: taken.ip?.id },
+        "create form names a VM or an address already taken",
+      );
+      await ack({
+        response_action: "errors",
+        errors: fieldErrors({
+          ...(taken.name === undefined ? {} : { name: nameTakenWords(taken.name) }),
+          ...(taken.ip === undefined
+            ? {}
+            : { ip: ipTakenWords(result.spec.ip, taken.ip, taken.suggestion) }),
+        }),
+      });
       return;
     }
     const metadata = CreateMetadataSchema.safeParse(safeJson(view.private_metadata));

@@ -12,11 +12,11 @@ import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import { PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
+import { PLAN_APPROVE } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
-import { closeIntents, createClosure } from "../tracker/closure.js";
+import { createClosure } from "../tracker/closure.js";
 import { createNotifier } from "../tracker/notify.js";
 import { readBackPlay } from "../tracker/play.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
@@ -75,15 +75,25 @@ export async function tell(client: SlackClient, channel: string, user: string, t
  * Checks the clicker and the request at the moment of the click; answers the clicker
  * privately when the click cannot count. Returns the request when it may be decided on.
  */
-async function checkDecision(
+export async function checkDecision(
   deps: PlanDecisionDeps,
   args: ButtonArgs,
   verb: "approve" | "reject",
 ): Promise<RequestRecord | undefined> {
   const { body, action, client } = args;
-  const user = body.user.id;
-  const channel = body.channel?.id ?? "";
-  const id = RequestIdSchema.safeParse(action.value);
+  return checkDecisionBy(deps, client, body.user.id, body.channel?.id ?? "", action.value, verb);
+}
+
+/** The same check for a clicker known by ID, e.g. from Reject's form when it comes back. */
+export async function checkDecisionBy(
+  deps: PlanDecisionDeps,
+  client: SlackClient,
+  user: string,
+  channel: string,
+  value: unknown,
+  verb: "approve" | "reject",
+): Promise<RequestRecord | undefined> {
+  const id = RequestIdSchema.safeParse(value);
   const request = id.success ? deps.store.getRequest(id.data) : undefined;
   if (!request) {
     await tell(client, channel, user, "This button belongs to a request vmbot does not know.");
@@ -314,41 +324,6 @@ export function createApproveAction(deps: PlanDecisionDeps) {
   };
 }
 
-/**
- * Reject: claim the request, then cancel its pipeline and delete the plan's artifacts in GitLab
- * (a canceled pipeline's manual apply job stays playable; without its plan it applies nothing).
- */
-export function createRejectAction(deps: PlanDecisionDeps) {
-  const now = deps.now ?? (() => new Date());
-  return async (args: ButtonArgs) => {
-    await args.ack();
-    const found = await checkDecision(deps, args, "reject");
-    if (!found) return;
-    const user = args.body.user.id;
-    const log = deps.log.child({ requestId: found.id, user, command: "reject" });
-    const decision = { kind: "rejected" as const, by: user, at: now().toISOString() };
-    const claimed = deps.store.transition(
-      found.id,
-      ["awaiting_approval"],
-      "rejected",
-      { decision },
-      closeIntents(found),
-      { actor: user, action: "rejected" },
-    );
-    if (!claimed) {
-      const current = deps.store.getRequest(found.id) ?? found;
-      await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
-      return;
-    }
-    const { show, closure } = closureFor(deps, args.client, log);
-    await show(claimed);
-    const problems = await closure.close(claimed, true);
-    for (const problem of problems) {
-      await tell(args.client, found.channel, user, `The request is rejected, but ${problem}`);
-    }
-  };
-}
-
 /** What follows a rejection or an expiry, answering through this click's Slack client. */
 export function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Logger) {
   const post = createThreadPoster({ client, effects: deps.effects, log });
@@ -363,5 +338,4 @@ export function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Log
 
 export function registerPlanDecisions(app: App, deps: PlanDecisionDeps): void {
   app.action<BlockButtonAction>(PLAN_APPROVE, createApproveAction(deps));
-  app.action<BlockButtonAction>(PLAN_REJECT, createRejectAction(deps));
 }

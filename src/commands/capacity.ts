@@ -4,7 +4,7 @@ import { capacityRefusedWords } from "../views/refusals.js";
 import { userMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { NodeDirectory } from "../proxmox/directory.js";
-import { capacityFailure, capacityMessage } from "../views/capacity.js";
+import { capacityFailure, capacityMessage, capacityUsage } from "../views/capacity.js";
 
 export interface CapacityDeps {
   access: Access;
@@ -25,12 +25,7 @@ export function createCapacityCommand(deps: CapacityDeps) {
   return async ({ command, ack, respond }: CommandArgs, arg: string | undefined) => {
     const visibility = arg?.toLowerCase();
     if (visibility !== undefined && visibility !== "public") {
-      await ack({
-        response_type: "ephemeral",
-        ...capacityFailure(
-          "Usage: `/vm capacity` shows it to you; `/vm capacity public` posts it in the channel.",
-        ),
-      });
+      await ack({ response_type: "ephemeral", ...capacityUsage(arg ?? "") });
       return;
     }
     if (deps.nodes === undefined) {
@@ -54,9 +49,15 @@ export function createCapacityCommand(deps: CapacityDeps) {
     try {
       // Asked for explicitly: live figures, not the form's cached list.
       const nodes = await deps.nodes.refresh();
+      const shared = visibility === "public";
       await respond({
-        response_type: visibility === "public" ? "in_channel" : "ephemeral",
-        ...capacityMessage({ nodes, source: deps.nodes.proxmox.url, at: now() }),
+        response_type: shared ? "in_channel" : "ephemeral",
+        ...capacityMessage({
+          nodes,
+          source: deps.nodes.proxmox.url,
+          at: now(),
+          ...(shared ? { askedBy: command.user_id } : {}),
+        }),
       });
     } catch (error) {
       log.warn({ err: error }, "could not read the nodes' capacity");

@@ -8,6 +8,7 @@ import type { ProxmoxNode } from "../proxmox/proxmox.js";
 import {
   createModal,
   FORM_DEFAULTS,
+  NAME_INPUT_MAX,
   liveNodeOptions,
   type CreateModalOptions,
 } from "../views/create-modal.js";
@@ -126,7 +127,8 @@ export function createCreateCommand(deps: CreateCommandDeps) {
           dns: deps.config.vm.defaultDns,
           ...FORM_DEFAULTS,
         },
-        name: name?.slice(0, 63),
+        // Not cut to a hostname's 63: a longer name is refused on the field with the limit.
+        name: name?.slice(0, NAME_INPUT_MAX),
         privateMetadata: encodeCreateMetadata({
           channel: deps.config.slack.channel ?? command.channel_id,
         }),

@@ -120,6 +120,11 @@ export interface GitlabPort {
     consume: LogConsumer,
   ): Promise<{ truncated: boolean }>;
   playJob(jobId: number): Promise<Job>;
+  /**
+   * Runs a finished (failed, canceled or successful) job again: GitLab creates a NEW job, with
+   * its own ID, and marks the old one retried (`POST /projects/:id/jobs/:job_id/retry`).
+   */
+  retryJob(jobId: number): Promise<Job>;
   cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
   /** A file from a job's artifacts, or undefined when the job has none by that path. */
   jobArtifact(jobId: number, path: string): Promise<string | undefined>;
@@ -498,6 +503,14 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     async playJob(jobId) {
       return toJob(
         await call(`start job #${jobId}`, JobSchema, () => api.Jobs.play(options.project, jobId)),
+      );
+    },
+
+    async retryJob(jobId) {
+      return toJob(
+        await call(`run job #${jobId} again`, JobSchema, () =>
+          api.Jobs.retry(options.project, jobId),
+        ),
       );
     },
 

@@ -80,4 +80,10 @@ export const MIGRATIONS: readonly string[] = [
   `,
   INVENTORY_MIGRATION,
   STATES_SEEN_MIGRATION,
+  `
+  ALTER TABLE requests ADD COLUMN failure TEXT;
+  `,
+  `
+  ALTER TABLE requests ADD COLUMN stage_times TEXT;
+  `,
 ];

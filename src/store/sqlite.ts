@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import { z } from "zod";
+import { FailureRecordSchema } from "../tracker/failure-cause.js";
 import { DecisionSchema, PlanReviewRecordSchema } from "../tracker/review.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
@@ -42,6 +43,12 @@ const RequestRowSchema = z.object({
     .nullable()
     .transform((text) => (text === null ? null : DecisionSchema.parse(JSON.parse(text)))),
   address: z.string().nullable(),
+  failure: z
+    .string()
+    .nullish()
+    .transform((text) =>
+      text === null || text === undefined ? null : FailureRecordSchema.parse(JSON.parse(text)),
+    ),
   created_at: z.string(),
   updated_at: z.string(),
   revision: z.number().int(),
@@ -49,6 +56,14 @@ const RequestRowSchema = z.object({
   rendered_hash: z.string().nullable(),
   stage_at: z.string().nullable().optional(),
   state_name: z.string().nullable().optional(),
+  stage_times: z
+    .string()
+    .nullish()
+    .transform((text) =>
+      text === null || text === undefined
+        ? {}
+        : z.partialRecord(z.enum(REQUEST_STATUSES), z.string()).parse(JSON.parse(text)),
+    ),
 });
 
 const AuditRowSchema = z.object({
@@ -104,12 +119,14 @@ function toRecord(row: unknown): RequestRecord {
     decision: r.decision,
     address: r.address,
     stateName: r.state_name ?? null,
+    failure: r.failure,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     revision: r.revision,
     renderedRevision: r.rendered_revision,
     renderedHash: r.rendered_hash,
     stageAt: r.stage_at ?? r.created_at,
+    stageTimes: r.stage_times,
   };
 }
 
@@ -275,6 +292,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     review: "review",
     decision: "decision",
     address: "address",
+    failure: "failure",
     notes: "notes",
   } as const satisfies Record<keyof RequestPatch, string>;
 
@@ -290,13 +308,17 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       // A new status starts a stage; the same status again (a retried move) keeps its start.
       ...(patch.status === undefined
         ? []
-        : ["stage_at = CASE WHEN status = @status THEN stage_at ELSE @now END"]),
+        : [
+            "stage_at = CASE WHEN status = @status THEN stage_at ELSE @now END",
+            "stage_times = CASE WHEN status = @status THEN stage_times ELSE json_set(COALESCE(stage_times, '{}'), '$.' || @status, @now) END",
+          ]),
     ];
     const guard =
       from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
     const values = entries.map(([key, value]) => [
       key,
-      (key === "review" || key === "decision" || key === "notes") && value !== null
+      (key === "review" || key === "decision" || key === "notes" || key === "failure") &&
+      value !== null
         ? JSON.stringify(value)
         : value,
     ]);
@@ -392,6 +414,21 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
     requestsForVm(name) {
       return selectForVm.all(name).map(toRecord);
+    },
+
+    findBySubmission(key) {
+      const row = selectBySubmission.get(key);
+      return row === undefined ? undefined : toRecord(row);
+    },
+
+    listByStatus(statuses) {
+      if (statuses.length === 0) return [];
+      return db
+        .prepare(
+          `SELECT * FROM requests WHERE status IN (${statuses.map(() => "?").join(", ")}) ORDER BY created_at, id`,
+        )
+        .all(...statuses)
+        .map(toRecord);
     },
 
     audit,

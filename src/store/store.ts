@@ -1,4 +1,5 @@
 import type { Inventory } from "./inventory.js";
+import type { FailureRecord } from "../tracker/failure-cause.js";
 import type { Decision, PlanReviewRecord } from "../tracker/review.js";
 import type { VmSpec } from "../vm/spec.js";
 
@@ -44,6 +45,8 @@ export interface RequestRecord {
   review: PlanReviewRecord | null;
   /** Who approved or rejected the plan, and when. */
   decision: Decision | null;
+  /** Which job failed, why, and the next step taken, when status is failed (or was). */
+  failure: FailureRecord | null;
   /** The VM's address once Terraform has applied (from the apply job's vm_ip.txt). */
   address: string | null;
   /**
@@ -55,6 +58,8 @@ export interface RequestRecord {
   updatedAt: string;
   /** When the request entered its current status (its creation, before any move). */
   stageAt: string;
+  /** When it last entered each status it has been in (none recorded before a first move). */
+  stageTimes: Partial<Record<RequestStatus, string>>;
   /** Counts the request's changes: every update adds one. */
   revision: number;
   /** The revision the request message in Slack last showed. */
@@ -85,6 +90,7 @@ export type RequestPatch = Partial<
     | "review"
     | "decision"
     | "address"
+    | "failure"
     | "notes"
   >
 >;
@@ -169,6 +175,10 @@ export interface Store {
   listActive(): RequestRecord[];
   /** The requests for a VM of this name, newest first. */
   requestsForVm(name: string): RequestRecord[];
+  /** The request a form submission (its `submissionKey`) created, if it did. */
+  findBySubmission(key: string): RequestRecord | undefined;
+  /** Requests in one of `statuses`, oldest first. */
+  listByStatus(statuses: readonly RequestStatus[]): RequestRecord[];
   audit(entry: AuditEntry): void;
   effect(subject: string, step: string): EffectRecord | undefined;
   /** Records the intent, or returns the record already there (intended or done). */

@@ -19,8 +19,14 @@ function dueStep(request: RequestRecord): string | undefined {
   if (request.status === "awaiting_approval" && request.review !== null) {
     return `${APPROVERS_STEP}:${request.review.planJobId}`;
   }
-  return requesterToldWords(request) === undefined ? undefined : REQUESTER_STEP;
+  return requesterToldWords(request) === undefined ? undefined : requesterStep(request);
 }
+
+/** Once per request, and once more for each end after a Retry configure. */
+const requesterStep = (request: RequestRecord) =>
+  request.failure?.retries === undefined
+    ? REQUESTER_STEP
+    : `${REQUESTER_STEP}:${request.failure.retries}`;
 
 /**
  * Notices whose post was cut short (Slack refused or did not answer, or the bot stopped): posted
@@ -57,7 +63,7 @@ export function createNotifier(deps: { config: Config; post: ThreadPoster }): No
       return;
     }
     const words = requesterToldWords(request);
-    if (words !== undefined) await deps.post(request, REQUESTER_STEP, words);
+    if (words !== undefined) await deps.post(request, requesterStep(request), words);
   };
 }
 

@@ -69,6 +69,8 @@ export const DecisionSchema = z.object({
   kind: z.enum(["approved", "rejected", "withdrawn"]),
   by: z.string(),
   at: z.string(),
+  /** Why, when the rejecter said. */
+  reason: z.string().optional(),
 });
 export type Decision = z.infer<typeof DecisionSchema>;
 

@@ -12,17 +12,18 @@ import { parseAnsibleOutput } from "../ansible/recap.js";
 import { parsePlanText } from "../terraform/plan-text.js";
 import { recapCutWords, tailCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
-import { failureCause } from "./failure-cause.js";
+import { causeWords, failureExcerptWords, jobFailedWords } from "../views/failure.js";
+import { classifyFailure, type FailureFinding, type FailureRecord } from "./failure-cause.js";
 import { STEP_EVENT_TYPE } from "../ids.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
-import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import { createThreadPoster } from "../slack/thread.js";
 import { createLatePipelines } from "./late-pipelines.js";
 import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import { createClosure, isClosed } from "./closure.js";
 import { createApprovalFinisher } from "./play.js";
 import { createPlanReviewer } from "./plan-review.js";
+import { createConfigureRetry } from "./retry-configure.js";
 import { createNotifier, finishNotices } from "./notify.js";
 import { planExpired } from "./review.js";
 import type { RequestStarter } from "./starter.js";
@@ -105,6 +106,14 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   const approvals = createApprovalFinisher({ store, gitlab, effects: deps.effects, log, render });
+  const retries = createConfigureRetry({
+    config,
+    store,
+    gitlab,
+    effects: deps.effects,
+    log,
+    post: poster,
+  });
   const closure = createClosure({
     config,
     store,
@@ -129,56 +138,82 @@ export function createTracker(deps: TrackerDeps): Tracker {
   }
 
   /**
-   * The last lines of a failed job's log, cleaned and redacted, whether the log was cut at the
-   * cap, and the failure's cause when what was read shows one, for a failure message.
+   * The part of a failed job's log that shows the failure (a Terraform job's first `Error:`
+   * diagnostic, whole; else its last lines), cleaned and redacted, whether the log was cut at the
+   * cap, and the failure's cause when the log shows one.
    */
   async function failureOf(
     job: Job,
     terraform: boolean,
-  ): Promise<{ tail: string; truncated: boolean; cause: string | undefined }> {
+  ): Promise<{
+    excerpt: string;
+    kind: "error" | "tail";
+    truncated: boolean;
+    finding: FailureFinding | undefined;
+  }> {
     try {
       const read = await gitlab.jobLog(job.id, config.gitlab.logMaxBytes);
       const text = cleanTrace(read.text);
       // A Terraform job's root cause is its first `Error:` diagnostic, wherever it stands.
       const diagnostic = terraform ? parsePlanText(text).errors[0] : undefined;
+      const finding = classifyFailure(text, diagnostic);
       if (diagnostic !== undefined) {
         const block = [`Error: ${diagnostic.summary}`, diagnostic.detail]
           .filter((part) => part.trim() !== "")
           .join("\n\n");
-        return {
-          tail: deps.redact(block.slice(0, ERROR_EXCERPT_CHARS)),
-          truncated: false,
-          cause: failureCause(text),
-        };
+        const excerpt = deps.redact(block.slice(0, ERROR_EXCERPT_CHARS));
+        return { excerpt, kind: "error", truncated: false, finding };
       }
       const lines = text.split("\n").filter((line) => line.trim() !== "");
-      return {
-        tail: deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n")),
-        truncated: read.truncated,
-        cause: failureCause(text),
-      };
+      const excerpt = deps.redact(lines.slice(-LOG_TAIL_LINES).join("\n"));
+      return { excerpt, kind: "tail", truncated: read.truncated, finding };
     } catch (error) {
       log.warn({ err: error, jobId: job.id }, "could not read a failed job's log");
-      return { tail: "", truncated: false, cause: undefined };
+      return { excerpt: "", kind: "tail", truncated: false, finding: undefined };
     }
   }
 
-  async function fail(request: RequestRecord, words: string): Promise<void> {
-    const failed = move(request, "failed", { error: words });
+  async function fail(
+    request: RequestRecord,
+    words: string,
+    failure?: FailureRecord,
+  ): Promise<void> {
+    const failed = move(request, "failed", {
+      error: words,
+      ...(failure === undefined ? {} : { failure }),
+    });
     if (failed) await render(failed);
   }
 
-  async function failJob(request: RequestRecord, job: Job, stage: string): Promise<void> {
-    const { tail, truncated, cause } = await failureOf(job, stage !== "configure");
-    const status = job.status === "canceled" ? "was canceled" : "failed";
-    // The log is outside text: escaped, so it can neither mention nor close the code block.
-    const excerpt =
-      tail === ""
-        ? ""
-        : `\n${truncated ? `${tailCutWords(config.gitlab.logMaxBytes)}\n` : ""}\`\`\`${escapeMrkdwn(tail)}\`\`\``;
+  /**
+   * A failed job ends the request: its cause in one sentence on the message, the excerpt that
+   * shows it in the thread (a configure job's failed tasks are there already, in its recap), and
+   * what the next step (Retry configure, Plan again) needs recorded.
+   */
+  async function failJob(
+    request: RequestRecord,
+    job: Job,
+    stage: FailureRecord["stage"],
+  ): Promise<void> {
+    const { excerpt, kind, truncated, finding } = await failureOf(job, stage !== "configure");
+    if (stage !== "configure" && excerpt !== "") {
+      const cut = truncated ? tailCutWords(config.gitlab.logMaxBytes) : undefined;
+      await postResult(
+        request,
+        `failure_excerpt:${job.id}`,
+        failureExcerptWords(kind, excerpt, cut),
+      );
+    }
+    const retries = request.failure?.retries;
     await fail(
       request,
-      `The ${stage} job \`${escapeMrkdwn(job.name)}\` ${status} in GitLab.${cause === undefined ? "" : ` ${cause}`} ${link(job.webUrl, "Open its log")}.${excerpt}`,
+      jobFailedWords(stage, job, finding === undefined ? undefined : causeWords(finding)),
+      {
+        stage,
+        jobId: job.id,
+        ...(finding === undefined ? {} : { cause: finding.cause }),
+        ...(retries === undefined ? {} : { retries }),
+      },
     );
   }
 
@@ -254,6 +289,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
       return;
     }
     if (request.status === "configuring" && configure) {
+      if (request.failure !== null) {
+        // Retried from Slack: settled first; the failed job itself is not followed again.
+        const released = await retries.settle(request);
+        if (released) await render(released);
+        if (released || configure.id <= request.failure.jobId) return;
+      }
       if (STOPPED.has(configure.status) || configure.status === "success") {
         await finishConfigure(request, configure);
       }
@@ -330,10 +371,12 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const summary = read.truncated
       ? `${recapText(run)}\n${recapCutWords(config.gitlab.logMaxBytes, job.webUrl)}`
       : recapText(run);
+    // A retried configure job posts its own recap.
+    const again = request.failure === null ? "" : `:${job.id}`;
     if (job.status === "success") {
       await postResult(
         request,
-        "configured",
+        `configured${again}`,
         deps.redact(`:white_check_mark: Configured.\n${summary}`),
       );
       const next = move(request, "ready");
@@ -342,7 +385,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
     await postResult(
       request,
-      "configure_failed",
+      `configure_failed${again}`,
       deps.redact(`:x: Configuration failed.\n${summary}`),
     );
     await failJob(request, job, "configure");

@@ -92,9 +92,11 @@ function totals(nodes: readonly ProxmoxNode[]): string {
 
 export interface CapacityView {
   nodes: readonly ProxmoxNode[];
-  /** The Proxmox API the figures come from. */
+  /** The Proxmox API the figures come from: shown to the asker only, never in the channel. */
   source: string;
   at: Date;
+  /** Posted in the channel (`public`): who asked, and no internal address. */
+  askedBy?: string;
 }
 
 /**
@@ -114,7 +116,10 @@ export function capacityMessage(view: CapacityView): { text: string; blocks: Kno
       elements: [
         {
           type: "mrkdwn",
-          text: `${summary} · live from ${escapeMrkdwn(view.source)} at <!date^${unix}^{time}|${view.at.toISOString()}>`,
+          text:
+            view.askedBy === undefined
+              ? `${summary} · live from ${escapeMrkdwn(view.source)} at <!date^${unix}^{time}|${view.at.toISOString()}>`
+              : `Asked for by <@${view.askedBy}> · ${summary} · live from Proxmox at <!date^${unix}^{time}|${view.at.toISOString()}>`,
         },
       ],
     },
@@ -161,6 +166,13 @@ export function capacityMessage(view: CapacityView): { text: string; blocks: Kno
     });
   }
   return { text: `Proxmox capacity: ${summary}`, blocks };
+}
+
+/** What `/vm capacity` says to an argument it does not take, and what it does take. */
+export function capacityUsage(arg: string): { text: string; blocks: KnownBlock[] } {
+  const shown = escapeMrkdwn(truncate(arg, 60)).replace(/`/g, "'");
+  const text = `\`/vm capacity\` does not take \`${shown}\`: it always shows every node. Type \`/vm capacity\` to see it yourself, or \`/vm capacity public\` to post it in the channel.`;
+  return { text, blocks: [{ type: "section", text: { type: "mrkdwn", text } }] };
 }
 
 /** What `/vm capacity` says when Proxmox cannot be asked. */

@@ -4,6 +4,9 @@ import { CREATE_FIELDS, CREATE_MODAL, type CreateField } from "../ids.js";
 import type { ProxmoxNode } from "../proxmox/proxmox.js";
 import { LIMITS } from "../vm/spec.js";
 
+/** What the name field takes: more than a hostname may have, so the check can say so. */
+export const NAME_INPUT_MAX = 255;
+
 type ModalView = types.ModalView;
 type KnownBlock = types.KnownBlock;
 type InputBlock = types.InputBlock;
@@ -88,7 +91,8 @@ export function createModal(options: CreateModalOptions): ModalView {
     typeof node === "string" ? { value: node, label: node } : node,
   );
   const blocks: KnownBlock[] = [
-    input("name", "Name", text(options.name, "web-01", LIMITS.nameLength), {
+    // Longer than a hostname may be, so that a long name is refused on the field, never cut.
+    input("name", "Name", text(options.name, "web-01", NAME_INPUT_MAX), {
       hint: "Hostname and Proxmox name: a-z, 0-9 and -, up to 63 characters.",
     }),
     input("node", "Proxmox node", select(nodeOptions, nodeOptions[0]?.value), {
@@ -104,8 +108,8 @@ export function createModal(options: CreateModalOptions): ModalView {
       { hint: "Cloud-init template VM that is cloned." },
     ),
     input("cores", "CPU cores", wholeNumber(options.defaults.cores, LIMITS.cores)),
-    input("memory", "Memory (MB)", wholeNumber(options.defaults.memoryMb, LIMITS.memoryMb)),
-    input("disk", "Disk (GB)", wholeNumber(options.defaults.diskGb, LIMITS.diskGb)),
+    input("memory", "Memory (MiB)", wholeNumber(options.defaults.memoryMb, LIMITS.memoryMb)),
+    input("disk", "Disk (GiB)", wholeNumber(options.defaults.diskGb, LIMITS.diskGb)),
     input("ip", "IP address / prefix", text(undefined, "192.168.1.50/24", 18), {
       hint: "Static IPv4 address with its prefix length, /8 to /30.",
     }),

@@ -1,5 +1,6 @@
 import type { RequestRecord } from "../store/store.js";
 import { escapeMrkdwn } from "../slack/mrkdwn.js";
+import { reasonWords } from "./request-message.js";
 
 /**
  * The words that call people in: the approvers when a plan waits for them, the requester when
@@ -63,7 +64,7 @@ export function requesterToldWords(request: RequestRecord): string | undefined {
     case "failed":
       return `:x: ${to} ${vm(request)} failed: the request message above says why.`;
     case "rejected":
-      return `:no_entry_sign: ${to} the plan for ${vm(request)} was rejected${by}; nothing was built.`;
+      return `:no_entry_sign: ${to} the plan for ${vm(request)} was rejected${by}; nothing was built.${reasonWords(request)}`;
     case "expired":
       return `:alarm_clock: ${to} the plan for ${vm(request)} expired before anyone approved it; nothing was built. Run /vm create again for a fresh plan.`;
     default:

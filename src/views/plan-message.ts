@@ -7,6 +7,9 @@ import { orderNodes, type NodeUsage } from "../vm/nodes.js";
 import { planLogCutWarning } from "./log-cut.js";
 import { approvalWindowWords, approverMentions } from "./notify.js";
 import {
+  durationsBlocks,
+  nextStepBlocks,
+  reasonWords,
   requestHead,
   requestTitle,
   statusEmoji,
@@ -129,12 +132,27 @@ function resourceList(plan: PlanSummary): string {
   return listed.join("\n");
 }
 
-function warning(resources: readonly PlanResource[]): string {
+/** What happens to a destroyed resource, and why when Terraform says (`# forces replacement`). */
+function destroyWords(resource: PlanResource): string {
+  const what =
+    resource.action === "delete"
+      ? "is destroyed"
+      : resource.replaceOrder === "create-first"
+        ? "is replaced: a new one is created, then this one destroyed"
+        : "is replaced: destroyed, then created again";
+  const why =
+    resource.reason === undefined
+      ? ""
+      : `, because ${escapeMrkdwn(truncate(resource.reason, 200))}`;
+  return `${what}${why}`;
+}
+
+function warning(resources: readonly PlanResource[], vmName: string): string {
   const names = resources
     .slice(0, 10)
-    .map((r) => `• ${code(truncate(r.address, 150))} (${actionWords(r)})`);
+    .map((r) => `• ${code(truncate(r.address, 150))} ${destroyWords(r)}`);
   if (resources.length > 10) names.push(`and ${resources.length - 10} more`);
-  return `:rotating_light: *This plan destroys ${resources.length === 1 ? "a resource" : `${resources.length} resources`}.* Check that this is what you want before approving:\n${names.join("\n")}`;
+  return `:rotating_light: *This plan destroys ${resources.length === 1 ? "a resource" : `${resources.length} resources`} of VM ${escapeMrkdwn(truncate(vmName, 100))}.* Check that this is what you want before approving:\n${names.join("\n")}`;
 }
 
 function nodeLine(node: NodeUsage, chosen: string): string {
@@ -144,12 +162,12 @@ function nodeLine(node: NodeUsage, chosen: string): string {
   const memory =
     node.memoryUsedGb === undefined || node.memoryTotalGb === undefined
       ? "memory ?"
-      : `memory ${node.memoryUsedGb.toFixed(1)} / ${node.memoryTotalGb.toFixed(1)} GB`;
+      : `memory ${node.memoryUsedGb.toFixed(1)} / ${node.memoryTotalGb.toFixed(1)} GiB`;
   return `${name}: ${cpu}, ${memory}`;
 }
 
 /** The confirmation Slack shows before an Approve that would destroy something (max 300 chars). */
-function approveConfirmation(resources: readonly PlanResource[]) {
+function approveConfirmation(resources: readonly PlanResource[], vmName: string) {
   const shown: string[] = [];
   for (const resource of resources) {
     const name = truncate(resource.address, 120);
@@ -162,7 +180,10 @@ function approveConfirmation(resources: readonly PlanResource[]) {
     title: { type: "plain_text" as const, text: "Destroy resources?" },
     text: {
       type: "plain_text" as const,
-      text: truncate(`Applying this plan destroys: ${list}. This cannot be undone.`, 300),
+      text: truncate(
+        `Applying this plan destroys resources of VM ${truncate(vmName, 70)}: ${list}. This cannot be undone.`,
+        300,
+      ),
     },
     confirm: { type: "plain_text" as const, text: "Approve and destroy" },
     deny: { type: "plain_text" as const, text: "Go back" },
@@ -185,7 +206,7 @@ export function planMessage(
   if (destroyed.length > 0) {
     blocks.push({
       type: "section",
-      text: { type: "mrkdwn", text: truncate(warning(destroyed), 3000) },
+      text: { type: "mrkdwn", text: truncate(warning(destroyed, request.spec.name), 3000) },
     });
   }
   blocks.push({
@@ -260,7 +281,10 @@ export function planMessage(
       elements: [
         {
           type: "mrkdwn",
-          text: `${verb} by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>`,
+          text: truncate(
+            `${verb} by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>${reasonWords(request).replace("\n", " · ")}`,
+            2000,
+          ),
         },
       ],
     });
@@ -273,6 +297,7 @@ export function planMessage(
         text: truncate(`${statusEmoji(request)} ${statusLine(request)}`, 3000),
       },
     });
+    blocks.push(...durationsBlocks(request), ...nextStepBlocks(request));
   } else {
     const window = request.review;
     if (window !== null && (window.expiresAt !== undefined || window.approvers !== undefined)) {
@@ -297,9 +322,12 @@ export function planMessage(
             type: "plain_text",
             text: destroyed.length > 0 ? "Approve (destroys)" : "Approve",
           },
-          style: "primary",
+          // Destroying is not the safe default: the button says so in red.
+          style: destroyed.length > 0 ? "danger" : "primary",
           value: request.id,
-          ...(destroyed.length > 0 ? { confirm: approveConfirmation(destroyed) } : {}),
+          ...(destroyed.length > 0
+            ? { confirm: approveConfirmation(destroyed, request.spec.name) }
+            : {}),
         },
         {
           type: "button",

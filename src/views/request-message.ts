@@ -2,6 +2,7 @@ import type { types } from "@slack/bolt";
 import type { RequestRecord, RequestStatus } from "../store/store.js";
 import { REQUEST_ACTIONS_BLOCK, REQUEST_WITHDRAW } from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
+import { nextStepButton, plannedAgainWords } from "./failure.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -67,6 +68,14 @@ export function duration(ms: number): string {
 const since = (request: RequestRecord) =>
   `since <!date^${Math.floor(Date.parse(request.stageAt) / 1000)}^{time}|${request.stageAt}>`;
 
+/** Why it was rejected, when the rejecter said: quoted as they wrote it, escaped. */
+export function reasonWords(request: RequestRecord): string {
+  const reason = request.decision?.reason;
+  return reason === undefined
+    ? ""
+    : `\nReason: “${escapeMrkdwn(truncate(reason.replace(/\s+/g, " "), 500))}”`;
+}
+
 /** One sentence on where the request stands: a verb, the pipeline's link, and the time. */
 export function statusLine(request: RequestRecord): string {
   const pipeline =
@@ -98,7 +107,7 @@ export function statusLine(request: RequestRecord): string {
       // The address is cut so that the time after it always fits whole.
       return `Configuring… Ansible is configuring the VM${request.address === null ? "" : ` at ${truncate(escapeMrkdwn(request.address), 300)}`}, ${since(request)}.`;
     case "rejected":
-      return `Rejected${request.decision === null ? "" : ` by <@${request.decision.by}>`}: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.`;
+      return `Rejected${request.decision === null ? "" : ` by <@${request.decision.by}>`}: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.${reasonWords(request)}`;
     case "withdrawn":
       return `Withdrawn by <@${request.decision?.by ?? request.requester}>, who asked for it: nothing was built${pipeline === undefined ? "" : ` and GitLab ${pipeline} was canceled`}.`;
     case "ready": {
@@ -106,6 +115,12 @@ export function statusLine(request: RequestRecord): string {
       return `Ready: *${escapeMrkdwn(request.spec.name)}*${request.address === null ? "" : ` at \`${escapeMrkdwn(request.address)}\``}, ${duration(took)} after it was requested.`;
     }
   }
+}
+
+/** A VM's memory (MiB, as Proxmox takes it) in GiB, the unit every message uses. */
+export function memoryWords(mib: number): string {
+  const gib = mib / 1024;
+  return `${Number.isInteger(gib) ? gib.toLocaleString("en-US") : gib.toFixed(2)} GiB`;
 }
 
 /** The head every request message starts with: name and status, who asked, the inputs. */
@@ -133,8 +148,8 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
         field("Node", escapeMrkdwn(spec.node)),
         field("Template", `${escapeMrkdwn(spec.templateName)} (${spec.templateId})`),
         field("CPU", `${spec.cores} cores`),
-        field("Memory", `${spec.memoryMb.toLocaleString("en-US")} MB`),
-        field("Disk", `${spec.diskGb.toLocaleString("en-US")} GB`),
+        field("Memory", memoryWords(spec.memoryMb)),
+        field("Disk", `${spec.diskGb.toLocaleString("en-US")} GiB`),
         field("Address", `${escapeMrkdwn(spec.ip)} via ${escapeMrkdwn(spec.gateway)}`),
         field("DNS", escapeMrkdwn(spec.dns)),
         field("VM ID", spec.vmId === 0 ? "auto" : String(spec.vmId)),
@@ -142,6 +157,53 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
       ],
     },
   ];
+}
+
+/** Where the time of a finished request went: each stage it went through, as a clock reads. */
+export function durationsLine(request: RequestRecord): string | undefined {
+  if (request.status !== "ready" && request.status !== "failed") return undefined;
+  const at = (iso: string | undefined) => (iso === undefined ? undefined : Date.parse(iso));
+  const t = request.stageTimes;
+  const end = Date.parse(request.stageAt);
+  const stages: [string, number | undefined, number | undefined][] = [
+    ["planning", Date.parse(request.createdAt), at(t.awaiting_approval)],
+    ["waiting for approval", at(t.awaiting_approval), at(t.applying)],
+    ["applying", at(t.applying), at(t.configuring) ?? at(t.ready)],
+    ["configuring", at(t.configuring), at(t.ready)],
+  ];
+  const parts: string[] = [];
+  for (const [name, from, to] of stages) {
+    if (from === undefined) continue;
+    // A stage the request ended in runs until the end.
+    const until = to ?? (from <= end ? end : undefined);
+    if (until === undefined || until < from) continue;
+    parts.push(`${name} ${duration(until - from)}`);
+    if (to === undefined) break;
+  }
+  const total = duration(end - Date.parse(request.createdAt));
+  return `:hourglass: ${total} in all${parts.length === 0 ? "" : `: ${parts.join(" · ")}`}.`;
+}
+
+/** The finished message's line of durations, as a context block. */
+export function durationsBlocks(request: RequestRecord): KnownBlock[] {
+  const line = durationsLine(request);
+  return line === undefined
+    ? []
+    : [{ type: "context", elements: [{ type: "mrkdwn", text: truncate(line, 2000) }] }];
+}
+
+/** A failed request's next step (Retry configure, Plan again), or where its plan went again. */
+export function nextStepBlocks(request: RequestRecord): KnownBlock[] {
+  const blocks: KnownBlock[] = [];
+  const again = plannedAgainWords(request);
+  if (again !== undefined) {
+    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: truncate(again, 2000) }] });
+  }
+  const next = nextStepButton(request);
+  if (next !== undefined) {
+    blocks.push({ type: "actions", block_id: REQUEST_ACTIONS_BLOCK, elements: [next] });
+  }
+  return blocks;
 }
 
 /** The text Slack shows in notifications for a request message. */
@@ -171,6 +233,7 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
       ],
     });
   }
+  blocks.push(...durationsBlocks(request), ...nextStepBlocks(request));
   if (withdrawable(request)) {
     blocks.push({
       type: "actions",

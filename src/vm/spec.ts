@@ -160,12 +160,12 @@ const FormSchema = (options: FormOptions) =>
       if (memoryMb === undefined) {
         fail(
           "memory",
-          `Memory must be a whole number of MB from ${fmt(LIMITS.memoryMb.min)} to ${fmt(LIMITS.memoryMb.max)}.`,
+          `Memory must be a whole number of MiB from ${fmt(LIMITS.memoryMb.min)} to ${fmt(LIMITS.memoryMb.max)}.`,
         );
       }
       const diskGb = wholeNumber(form.disk, LIMITS.diskGb);
       if (diskGb === undefined) {
-        fail("disk", `Disk must be a whole number of GB from 1 to ${fmt(LIMITS.diskGb.max)}.`);
+        fail("disk", `Disk must be a whole number of GiB from 1 to ${fmt(LIMITS.diskGb.max)}.`);
       }
 
       const ip = checkIp(form.ip);

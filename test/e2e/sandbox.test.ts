@@ -295,7 +295,9 @@ describeWithChromium("the sandbox in a browser", () => {
     await form.locator('button[type="submit"]').click();
     const request = requestMessage(page, "web-03");
     await expect.poll(textOf(request.locator(".bk-header")), POLL).toContain("Failed");
-    await expect.poll(textOf(request), POLL).toContain("state lock");
+    // The cause in one sentence, with the way out; Terraform's error itself is in the thread.
+    await expect.poll(textOf(request), POLL).toContain("The Terraform state is locked");
+    expect(await request.innerText()).toContain("/vm unlock");
 
     // Requesters may not unlock.
     await send(page, "/vm unlock");

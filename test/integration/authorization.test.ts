@@ -121,7 +121,22 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
   },
   async reject(h, userId) {
     const { message } = await plannedRequest(h);
-    await h.signer.blockAction({ message, userId, actionId: "plan_reject" });
+    const opens = h.slack.callsTo("views.open").length;
+    const clicked = await h.signer.blockAction({ message, userId, actionId: "plan_reject" });
+    // Refused at the click (privately), or asked why in a form, which is then sent.
+    await eventually(
+      () =>
+        h.slack.callsTo("chat.postEphemeral").length > 0 ||
+        h.slack.callsTo("views.open").length > opens
+          ? true
+          : undefined,
+      "the click's outcome",
+    );
+    const form = h.slack.callsTo("views.open").find((c) => c.args.trigger_id === clicked.triggerId);
+    if (form !== undefined) {
+      const view = h.slack.views.at(-1)!;
+      await h.signer.viewSubmission({ view, values: stateValuesFor(view, {}), userId });
+    }
     await eventually(
       () =>
         h.slack.callsTo("chat.postEphemeral").length > 0 ||

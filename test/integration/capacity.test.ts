@@ -99,6 +99,25 @@ describe("/vm capacity", () => {
     const post = await capacity(h, "public");
     expect(post.body.response_type).toBe("in_channel");
     expect(blocksText(post)).toContain("Proxmox capacity");
+    // The channel sees who asked, and not the cluster's internal address.
+    expect(blocksText(post)).toContain(`Asked for by <@${REQUESTER}>`);
+    expect(JSON.stringify(post.body)).not.toContain(h.proxmox!.url);
+    expect(JSON.stringify(post.body)).not.toContain("127.0.0.1");
+  });
+
+  it("says what was wrong with an argument it does not take, and what it takes", async () => {
+    const h = await start({ proxmox: true });
+    const answer = await h.signer.slashCommand({
+      text: "capacity pve1",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const body = JSON.parse(answer.body) as { response_type: string; text: string };
+    expect(body.response_type).toBe("ephemeral");
+    expect(body.text).toBe(
+      "`/vm capacity` does not take `pve1`: it always shows every node. Type `/vm capacity` to see it yourself, or `/vm capacity public` to post it in the channel.",
+    );
+    expect(body.text).not.toContain("could not read");
   });
 
   it("falls back to /nodes when the cluster-wide listing is refused", async () => {

@@ -25,6 +25,7 @@ import {
   fakeBotEnv,
   PROJECT_PATH,
   REQUESTER,
+  reject,
 } from "../support/harness.js";
 import { runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
@@ -296,7 +297,7 @@ describe("crash between the intent and the result of each outside effect", () =>
       try {
         const { pipelineId } = await ask(w);
         const plan = await planned(w, pipelineId);
-        await w.signer.blockAction({ message: plan, userId: APPROVER, actionId: "plan_reject" });
+        await reject(w, plan, APPROVER);
         await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
         await until(
           () => (w.gitlab.requestsTo("POST", /\/cancel$/).length >= 1 ? true : undefined),
@@ -321,7 +322,7 @@ describe("crash between the intent and the result of each outside effect", () =>
       try {
         const { pipelineId } = await ask(w);
         const plan = await planned(w, pipelineId);
-        await w.signer.blockAction({ message: plan, userId: APPROVER, actionId: "plan_reject" });
+        await reject(w, plan, APPROVER);
         await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
         await until(
           () => (w.gitlab.job(pipelineId, "tf:plan").artifacts.size === 0 ? true : undefined),

@@ -34,6 +34,17 @@ async function openForm(h: Harness, name = "web-01"): Promise<FakeView> {
   return view!;
 }
 
+/** Opens one more form (after others were opened), waiting for its own views.open. */
+async function openAnother(h: Harness, name: string): Promise<FakeView> {
+  const delivery = await h.signer.slashCommand({
+    text: `create ${name}`,
+    userId: REQUESTER,
+    channelId: CHANNEL,
+  });
+  await h.slack.waitFor("views.open", (call) => call.args.trigger_id === delivery.triggerId);
+  return h.slack.views.at(-1)!;
+}
+
 const goodEntries = {
   vm_name: "web-01",
   vm_ip: "192.168.1.50/24",
@@ -156,6 +167,50 @@ describe("/vm create", () => {
     expect(h.bot.store.listAudit()).toHaveLength(0);
     expect(h.bot.store.listActive()).toHaveLength(0);
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
+  });
+
+  it("refuses on the field an IP and a name that a request on its way already holds, suggesting the next free address", async () => {
+    const h = await start();
+    const { request } = await submitAndSettle(h);
+    const pipelines = h.gitlab.pipelines.length;
+    const again = await openAnother(h, "web-02");
+    const delivery = await submit(h, again, { ...goodEntries, vm_name: "web-02" });
+    expect(delivery.json).toEqual({
+      response_action: "errors",
+      errors: {
+        vm_ip: `192.168.1.50 is already used by request ${request.id} for web-01 (${request.status === "queued" ? "queued" : "being planned"}). The next free address in its subnet is 192.168.1.51/24.`,
+      },
+    });
+    const sameName = await openAnother(h, "web-01");
+    const named = await submit(h, sameName, { ...goodEntries, vm_ip: "192.168.1.60/24" });
+    const nameError = (named.json as { errors?: Record<string, string> }).errors;
+    expect(Object.keys(nameError ?? {})).toEqual(["vm_name"]);
+    expect(nameError?.vm_name).toContain(`web-01 is already taken by request ${request.id}`);
+    expect(h.gitlab.pipelines).toHaveLength(pipelines);
+    expect(allRequests(h)).toHaveLength(1);
+
+    // Once the first request ends without a VM, its address is free again.
+    h.bot.store.updateRequest(request.id, { status: "failed" });
+    const free = await openAnother(h, "web-02");
+    const accepted = await submit(h, free, { ...goodEntries, vm_name: "web-02" });
+    expect(accepted.body).toBe("");
+    await eventually(() => (allRequests(h).length === 2 ? true : undefined), "the second request");
+  });
+
+  it("refuses an over-long name on the field with the limit, and never cuts it", async () => {
+    const h = await start();
+    const long = `web-${"a".repeat(60)}`;
+    const view = await openForm(h, long);
+    expect(JSON.stringify(view.blocks)).toContain(`"initial_value":"${long}"`);
+    const delivery = await submit(h, view, { ...goodEntries, vm_name: long });
+    expect(delivery.json).toEqual({
+      response_action: "errors",
+      errors: {
+        vm_name: "The name is 64 characters long; a hostname has at most 63 (a-z, 0-9 and -).",
+      },
+    });
+    expect(h.gitlabSinceStart()).toHaveLength(0);
+    expect(h.bot.store.listActive()).toHaveLength(0);
   });
 
   it("turns a valid form into one request, one message and one pipeline with exactly those inputs", async () => {

@@ -1,3 +1,4 @@
+import { REQUEST_STATUSES } from "../../src/store/store.js";
 import { describe, expect, it } from "vitest";
 import {
   askForVm,
@@ -25,7 +26,10 @@ async function submitForm(h: Harness, name = "web-01") {
   const view = h.slack.views.at(-1)!;
   await h.signer.viewSubmission({
     view,
-    values: stateValuesFor(view, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+    values: stateValuesFor(view, {
+      vm_name: name,
+      vm_ip: `192.168.1.${50 + h.bot.store.listByStatus(REQUEST_STATUSES).length}/24`,
+    }),
     userId: REQUESTER,
   });
   return eventually(

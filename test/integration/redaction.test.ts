@@ -102,13 +102,16 @@ describe("secrets printed by a job", () => {
     runUntilSettled(h, pipelineId, "ansible:configure");
     await h.bot.tracker.tick();
 
-    // The barrier: the request ended, with the configure failure and its log's last lines.
+    // The barrier: the request ended, with the configure failure's recap in the thread.
     const failed = h.bot.store.getRequest(requestId)!;
     expect(failed.status).toBe("failed");
     const replies = h.slack.callsTo("chat.postMessage").map((call) => String(call.args.text));
     expect(replies.some((text) => text.includes("Configuration failed"))).toBe(true);
     expect(replies.some((text) => text.includes(`address ${REDACTED}`))).toBe(true);
-    expect(JSON.stringify(h.slack.callsTo("chat.update").at(-1)?.args)).toContain(REDACTED);
+    // The channel message carries no log lines at all: the failed task is in the thread.
+    const last = JSON.stringify(h.slack.callsTo("chat.update").at(-1)?.args);
+    expect(last).toContain("failed in GitLab");
+    expect(last).not.toContain("```");
     // Bolt's Web API client logged what it sent (LOG_LEVEL=debug), and those lines were scanned.
     expect(h.logs.some((line) => line.includes("http request body"))).toBe(true);
     expectNoPlantedSecret(h);
@@ -146,8 +149,12 @@ describe("secrets printed by a job", () => {
 
     const failed = h.bot.store.listAudit().find((entry) => entry.action === "failed");
     expect(failed).toBeDefined();
-    const message = JSON.stringify(h.slack.callsTo("chat.update").at(-1)?.args);
-    expect(message).toContain(REDACTED);
+    // The log's excerpt goes to the thread, redacted.
+    const excerpt = h.slack
+      .callsTo("chat.postMessage")
+      .map((call) => String(call.args.text))
+      .find((text) => text.startsWith(":x: Terraform's error:"));
+    expect(excerpt).toContain(REDACTED);
     expectNoPlantedSecret(h);
   });
 

@@ -11,6 +11,7 @@ import {
   REQUESTER,
   askForVm,
   harnessPerTest,
+  reject,
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
@@ -97,7 +98,7 @@ describe("a store that cannot take a write", () => {
     const message = h.slack.message(CHANNEL, request.messageTs!)!;
     const lock = holdWriteLock(h);
     try {
-      await h.signer.blockAction({ message, userId: APPROVER, actionId: "plan_reject" });
+      await reject(h, message, APPROVER);
       const answer = await h.slack.waitFor(
         "chat.postEphemeral",
         (call) => call.args.user === APPROVER,

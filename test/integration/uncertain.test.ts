@@ -7,6 +7,7 @@ import {
   PROJECT_PATH,
   eventually,
   click,
+  reject,
   harnessPerTest,
   planRequest,
   runUntilSettled,
@@ -227,7 +228,7 @@ describe("a cancel and a deletion whose answers are lost", () => {
       { method: "DELETE", path: /\/jobs\/\d+\/artifacts$/ },
       { afterEffect: { status: 502 } },
     );
-    await click(h, message(), APPROVER, "plan_reject");
+    await reject(h, message(), APPROVER);
     await eventually(
       () =>
         h.bot.store.effect(requestId, `erase_plan:${h.gitlab.job(pipelineId, "tf:plan").id}`)
@@ -255,7 +256,7 @@ describe("a cancel and a deletion whose answers are lost", () => {
     // The plan ran as a Maintainer (a Developer's would fail on the state lock); the token's
     // user has since been made a Developer.
     h.gitlab.setRole(42, "developer");
-    await click(h, message(), APPROVER, "plan_reject");
+    await reject(h, message(), APPROVER);
     const warning = await eventually(
       () =>
         threadOf(h, message()).find((m) => m.text.includes("could not make this plan unusable")),
@@ -330,7 +331,7 @@ describe("a rejected or expired plan cannot be applied", () => {
 
   it("after Reject, an apply played in GitLab fails for want of the plan and is posted in the thread in one pass", async () => {
     const { h, pipelineId, requestId, message } = await planned();
-    await click(h, message(), APPROVER, "plan_reject");
+    await reject(h, message(), APPROVER);
     await eventually(
       () => (h.gitlab.job(pipelineId, "tf:plan").artifacts.size === 0 ? true : undefined),
       "the plan's artifacts to be deleted",

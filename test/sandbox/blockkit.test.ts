@@ -187,8 +187,8 @@ describe("the create form", () => {
       "Proxmox node",
       "Template",
       "CPU cores",
-      "Memory (MB)",
-      "Disk (GB)",
+      "Memory (MiB)",
+      "Disk (GiB)",
       "IP address / prefix",
       "Gateway",
       "DNS server",
@@ -204,7 +204,8 @@ describe("the create form", () => {
     expect(attribute(name, "data-element")).toBe("plain_text_input");
     expect(attribute(name, "value")).toBe("web-01");
     expect(attribute(name, "placeholder")).toBe("web-01");
-    expect(attribute(name, "maxlength")).toBe("63");
+    // More than a hostname's 63, so that a longer name is refused on the field, not cut.
+    expect(attribute(name, "maxlength")).toBe("255");
     expect(name).toContain(" required");
     const ip = tagWith(html, "data-action-id", CREATE_FIELDS.ip);
     expect(attribute(ip, "value")).toBe("");
@@ -377,7 +378,7 @@ describe("the plan message", () => {
     expect(html).toContain(
       '<code class="bk-code">+</code> <code class="bk-code">proxmox_virtual_environment_vm.vm</code> create',
     );
-    expect(visible(html)).toContain("pve (chosen): CPU 12%, memory 3.1 / 16.0 GB");
+    expect(visible(html)).toContain("pve (chosen): CPU 12%, memory 3.1 / 16.0 GiB");
     expect(html).toContain(
       '<a class="bk-link" href="https://gitlab.example.com/infra/vms/-/pipelines/1001" target="_blank" rel="noopener noreferrer">Pipeline #1001</a>',
     );
@@ -397,7 +398,7 @@ describe("the plan message", () => {
     const html = renderMessage(posted(message), options);
     expectSafeMarkup(html);
     expect(html).toContain(
-      '<span class="bk-emoji" title=":rotating_light:">\u{1f6a8}</span> <strong>This plan destroys a resource.</strong>',
+      '<span class="bk-emoji" title=":rotating_light:">\u{1f6a8}</span> <strong>This plan destroys a resource of VM web-01.</strong>',
     );
     const approve = tagWith(html, "data-action-id", PLAN_APPROVE);
     expect(html).toContain(`${approve}Approve (destroys)</button>`);
@@ -413,7 +414,7 @@ describe("the plan message", () => {
     expectSafeMarkup(dialog);
     expect(dialog).toContain('<h2 class="bk-dialog-title">Destroy resources?</h2>');
     expect(visible(dialog)).toContain(
-      "Applying this plan destroys: proxmox_virtual_environment_vm.vm. This cannot be undone.",
+      "Applying this plan destroys resources of VM web-01: proxmox_virtual_environment_vm.vm. This cannot be undone.",
     );
     expect(dialog).toContain(
       '<button type="button" class="bk-button bk-button-danger" data-confirm-answer="confirm">Approve and destroy</button>',
@@ -459,8 +460,8 @@ describe("the plan message", () => {
         fileUrl: (id) => `/files/${id}`,
       });
       expectSafeMarkup(html);
-      expect(visible(html)).toContain("This plan destroys 2 resources.");
-      expect(html).toContain('<code class="bk-code">local_file.test3</code> (destroy)');
+      expect(visible(html)).toContain("This plan destroys 2 resources of VM web-01.");
+      expect(html).toContain('<code class="bk-code">local_file.test3</code> is destroyed');
       const thread = html.slice(
         html.indexOf('<div class="bk-thread" data-thread-ts="1796205600.000100">'),
       );

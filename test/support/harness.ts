@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { loadConfig, type Config } from "../../src/config.js";
 import type { ServerLimits } from "../../src/server.js";
 import { startVmbot, type RunningVmbot } from "../../src/start.js";
+import { REQUEST_STATUSES } from "../../src/store/store.js";
 import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
@@ -296,6 +297,26 @@ export const click = (h: Harness, message: FakeMessage, userId: string, actionId
   h.signer.blockAction({ message, userId, actionId });
 
 /**
+ * Rejects a plan as an approver does: the Reject button, then its form, sent with `reason` (or
+ * left blank). Resolves with the form's delivery; the rejection follows its acknowledgement.
+ */
+export async function reject(
+  h: Pick<Harness, "signer" | "slack">,
+  message: FakeMessage,
+  userId: string,
+  reason?: string,
+) {
+  const clicked = await h.signer.blockAction({ message, userId, actionId: "plan_reject" });
+  await h.slack.waitFor("views.open", (call) => call.args.trigger_id === clicked.triggerId);
+  const view = h.slack.views.at(-1)!;
+  return h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, reason === undefined ? {} : { reject_reason: reason }),
+    userId,
+  });
+}
+
+/**
  * Asks for a VM through Slack as a person would (`/vm create`, then the form) and returns the
  * ID of the pipeline it started, once the request has recorded it.
  */
@@ -304,9 +325,11 @@ export async function askForVm(h: Harness, name = "web-01"): Promise<number> {
   await h.slack.waitFor("views.open", (c) => JSON.stringify(c.args.view).includes(name));
   const view = h.slack.views.at(-1)!;
   const before = h.gitlab.pipelines.length;
+  // Each request its own address (a second one with the first's is refused): .50, .51, ...
+  const earlier = h.bot.store.listByStatus(REQUEST_STATUSES).length;
   await h.signer.viewSubmission({
     view,
-    values: stateValuesFor(view, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+    values: stateValuesFor(view, { vm_name: name, vm_ip: `192.168.1.${50 + earlier}/24` }),
     userId: REQUESTER,
   });
   return eventually(() => {

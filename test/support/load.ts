@@ -3,6 +3,9 @@ import { stateValuesFor, type SlackSigner } from "../../sandbox/simulators/slack
 import type { FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { CHANNEL, REQUESTER } from "./harness.js";
 
+/** The `i`-th load request's address: hosts of 192.168.0.0/16, where the default gateway is. */
+const loadAddress = (i: number) => `192.168.${1 + Math.floor(i / 250)}.${(i % 250) + 2}/16`;
+
 export interface LoadTarget {
   slack: FakeSlack;
   gitlab: FakeGitlab;
@@ -81,7 +84,8 @@ export async function runLoad(
       const view = forms[i] ?? copy;
       return signer.viewSubmission({
         view,
-        values: stateValuesFor(first, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+        // Each its own address (a second request with one already held is refused).
+        values: stateValuesFor(first, { vm_name: name, vm_ip: loadAddress(i) }),
         userId: REQUESTER,
       });
     }),

@@ -1,3 +1,4 @@
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { describe, expect, it } from "vitest";
 import { ansibleTrace } from "../../sandbox/simulators/gitlab/traces.js";
 import { readFixture } from "../support/fixtures.js";
@@ -7,6 +8,7 @@ import {
   click,
   harnessPerTest,
   planRequest,
+  reject,
   runUntilSettled,
   type Harness,
   type HarnessOptions,
@@ -50,6 +52,10 @@ describe("approving and rejecting a plan", () => {
     expect(done.status).toBe("ready");
     expect(message().text).toBe("VM web-01 — Ready");
     expect(JSON.stringify(message().blocks)).toContain("Ready: *web-01* at `192.168.1.50`");
+    // The finished message says where the time went, stage by stage, from the store's times.
+    expect(JSON.stringify(message().blocks)).toMatch(
+      /:hourglass: \d+:\d\d in all: planning \d+:\d\d · waiting for approval \d+:\d\d · applying \d+:\d\d · configuring \d+:\d\d\./,
+    );
     const thread = h.slack.messages.filter((m) => m.thread_ts === done.messageTs);
     expect(thread.map((m) => m.files?.[0]?.name ?? m.text.split("\n")[0])).toEqual([
       "web-01-plan.txt",
@@ -181,13 +187,33 @@ describe("approving and rejecting a plan", () => {
     expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
   });
 
-  it("rejects: cancels the pipeline, checks it, and replaces the buttons with who rejected", async () => {
+  it("rejects: asks why, cancels the pipeline, checks it, and replaces the buttons with who rejected, when and why", async () => {
     const { h, pipelineId, requestId, message } = await planned();
-    await click(h, message(), APPROVER, "plan_reject");
+    const clicked = await click(h, message(), APPROVER, "plan_reject");
+    // The click only opens the form: nothing is rejected until it comes back.
+    const form = await h.slack.waitFor(
+      "views.open",
+      (call) => call.args.trigger_id === clicked.triggerId,
+    );
+    expect(JSON.stringify(form.args.view)).toContain("Why (optional)");
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    await h.signer.viewSubmission({
+      view: h.slack.views.at(-1)!,
+      values: stateValuesFor(h.slack.views.at(-1)!, {
+        reject_reason: "Use pve2: <!here> pve1 is full",
+      }),
+      userId: APPROVER,
+    });
     await h.slack.waitFor("chat.update", (call) =>
       JSON.stringify(call.args.blocks).includes(`Rejected by <@${APPROVER}>`),
     );
     expect(h.bot.store.getRequest(requestId)?.status).toBe("rejected");
+    expect(h.bot.store.getRequest(requestId)?.decision?.reason).toBe(
+      "Use pve2: <!here> pve1 is full",
+    );
+    const shown = JSON.stringify(message().blocks);
+    expect(shown).toContain("Reason: “Use pve2: &lt;!here&gt; pve1 is full”");
+    expect(shown).toMatch(/Rejected by <@U0APPROVER> at <!date\^\d+\^/);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(
       h.gitlab.requestsTo("POST", new RegExp(`/pipelines/${pipelineId}/cancel$`)),
@@ -202,7 +228,7 @@ describe("approving and rejecting a plan", () => {
   it("answers a click on a finished request with what became of it", async () => {
     const { h, message } = await planned({ env: { APPROVERS: `${APPROVER},U0SECOND` } });
     const before = structuredClone(message());
-    await click(h, before, APPROVER, "plan_reject");
+    await reject(h, before, APPROVER);
     await h.slack.waitFor("chat.update", (call) =>
       JSON.stringify(call.args.blocks).includes("Rejected by"),
     );

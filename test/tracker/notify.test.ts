@@ -6,6 +6,7 @@ import {
   click,
   harnessPerTest,
   planRequest,
+  reject,
   runUntilSettled,
   type HarnessOptions,
 } from "../support/harness.js";
@@ -121,20 +122,21 @@ describe("telling the requester how it ended", () => {
     expect(request).toBeDefined();
     const failed = h.bot.store.getRequest(request!.requestId!)!;
     const thread = h.slack.messages.filter((m) => m.thread_ts === failed.messageTs);
-    expect(thread.map((m) => m.text)).toEqual([
+    expect(thread.map((m) => m.text.split("\n")[0])).toEqual([
+      ":x: Terraform's error:",
       ":x: <@U0REQUESTER> *web-01* failed: the request message above says why.",
     ]);
   });
 
   it("mentions the requester when an approver rejects, naming who", async () => {
     const { h, message, thread } = await planned();
-    await click(h, message(), APPROVER, "plan_reject");
+    await reject(h, message(), APPROVER, "pve1 is full");
     const told = await h.slack.waitFor(
       "chat.postMessage",
       (call) => typeof call.args.text === "string" && call.args.text.startsWith(":no_entry_sign:"),
     );
     expect(told.args.text).toBe(
-      `:no_entry_sign: <@${REQUESTER}> the plan for *web-01* was rejected by <@${APPROVER}>; nothing was built.`,
+      `:no_entry_sign: <@${REQUESTER}> the plan for *web-01* was rejected by <@${APPROVER}>; nothing was built.\nReason: “pve1 is full”`,
     );
     expect(thread().filter((m) => m.text.startsWith(":no_entry_sign:"))).toHaveLength(1);
   });

@@ -33,8 +33,8 @@ describe("the nodes' load in the plan message", () => {
   it("comes from Proxmox when the plan has no node_resources", async () => {
     const text = await planMessage({ proxmox: { nodes: NODES } });
     expect(text).toContain("*Nodes*");
-    expect(text).toContain("*pve1* (chosen): CPU 8%, memory 40.0 / 128.0 GB");
-    expect(text).toContain("*pve2*: CPU 35%, memory 50.0 / 64.0 GB");
+    expect(text).toContain("*pve1* (chosen): CPU 8%, memory 40.0 / 128.0 GiB");
+    expect(text).toContain("*pve2*: CPU 35%, memory 50.0 / 64.0 GiB");
     expect(text).toContain("*pve3*: offline");
   });
 
@@ -50,7 +50,7 @@ describe("the nodes' load in the plan message", () => {
     const request = h.bot.store.listActive()[0];
     expect(request?.status).toBe("awaiting_approval");
     const text = JSON.stringify(h.slack.message(CHANNEL, request?.messageTs ?? "")?.blocks);
-    expect(text).toContain("*pve1* (chosen): CPU 8%, memory 40.0 / 128.0 GB");
+    expect(text).toContain("*pve1* (chosen): CPU 8%, memory 40.0 / 128.0 GiB");
     h.proxmox?.setDelay(0);
   }, 30_000);
 

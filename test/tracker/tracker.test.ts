@@ -126,7 +126,7 @@ describe("the tracker", () => {
     );
   });
 
-  it("shows a failed plan's Terraform error, whole, instead of the log's last lines", async () => {
+  it("says a failed plan's cause on the message and puts its Terraform error, whole, in the thread instead of the log's last lines", async () => {
     const h = await start();
     const tracker = trackerFor(h);
     const pipelineId = await askForVm(h);
@@ -136,14 +136,22 @@ describe("the tracker", () => {
     await tracker.tick();
 
     const failed = requestOf(h, pipelineId);
+    // The message says the cause in one sentence; the error itself, whole, is in the thread.
     expect(failed.error).toContain(
+      "Terraform stopped on an error from the provider or its API: error retrieving VM list: received an HTTP 401 response - Reason: authentication failure.",
+    );
+    expect(failed.error).not.toContain("```");
+    const excerpt = h.slack.messages.find(
+      (m) => m.thread_ts === failed.messageTs && m.text.startsWith(":x: Terraform's error:"),
+    );
+    expect(excerpt?.text).toContain(
       "```Error: error retrieving VM list: received an HTTP 401 response - Reason: authentication failure",
     );
-    expect(failed.error).toContain(
+    expect(excerpt?.text).toContain(
       'on main.tf line 12, in resource "proxmox_virtual_environment_vm"',
     );
     // The runner's closing lines are not the cause.
-    expect(failed.error).not.toContain("ERROR: Job failed");
+    expect(excerpt?.text).not.toContain("ERROR: Job failed");
   });
 
   it("reads the plan and the nodes' load from the plan job's JSON artifact when configured", async () => {
@@ -165,9 +173,9 @@ describe("the tracker", () => {
     expect(review.nodes?.map((n) => n.name).sort()).toEqual(["pve", "pve2"]);
     const message = h.slack.message(CHANNEL, requestOf(h, pipelineId).messageTs!)!;
     const body = JSON.stringify(message.blocks);
-    expect(body).toContain(":rotating_light: *This plan destroys a resource.*");
-    expect(body).toContain("*pve* (chosen): CPU 13%, memory 3.2 / 16.0 GB");
-    expect(body).toContain("*pve2*: CPU 71%, memory 60.0 / 64.0 GB");
+    expect(body).toContain(":rotating_light: *This plan destroys a resource of VM web-01.*");
+    expect(body).toContain("*pve* (chosen): CPU 13%, memory 3.2 / 16.0 GiB");
+    expect(body).toContain("*pve2*: CPU 71%, memory 60.0 / 64.0 GiB");
     expect(body).toContain('"text":"Destroy resources?"');
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ProxmoxNode } from "../../src/proxmox/proxmox.js";
-import { capacityMessage, gauge, nodeText, size } from "../../src/views/capacity.js";
+import { capacityMessage, capacityUsage, gauge, nodeText, size } from "../../src/views/capacity.js";
 import { liveNodeOptions, nodeLabel } from "../../src/views/create-modal.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
 
@@ -154,5 +154,36 @@ describe("the form's live node options", () => {
       "pve2",
     ]);
     expect(liveNodeOptions([{ name: "pve3", status: "offline" }], ["pve3"])).toEqual([]);
+  });
+});
+
+describe("capacity in the channel, and a wrong argument", () => {
+  const node = {
+    name: "pve1",
+    status: "online" as const,
+    cores: 8,
+    cpu: 0.25,
+    memUsed: 2 * 1024 ** 3,
+    memTotal: 8 * 1024 ** 3,
+  };
+
+  it("says who asked and shows no internal address when posted in the channel", () => {
+    const posted = JSON.stringify(
+      capacityMessage({
+        nodes: [node],
+        source: "https://pve.lan:8006",
+        at: new Date("2026-12-02T10:00:00Z"),
+        askedBy: "U0REQ",
+      }).blocks,
+    );
+    expect(posted).toContain("Asked for by <@U0REQ> · 1 of 1 node online");
+    expect(posted).toContain("live from Proxmox at <!date^");
+    expect(posted).not.toContain("pve.lan");
+  });
+
+  it("says what was wrong with the argument and what it takes", () => {
+    expect(capacityUsage("pve1").text).toBe(
+      "`/vm capacity` does not take `pve1`: it always shows every node. Type `/vm capacity` to see it yourself, or `/vm capacity public` to post it in the channel.",
+    );
   });
 });

@@ -6,7 +6,7 @@ import { userMessage } from "../../src/errors.js";
 import { gitlabError } from "../../src/gitlab/errors.js";
 import { REQUEST_STATUSES, type RequestRecord } from "../../src/store/store.js";
 import { deriveCounts, type PlanResource } from "../../src/terraform/plan-text.js";
-import { capacityFailure, capacityMessage } from "../../src/views/capacity.js";
+import { capacityFailure, capacityMessage, capacityUsage } from "../../src/views/capacity.js";
 import { createModal, liveNodeOptions } from "../../src/views/create-modal.js";
 import { helpMessage } from "../../src/views/help.js";
 import {
@@ -17,6 +17,21 @@ import {
 } from "../../src/views/notify.js";
 import { planMessage } from "../../src/views/plan-message.js";
 import { recapText } from "../../src/views/recap.js";
+import { rejectModal } from "../../src/views/reject.js";
+import {
+  causeWords,
+  failureExcerptWords,
+  jobFailedWords,
+  noNextStepWords,
+  notYoursToPlanAgain,
+  notYoursToRetry,
+  plannedAgainReply,
+  retryNotTakenWords,
+  retryRefusedWords,
+  retryStartedWords,
+  retryUnknownWords,
+} from "../../src/views/failure.js";
+import { FAILURE_CAUSES } from "../../src/tracker/failure-cause.js";
 import { notYoursToWithdraw, stillStartingWords } from "../../src/views/withdraw.js";
 import { renderRequest } from "../../src/views/render.js";
 import { requestMessage } from "../../src/views/request-message.js";
@@ -218,6 +233,91 @@ function renderAll(o: Outside): Payload[] {
     });
   });
 
+  // A failure: its cause, its excerpt in the thread, its next step and the answers around it.
+  const failedJob = { name: o.gitlabText, status: "failed", webUrl: `${GITLAB}infra/vms/-/jobs/9` };
+  for (const cause of FAILURE_CAUSES) {
+    const words = causeWords({ cause, lockedBy: o.lockedBy, summary: o.message });
+    payloads.push({ view: "causeWords", payload: { text: words } });
+    payloads.push({
+      view: "jobFailedWords",
+      payload: {
+        text: jobFailedWords(cause === "unreachable" ? "configure" : "plan", failedJob, words),
+      },
+    });
+  }
+  payloads.push(
+    {
+      view: "failureExcerptWords",
+      payload: { text: failureExcerptWords("error", o.message, undefined) },
+    },
+    {
+      view: "failureExcerptWords",
+      payload: { text: failureExcerptWords("tail", o.message, "(the log was cut)") },
+    },
+  );
+  const again = { requestId: "vm-abc-5678", by: REQUESTER, at: "2026-12-02T10:05:00.000Z" };
+  for (const failure of [
+    { stage: "configure" as const, jobId: 9, cause: "unreachable" as const, retries: 1 },
+    { stage: "plan" as const, jobId: 7, cause: "state_locked" as const },
+    { stage: "plan" as const, jobId: 7, again },
+  ]) {
+    const ended = sampleRequest({ ...base, status: "failed", error: errors[0] ?? null, failure });
+    payloads.push({ view: `requestMessage(failure)`, payload: requestMessage(ended) });
+    payloads.push({
+      view: `renderRequest(failure)`,
+      payload: renderRequest({
+        ...ended,
+        review: {
+          plan,
+          nodes,
+          planJobId: 7,
+          planJobUrl: `${GITLAB}infra/vms/-/jobs/7`,
+          planFile: "uploaded",
+        },
+      }),
+    });
+    payloads.push(
+      { view: "noNextStepWords", payload: { text: noNextStepWords(ended, "retry") } },
+      { view: "noNextStepWords", payload: { text: noNextStepWords(ended, "again") } },
+    );
+  }
+  // A rejection with the rejecter's reason, which is outside text too.
+  const rejected = sampleRequest({
+    ...base,
+    status: "rejected",
+    decision: { kind: "rejected", by: APPROVER, at: "2026-12-02T10:05:00.000Z", reason: o.message },
+  });
+  payloads.push(
+    { view: "requestMessage(reason)", payload: requestMessage(rejected) },
+    {
+      view: "renderRequest(reason)",
+      payload: renderRequest({
+        ...rejected,
+        review: { plan, nodes, planJobId: 7, planJobUrl: `${GITLAB}j/7`, planFile: "none" },
+      }),
+    },
+    { view: "requesterToldWords(reason)", payload: { text: requesterToldWords(rejected) } },
+    { view: "rejectModal", payload: rejectModal(rejected) },
+  );
+  const ended = sampleRequest({ ...base, status: "failed" });
+  payloads.push(
+    {
+      view: "notYoursToRetry",
+      payload: { text: notYoursToRetry(ended, [APPROVER, "S0APPROVERS"]) },
+    },
+    { view: "notYoursToPlanAgain", payload: { text: notYoursToPlanAgain(ended) } },
+    {
+      view: "retryStartedWords",
+      payload: {
+        text: retryStartedWords(APPROVER, { id: 10, webUrl: `${GITLAB}infra/vms/-/jobs/10` }),
+      },
+    },
+    { view: "retryRefusedWords", payload: { text: retryRefusedWords(ended, errors[0] ?? "") } },
+    { view: "retryNotTakenWords", payload: { text: retryNotTakenWords(errors[1] ?? "") } },
+    { view: "retryUnknownWords", payload: { text: retryUnknownWords(ended) } },
+    { view: "plannedAgainReply", payload: { text: plannedAgainReply(REQUESTER, ended) } },
+  );
+
   const run: AnsibleRun = {
     recapFound: true,
     plays: [o.play],
@@ -297,6 +397,16 @@ function renderAll(o: Outside): Payload[] {
       at: new Date("2026-12-02T10:00:00Z"),
     }),
   });
+  payloads.push({
+    view: "capacityMessage(public)",
+    payload: capacityMessage({
+      nodes: proxmoxNodes,
+      source: PROXMOX,
+      at: new Date("2026-12-02T10:00:00Z"),
+      askedBy: REQUESTER,
+    }),
+  });
+  payloads.push({ view: "capacityUsage", payload: capacityUsage(o.command) });
   for (const error of errors)
     payloads.push({ view: "capacityFailure", payload: capacityFailure(error) });
 
@@ -504,6 +614,7 @@ describe("outside text in every view the bot posts", () => {
         "recapText",
         "capacityMessage",
         "capacityFailure",
+        "capacityUsage",
         "notLocked",
         "stateMissing",
         "unlockPrompt",
@@ -519,6 +630,16 @@ describe("outside text in every view the bot posts", () => {
         "approversCalledWords",
         "notYoursToWithdraw",
         "stillStartingWords",
+        "causeWords",
+        "jobFailedWords",
+        "failureExcerptWords",
+        "noNextStepWords",
+        "notYoursToRetry",
+        "notYoursToPlanAgain",
+        "retryRefusedWords",
+        "retryNotTakenWords",
+        "retryUnknownWords",
+        "plannedAgainReply",
       ].sort(),
     );
   });

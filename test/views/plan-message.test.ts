@@ -131,9 +131,12 @@ describe("planMessage", () => {
   it("warns loudly about a replace, never calls it an update, and asks to confirm the approval", () => {
     const message = planMessage(request, review(plan([replace])));
     const body = json(message.blocks);
-    expect(body).toContain(":rotating_light: *This plan destroys a resource.*");
+    expect(body).toContain(":rotating_light: *This plan destroys a resource of VM web-01.*");
     expect(body).toContain(
       "`-/+` `proxmox_virtual_environment_vm.vm` replace (destroy before create)",
+    );
+    expect(body).toContain(
+      "• `proxmox_virtual_environment_vm.vm` is replaced: destroyed, then created again",
     );
     expect(body).toContain("of which *1* replaced");
     expect(body).not.toContain("update in place");
@@ -144,16 +147,27 @@ describe("planMessage", () => {
     ).elements[0]!;
     expect(approve.confirm?.style).toBe("danger");
     expect(approve.confirm?.text.text).toBe(
-      "Applying this plan destroys: proxmox_virtual_environment_vm.vm. This cannot be undone.",
+      "Applying this plan destroys resources of VM web-01: proxmox_virtual_environment_vm.vm. This cannot be undone.",
     );
+    // The destructive Approve is red, not the green default.
+    expect((approve as { style?: string }).style).toBe("danger");
+  });
+
+  it("says why a resource is replaced, from the plan's `# forces replacement`", () => {
+    const forced = { ...replace, reason: "node_name forces replacement" };
+    const body = json(planMessage(request, review(plan([forced]))).blocks);
+    expect(body).toContain(
+      "• `proxmox_virtual_environment_vm.vm` is replaced: destroyed, then created again, because node_name forces replacement",
+    );
+    expect(body).not.toContain("((");
   });
 
   it("lists the chosen node first, then the other online ones, then the offline ones", () => {
     const body = json(planMessage(request, review(plan([create]))).blocks);
     const nodes = /\*Nodes\*\\n(.*?)"/.exec(body)?.[1]?.split("\\n");
     expect(nodes).toEqual([
-      "*pve* (chosen): CPU 12%, memory 3.1 / 16.0 GB",
-      "*pve2*: CPU 40%, memory 20.0 / 64.0 GB",
+      "*pve* (chosen): CPU 12%, memory 3.1 / 16.0 GiB",
+      "*pve2*: CPU 40%, memory 20.0 / 64.0 GiB",
       "*pve3*: offline",
     ]);
   });

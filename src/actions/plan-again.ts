@@ -1,0 +1,123 @@
+import type { App, BlockButtonAction } from "@slack/bolt";
+import { REQUEST_PLAN_AGAIN } from "../ids.js";
+import type { RequestStarter } from "../tracker/starter.js";
+import { createThreadPoster } from "../slack/thread.js";
+import {
+  nextStep,
+  noNextStepWords,
+  notYoursToPlanAgain,
+  plannedAgainReply,
+  plannedFromNote,
+} from "../views/failure.js";
+import { notRequesterWords } from "../views/refusals.js";
+import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
+import { findConflicts, HOLDING } from "../vm/conflicts.js";
+import {
+  closureFor,
+  RequestIdSchema,
+  tell,
+  type ButtonArgs,
+  type PlanDecisionDeps,
+} from "./plan-decision.js";
+
+export interface PlanAgainDeps extends PlanDecisionDeps {
+  starter: RequestStarter;
+}
+
+/**
+ * Plan again, after a plan failed (a stuck lock an admin cleared, an error since fixed): the
+ * requester starts a new request with the same inputs, the way a form submission does (a new
+ * request ID, its own message and pipeline). The old request is linked to it. Its submission key
+ * is the old request's ID, so however many clicks arrive, one new request is made.
+ */
+export function createPlanAgainAction(deps: PlanAgainDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async (args: ButtonArgs) => {
+    await args.ack();
+    const user = args.body.user.id;
+    const channel = args.body.channel?.id ?? "";
+    const answer = (text: string) => tell(args.client, channel, user, text);
+    const id = RequestIdSchema.safeParse(args.action.value);
+    const found = id.success ? deps.store.getRequest(id.data) : undefined;
+    if (found === undefined) {
+      await answer("This button belongs to a request vmbot does not know.");
+      return;
+    }
+    const failure = found.failure;
+    if (nextStep(found) !== "plan_again" || failure === null) {
+      await answer(noNextStepWords(found, "again"));
+      return;
+    }
+    if (found.requester !== user) {
+      await answer(notYoursToPlanAgain(found));
+      return;
+    }
+    if (!(await deps.access.may("create", user))) {
+      await answer(notRequesterWords(deps.access.who("create")));
+      return;
+    }
+    // The name or the address may have been taken meanwhile (not by a plan of this one's).
+    const again = deps.store.findBySubmission(`again:${found.id}`);
+    const taken =
+      again === undefined ? findConflicts(found.spec, deps.store.listByStatus(HOLDING)) : {};
+    if (taken.name !== undefined || taken.ip !== undefined) {
+      await answer(
+        [
+          taken.name === undefined ? undefined : nameTakenWords(taken.name),
+          taken.ip === undefined
+            ? undefined
+            : ipTakenWords(found.spec.ip, taken.ip, taken.suggestion),
+        ]
+          .filter((words) => words !== undefined)
+          .join(" ") + " Ask again with /vm create.",
+      );
+      return;
+    }
+    const { request: next, created } = deps.store.createRequest({
+      requester: found.requester,
+      spec: found.spec,
+      notes: [plannedFromNote(found)],
+      channel: found.channel,
+      submissionKey: `again:${found.id}`,
+    });
+    const log = deps.log.child({ requestId: found.id, user, command: "plan_again" });
+    if (created) {
+      deps.store.audit({
+        requestId: next.id,
+        actor: user,
+        action: "requested",
+        detail: { spec: found.spec, plannedAgainFrom: found.id },
+      });
+    }
+    const linked = deps.store.transition(
+      found.id,
+      ["failed"],
+      "failed",
+      { failure: { ...failure, again: { requestId: next.id, by: user, at: now().toISOString() } } },
+      undefined,
+      { actor: user, action: "planned_again", detail: { requestId: next.id } },
+    );
+    const { show } = closureFor(deps, args.client, log);
+    if (linked !== undefined) await show(linked);
+    if (!created) {
+      log.info({ again: next.id }, "plan again clicked for a request already planned again");
+      return;
+    }
+    log.info({ again: next.id }, "planned again with the same inputs");
+    await deps.starter.start(next);
+    const started = deps.store.getRequest(next.id) ?? next;
+    const permalink =
+      started.messageTs === null
+        ? undefined
+        : await args.client.chat
+            .getPermalink({ channel: started.channel, message_ts: started.messageTs })
+            .then((answered) => answered.permalink)
+            .catch(() => undefined);
+    const post = createThreadPoster({ client: args.client, effects: deps.effects, log });
+    await post(linked ?? found, `planned_again`, plannedAgainReply(user, started, permalink));
+  };
+}
+
+export function registerPlanAgain(app: App, deps: PlanAgainDeps): void {
+  app.action<BlockButtonAction>(REQUEST_PLAN_AGAIN, createPlanAgainAction(deps));
+}

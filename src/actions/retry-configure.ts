@@ -1,0 +1,83 @@
+import type { App, BlockButtonAction } from "@slack/bolt";
+import { REQUEST_RETRY_CONFIGURE } from "../ids.js";
+import { createThreadPoster } from "../slack/thread.js";
+import { createConfigureRetry, retryStep } from "../tracker/retry-configure.js";
+import {
+  nextStep,
+  noNextStepWords,
+  notYoursToRetry,
+  retryRefusedWords,
+  retryUnknownWords,
+} from "../views/failure.js";
+import {
+  closureFor,
+  RequestIdSchema,
+  tell,
+  type ButtonArgs,
+  type PlanDecisionDeps,
+} from "./plan-decision.js";
+
+/**
+ * Retry configure, after a configure job failed (the VM exists): the requester or an approver
+ * runs the configure job again. Like Approve: who clicked is checked at the click, the request is
+ * claimed in one conditional move (failed → configuring) that records the intent and the audit
+ * entry together, and GitLab is asked once; the tracker follows the new job and posts its recap.
+ */
+export function createRetryConfigureAction(deps: PlanDecisionDeps) {
+  return async (args: ButtonArgs) => {
+    await args.ack();
+    const user = args.body.user.id;
+    const channel = args.body.channel?.id ?? "";
+    const answer = (text: string) => tell(args.client, channel, user, text);
+    const id = RequestIdSchema.safeParse(args.action.value);
+    const found = id.success ? deps.store.getRequest(id.data) : undefined;
+    if (found === undefined) {
+      await answer("This button belongs to a request vmbot does not know.");
+      return;
+    }
+    const failure = found.failure;
+    if (nextStep(found) !== "retry_configure" || failure === null) {
+      await answer(noNextStepWords(found, "retry"));
+      return;
+    }
+    if (found.requester !== user && !(await deps.access.may("approve", user))) {
+      await answer(notYoursToRetry(found, deps.access.who("approve")));
+      return;
+    }
+    const attempt = (failure.retries ?? 0) + 1;
+    const claimed = deps.store.transition(
+      found.id,
+      ["failed"],
+      "configuring",
+      { error: null, failure: { ...failure, retries: attempt } },
+      { step: retryStep(failure.jobId, attempt), detail: { jobId: failure.jobId, by: user } },
+      { actor: user, action: "configure_retried", detail: { failedJobId: failure.jobId } },
+    );
+    if (claimed === undefined) {
+      await answer(noNextStepWords(deps.store.getRequest(found.id) ?? found, "retry"));
+      return;
+    }
+    const log = deps.log.child({ requestId: found.id, user, command: "retry_configure" });
+    const { show } = closureFor(deps, args.client, log);
+    await show(claimed);
+    const retry = createConfigureRetry({
+      ...deps,
+      log,
+      post: createThreadPoster({ client: args.client, effects: deps.effects, log }),
+    });
+    const outcome = await retry.run(claimed, failure.jobId, user, true);
+    if (outcome.kind === "started") {
+      log.info({ jobId: outcome.job.id }, "configure job retried");
+    } else if (outcome.kind === "not_started") {
+      const released = retry.release(claimed, outcome.why);
+      await answer(retryRefusedWords(found, outcome.why));
+      if (released !== undefined) await show(released);
+    } else {
+      await answer(retryUnknownWords(found));
+    }
+  };
+}
+
+export function registerRetryConfigure(app: App, deps: PlanDecisionDeps): void {
+  app.action<BlockButtonAction>(REQUEST_RETRY_CONFIGURE, createRetryConfigureAction(deps));
+}

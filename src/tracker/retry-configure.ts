@@ -1,0 +1,171 @@
+import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
+import { userMessage } from "../errors.js";
+import { gitlabRefused } from "../gitlab/errors.js";
+import type { GitlabPort, Job } from "../gitlab/gitlab.js";
+import type { Logger } from "../logger.js";
+import type { ThreadPoster } from "../slack/thread.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { retryNotTakenWords, retryStartedWords } from "../views/failure.js";
+
+/**
+ * Retry configure: the failed configure job is run again through GitLab's job retry
+ * (`POST /projects/:id/jobs/:job_id/retry`), which creates a NEW job in the same pipeline; the
+ * tracker then follows that job like the first one. The retry is one effect in the journal, keyed
+ * by the failed job: an answer lost after GitLab took it is settled by reading the pipeline's jobs
+ * (a newer configure job means it was taken), never by retrying a second time.
+ */
+
+/** The journal step of one retry (the request's `attempt`-th) of a failed configure job. */
+export const retryStep = (failedJobId: number, attempt: number) =>
+  `retry_configure:${failedJobId}:${attempt}`;
+
+export type RetryOutcome =
+  | { kind: "started"; job: { id: number; webUrl: string } }
+  /** GitLab did not take it (it refused, or reading back shows no new job): nothing changed. */
+  | { kind: "not_started"; why: string }
+  /** No answer, and the pipeline could not be read either: the tracker settles it. */
+  | { kind: "unknown" };
+
+export interface ConfigureRetryDeps {
+  config: Config;
+  store: Store;
+  gitlab: GitlabPort;
+  effects: Effects;
+  log: Logger;
+  post: ThreadPoster;
+}
+
+export interface ConfigureRetry {
+  /**
+   * Retries the configure job `failedJobId` of a request already moved to configuring, once.
+   * `fresh`: the intent was recorded with that move a moment ago.
+   */
+  run(
+    request: RequestRecord,
+    failedJobId: number,
+    by: string,
+    fresh: boolean,
+  ): Promise<RetryOutcome>;
+  /** GitLab did not run the job again: the request is failed again, its Retry button back. */
+  release(request: RequestRecord, why: string): RequestRecord | undefined;
+  /**
+   * The tracker's part, for a request in configuring after a retry: a retry left unsettled (its
+   * answer and the read back lost, or a crash) is read back, and made only if GitLab shows no new
+   * job; one that GitLab did not take is released. The request when it moved back to failed.
+   */
+  settle(request: RequestRecord): Promise<RequestRecord | undefined>;
+}
+
+class NotRetried extends Error {
+  override name = "NotRetried";
+}
+
+export function createConfigureRetry(deps: ConfigureRetryDeps): ConfigureRetry {
+  const { gitlab, store, config } = deps;
+
+  /** The configure job that replaced `failedJobId` in the pipeline, if GitLab made one. */
+  async function replacement(pipelineId: number, failedJobId: number): Promise<Job | undefined> {
+    const jobs = await gitlab.pipelineJobs(pipelineId);
+    const latest = jobs
+      .filter((job) => job.name === config.gitlab.jobs.configure)
+      .sort((a, b) => b.id - a.id)[0];
+    return latest !== undefined && latest.id > failedJobId ? latest : undefined;
+  }
+
+  function release(request: RequestRecord, why: string): RequestRecord | undefined {
+    return store.transition(
+      request.id,
+      ["configuring"],
+      "failed",
+      { error: retryNotTakenWords(why) },
+      undefined,
+      { actor: "vmbot", action: "configure_retry_released", detail: { reason: why } },
+    );
+  }
+
+  const api: ConfigureRetry = {
+    release,
+
+    async settle(request) {
+      const failed = request.failure;
+      if (failed?.stage !== "configure" || failed.retries === undefined) return undefined;
+      const effect = store.effect(request.id, retryStep(failed.jobId, failed.retries));
+      if (effect?.state === "done") {
+        return effect.result?.failed === true
+          ? release(request, "GitLab shows no new run of the job.")
+          : undefined;
+      }
+      if (effect?.state !== "intended") return undefined;
+      const by = typeof effect.intent.by === "string" ? effect.intent.by : "vmbot";
+      const outcome = await api.run(request, failed.jobId, by, false);
+      return outcome.kind === "not_started" ? release(request, outcome.why) : undefined;
+    },
+
+    async run(request, failedJobId, by, fresh) {
+      const pipelineId = request.pipelineId ?? 0;
+      const step = retryStep(failedJobId, request.failure?.retries ?? 0);
+      let result: { jobId: number; webUrl: string };
+      try {
+        result = await deps.effects.once<{ jobId: number; webUrl: string }>(request.id, step, {
+          fresh,
+          detail: { jobId: failedJobId, by },
+          reconcile: async () => {
+            const job = await replacement(pipelineId, failedJobId);
+            return job === undefined ? undefined : { jobId: job.id, webUrl: job.webUrl };
+          },
+          act: async () => {
+            try {
+              const job = await gitlab.retryJob(failedJobId);
+              return { jobId: job.id, webUrl: job.webUrl };
+            } catch (error) {
+              // The answer was lost, or a repeated request was refused because the job was
+              // retried already: the pipeline's jobs say whether GitLab took the retry.
+              deps.log.warn(
+                { err: error, requestId: request.id },
+                "the retry was not answered with a job; reading the pipeline back",
+              );
+              let job: Job | undefined;
+              try {
+                job = await replacement(pipelineId, failedJobId);
+              } catch {
+                throw error;
+              }
+              if (job !== undefined) {
+                return { jobId: job.id, webUrl: job.webUrl, confirmedByReading: true };
+              }
+              if (gitlabRefused(error)) throw error;
+              throw new NotRetried(userMessage(error), { cause: error });
+            }
+          },
+        });
+      } catch (error) {
+        if (gitlabRefused(error) || error instanceof NotRetried) {
+          store.complete(request.id, step, { failed: true });
+          deps.log.warn({ err: error, requestId: request.id }, "GitLab did not retry the job");
+          return {
+            kind: "not_started",
+            why: error instanceof NotRetried ? error.message : userMessage(error),
+          };
+        }
+        deps.log.warn(
+          { err: error, requestId: request.id },
+          "could not learn whether GitLab retried the job",
+        );
+        return { kind: "unknown" };
+      }
+      const job = { id: result.jobId, webUrl: result.webUrl };
+      if (store.effect(request.id, `reply_retry_started:${failedJobId}`) === undefined) {
+        store.audit({
+          requestId: request.id,
+          actor: by,
+          action: "configure_retry_started",
+          detail: { failedJobId, jobId: job.id },
+        });
+      }
+      await deps.post(request, `retry_started:${failedJobId}`, retryStartedWords(by, job));
+      return { kind: "started", job };
+    },
+  };
+  return api;
+}

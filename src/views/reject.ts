@@ -1,0 +1,50 @@
+import type { types } from "@slack/bolt";
+import { REJECT_REASON, PLAN_REJECT_MODAL } from "../ids.js";
+import { truncate } from "../slack/mrkdwn.js";
+import type { RequestRecord } from "../store/store.js";
+
+/** How long a rejection's reason may be. */
+export const REASON_MAX = 500;
+
+/**
+ * Reject's form: it asks why (optional) before the plan is rejected. Its private_metadata is the
+ * request ID only; the request is read again when it comes back.
+ */
+export function rejectModal(request: RequestRecord): types.ModalView {
+  return {
+    type: "modal",
+    callback_id: PLAN_REJECT_MODAL,
+    private_metadata: JSON.stringify({ requestId: request.id }),
+    title: { type: "plain_text", text: "Reject this plan?" },
+    submit: { type: "plain_text", text: "Reject" },
+    close: { type: "plain_text", text: "Cancel" },
+    blocks: [
+      {
+        type: "section",
+        text: {
+          type: "plain_text",
+          text: truncate(
+            `Reject the plan for ${request.spec.name}? Its pipeline is canceled in GitLab and nothing is built.`,
+            3000,
+          ),
+        },
+      },
+      {
+        type: "input",
+        block_id: REJECT_REASON,
+        optional: true,
+        label: { type: "plain_text", text: "Why (optional)" },
+        hint: {
+          type: "plain_text",
+          text: "Shown on the request message and to whoever asked for it.",
+        },
+        element: {
+          type: "plain_text_input",
+          action_id: REJECT_REASON,
+          multiline: true,
+          max_length: REASON_MAX,
+        },
+      },
+    ],
+  };
+}
