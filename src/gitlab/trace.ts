@@ -127,6 +127,16 @@ function renderSegment(
   return [strip(text)];
 }
 
+/** The value of a run of decimal digits, as `Number` reads it, without its general parser. */
+function digitsValue(digits: string): number {
+  if (digits.length > 15) return Number(digits);
+  let value = 0;
+  for (let index = 0; index < digits.length; index += 1) {
+    value = value * 10 + digits.charCodeAt(index) - 48;
+  }
+  return value;
+}
+
 function parseOptions(raw: string | undefined): Record<string, string> {
   const options: Record<string, string> = {};
   if (raw === undefined) return options;
@@ -190,6 +200,11 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
       emit(line, out);
       return;
     }
+    uncleanLine(line, out);
+  };
+
+  /** A line with control characters in it: escapes, carriage returns, section markers. */
+  const uncleanLine = (line: string, out: string[]) => {
     let marker = line.indexOf("section_");
     if (marker === -1) {
       for (const shown of renderSegment(line, keepOverwritten, strip())) emit(shown, out);
@@ -216,7 +231,7 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
       from = marker + match[0].length;
       const rawOptions = match[4];
       marker = from;
-      const at = Number(unix);
+      const at = digitsValue(unix);
       if (kind === "start") {
         const section: TraceSection = {
           name: sectionName(name),
@@ -236,7 +251,7 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
           section.endedAt = at;
           section.endLine = emitted;
         }
-        if (sameName?.length === 0) open.delete(name);
+        // An emptied list stays, for the name's next start: as few as the names are.
       }
     }
     if (!sawMarker) {
@@ -263,53 +278,43 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
     pending = body;
   };
 
-  /** Lines that need more than to be handed on, by `logicalLine`; reused from line to line. */
-  const shown: string[] = [];
-
   /**
    * A chunk of a log without timestamps whose text holds no control character but tab, newline,
    * carriage return and ESC. Its lines are split off natively, and only those that hold an ESC or
-   * a `\r` (found with a search from one such line to the next) go through `logicalLine`; the
-   * others are clean as they are and stay where the split put them.
+   * a `\r` (found with a search from one such line to the next) are cleaned; the others are
+   * clean as they are.
    */
   const plainChunk = (chunk: string): string[] => {
     const lines = chunk.split("\n");
     const rest = lines.pop() ?? "";
-    /** The lines handed out, once some line has given more lines than it took. */
-    let out: string[] | undefined;
-    let written = 0;
+    const out: string[] = [];
     let escape = chunk.indexOf("\x1b");
     let cr = chunk.indexOf("\r");
     let start = 0;
     for (let index = 0; index < lines.length; index += 1) {
-      let line = lines[index] ?? "";
+      const line = lines[index] ?? "";
       const end = start + line.length;
       start = end + 1;
-      const dirty = (escape !== -1 && escape < end) || (cr !== -1 && cr < end);
       if (index === 0 && partial.length > 0) {
         partial.push(line);
-        line = partial.join("");
+        logicalLine(partial.join(""), out);
         partial = [];
-      } else if (!dirty) {
+      } else if ((escape === -1 || escape > end) && (cr === -1 || cr > end)) {
+        out.push(line);
         emitted += 1;
-        if (out === undefined) lines[written++] = line;
-        else out.push(line);
         continue;
+      } else if (cr === -1 || cr > end) {
+        // Escapes and no `\r`, which every section marker ends with: only colours to remove.
+        out.push(stripEscapes(line));
+        emitted += 1;
+      } else {
+        uncleanLine(line, out);
       }
       if (escape !== -1 && escape < end) escape = chunk.indexOf("\x1b", end);
       if (cr !== -1 && cr < end) cr = chunk.indexOf("\r", end);
-      shown.length = 0;
-      logicalLine(line, shown);
-      if (out === undefined && written + shown.length > index + 1) out = lines.slice(0, written);
-      for (const clean of shown) {
-        if (out === undefined) lines[written++] = clean;
-        else out.push(clean);
-      }
     }
     if (rest !== "") partial.push(rest);
-    if (out !== undefined) return out;
-    lines.length = written;
-    return lines;
+    return out;
   };
 
   return {
