@@ -301,7 +301,10 @@ function mayBeMarker(text: string, start: number): boolean {
  * whole chunk alive, and over a long log nearly every chunk.
  */
 function detached(text: string): string {
-  return structuredClone(text);
+  // The joined string is laid out anew when it is cut, and the cut shares that copy, not the
+  // line: a copy made many times faster than `structuredClone`'s, which goes through a
+  // serializer.
+  return ` ${text}`.slice(1);
 }
 
 function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
