@@ -261,7 +261,7 @@ function isWordCharacter(code: number): boolean {
  * Whether a character is white space as `trim` and the patterns' `\s` read it: ASCII space, tab
  * and line ends, no-break and other Unicode spaces, line and paragraph separators, and the BOM.
  */
-function isSpace(code: number): boolean {
+export function isSpace(code: number): boolean {
   if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
   if (code < 0xa0) return false;
   return (
