@@ -24,7 +24,6 @@
  */
 
 import { stripControls, stripEscapes } from "./trace-escapes.js";
-import { markerByPattern, readMarker } from "./trace-markers.js";
 
 /** A collapsible section seen in the log, with the clean lines it spans. */
 export interface TraceSection {
@@ -61,6 +60,13 @@ export interface TraceCleaner {
 const TIMESTAMP_HEADER =
   /^\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d\.\d{6}Z [0-9a-f]{2}[EO][+ ]/;
 const TIMESTAMP_HEADER_LENGTH = 32;
+
+/**
+ * GitLab's section marker: prefix, optional `[key=value,...]` options, and the `\r\e[0K` suffix.
+ * Sticky: it is tried where a search for `section_` has found one, not at every character.
+ */
+const SECTION_MARKER =
+  /section_(start|end):(\d+):([a-zA-Z0-9_.-]+)(\[\w+=\w+(?:, ?\w+=\w+)*\])?\r\x1b\[0K/y;
 
 /**
  * Any control character but tab: a line without one has no section marker (each ends in
@@ -119,6 +125,16 @@ function renderSegment(
     if (lastReturn !== -1) text = text.slice(lastReturn + 1);
   }
   return [strip(text)];
+}
+
+/** The value of a run of decimal digits, as `Number` reads it, without its general parser. */
+function digitsValue(digits: string): number {
+  if (digits.length > 15) return Number(digits);
+  let value = 0;
+  for (let index = 0; index < digits.length; index += 1) {
+    value = value * 10 + digits.charCodeAt(index) - 48;
+  }
+  return value;
 }
 
 function parseOptions(raw: string | undefined): Record<string, string> {
@@ -200,18 +216,22 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
       for (const clean of renderSegment(segment, keepOverwritten, strip()))
         if (clean !== "") emit(clean, out);
     };
-    const read = lineByLine ? markerByPattern : readMarker;
     for (; marker !== -1; marker = line.indexOf("section_", marker)) {
-      const found = read(line, marker);
-      if (found === undefined) {
+      SECTION_MARKER.lastIndex = marker;
+      const match = SECTION_MARKER.exec(line);
+      const kind = match?.[1];
+      const unix = match?.[2];
+      const name = match?.[3];
+      if (match === null || kind === undefined || unix === undefined || name === undefined) {
         marker += 1;
         continue;
       }
-      const { kind, at, name, options: rawOptions } = found;
       sawMarker = true;
       emitSegment(line.slice(from, marker));
-      from = found.end;
+      from = marker + match[0].length;
+      const rawOptions = match[4];
       marker = from;
+      const at = digitsValue(unix);
       if (kind === "start") {
         const section: TraceSection = {
           name: sectionName(name),

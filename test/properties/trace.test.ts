@@ -7,7 +7,6 @@ import {
   type TraceSection,
 } from "../../src/gitlab/trace.js";
 import { stripControls, stripEscapes } from "../../src/gitlab/trace-escapes.js";
-import { markerByPattern, readMarker } from "../../src/gitlab/trace-markers.js";
 import { readFixture } from "../support/fixtures.js";
 import { colorize, cutPoints, printable, SGR, splitAt } from "./support.js";
 
@@ -224,42 +223,6 @@ describe("the shortcuts for text with no rare control character", () => {
         expect(stripEscapes(line)).toBe(stripControls(line));
       }),
       { numRuns: 1000 },
-    );
-  });
-
-  it("read section markers as the pattern does", () => {
-    // A marker's parts, each as GitLab writes it or broken in some way, with noise around.
-    const part = (...choices: string[]) => fc.constantFrom(...choices);
-    const markerLike = fc
-      .tuple(
-        part("", "x", "section_", "\x1b[0K"),
-        part("section_"),
-        part("start:", "end:", "stop:", "start", ""),
-        part("1506004954", "0", "", "12a", "1234567890123456789"),
-        part(":", "", ";"),
-        part("build", "a.b-c_9", "", "é", "step script"),
-        part(
-          "",
-          "",
-          "[collapsed=true]",
-          "[k=v, x=y]",
-          "[k=v,x=y]",
-          "[k=v,  x=y]",
-          "[k=]",
-          "[",
-          "[k=v",
-        ),
-        part("\r\x1b[0K", "\r\x1b[0K", "\r", "\r\x1b[0", ""),
-        part("", "text", "section_end:1:x\r\x1b[0K"),
-      )
-      .map((pieces) => pieces.join(""));
-    fc.assert(
-      fc.property(markerLike, (line) => {
-        for (let at = line.indexOf("section_"); at !== -1; at = line.indexOf("section_", at + 1)) {
-          expect(readMarker(line, at)).toEqual(markerByPattern(line, at));
-        }
-      }),
-      { numRuns: 2000 },
     );
   });
 
