@@ -23,6 +23,8 @@
  * that a multi-byte character split between network chunks stays whole.
  */
 
+import { stripControls, stripEscapes } from "./trace-escapes.js";
+
 /** A collapsible section seen in the log, with the clean lines it spans. */
 export interface TraceSection {
   /** The name as written in the marker, e.g. `step_script`. */
@@ -59,27 +61,12 @@ const TIMESTAMP_HEADER =
   /^\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d\.\d{6}Z [0-9a-f]{2}[EO][+ ]/;
 const TIMESTAMP_HEADER_LENGTH = 32;
 
-/** GitLab's section marker: prefix, optional `[key=value,...]` options, and the `\r\e[0K` suffix. */
+/**
+ * GitLab's section marker: prefix, optional `[key=value,...]` options, and the `\r\e[0K` suffix.
+ * Sticky: it is tried where a search for `section_` has found one, not at every character.
+ */
 const SECTION_MARKER =
-  /section_(start|end):(\d+):([a-zA-Z0-9_.-]+)(\[\w+=\w+(?:, ?\w+=\w+)*\])?\r\x1b\[0K/g;
-
-/**
- * Escape sequences, in order of preference: a complete CSI (`\e[...m`, `\e[0K`, `\e[2J`), a CSI
- * cut off by the end of the line, an OSC (`\e]...` ended by BEL or ST, or by the end of the
- * line), a DCS/SOS/PM/APC string, any other two-or-more-byte escape (`\e(B`, `\e7`, `\e=`), and
- * a lone ESC.
- */
-const ESCAPE_SEQUENCE =
-  /\x1b(?:\[[0-?]*[ -/]*[@-~]|\[[0-?]*[ -/]*$|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[ -/]*[0-~])?/;
-
-/** Control characters left after escapes and carriage returns are handled (tab is kept). */
-const OTHER_CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/;
-
-/**
- * Both, in one pass: an escape sequence wherever one starts (ESC is a control character too, so
- * the sequence is tried first), else a single control character.
- */
-const ESCAPE_OR_CONTROL = new RegExp(`${ESCAPE_SEQUENCE.source}|${OTHER_CONTROL.source}`, "g");
+  /section_(start|end):(\d+):([a-zA-Z0-9_.-]+)(\[\w+=\w+(?:, ?\w+=\w+)*\])?\r\x1b\[0K/y;
 
 /**
  * Any control character but tab: a line without one has no section marker (each ends in
@@ -106,10 +93,22 @@ export interface TraceCleanerOptions {
    * progress line still destroys).
    */
   overwritten?: "hide" | "keep";
+  /**
+   * Read every line by the general rules, without the shortcuts taken for text that holds no
+   * escape or carriage return: the reference the shortcuts are tested against.
+   */
+  lineByLine?: boolean;
 }
 
-/** One display segment (no markers, no newline) as lines: one as a person sees it, or more. */
-function renderSegment(segment: string, keepOverwritten: boolean): string[] {
+/**
+ * One display segment (no markers, no newline) as lines: one as a person sees it, or more.
+ * `strip` removes what is left of escapes and control characters once carriage returns are read.
+ */
+function renderSegment(
+  segment: string,
+  keepOverwritten: boolean,
+  strip: (text: string) => string,
+): string[] {
   let text = segment;
   if (text.includes("\r")) {
     // `\r` before the end of the line is part of the line break; any other returns the cursor
@@ -118,14 +117,24 @@ function renderSegment(segment: string, keepOverwritten: boolean): string[] {
     if (keepOverwritten) {
       const parts = text
         .split(/\r+/)
-        .map((part) => part.replace(ESCAPE_OR_CONTROL, ""))
+        .map(strip)
         .filter((part) => part !== "");
       return parts.length > 0 ? parts : [""];
     }
     const lastReturn = text.lastIndexOf("\r");
     if (lastReturn !== -1) text = text.slice(lastReturn + 1);
   }
-  return [text.replace(ESCAPE_OR_CONTROL, "")];
+  return [strip(text)];
+}
+
+/** The value of a run of decimal digits, as `Number` reads it, without its general parser. */
+function digitsValue(digits: string): number {
+  if (digits.length > 15) return Number(digits);
+  let value = 0;
+  for (let index = 0; index < digits.length; index += 1) {
+    value = value * 10 + digits.charCodeAt(index) - 48;
+  }
+  return value;
 }
 
 function parseOptions(raw: string | undefined): Record<string, string> {
@@ -140,6 +149,7 @@ function parseOptions(raw: string | undefined): Record<string, string> {
 
 export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceCleaner {
   const keepOverwritten = options.overwritten === "keep";
+  const lineByLine = options.lineByLine === true;
   /** Pieces of the physical line not yet ended by `\n`. */
   let partial: string[] = [];
   /** With timestamps: the logical line waiting to see whether the next one continues it. */
@@ -175,6 +185,12 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
     emitted += 1;
   };
 
+  /**
+   * How escapes are removed once carriage returns are read: by character codes while the log
+   * holds no control character but tab, newline, carriage return and ESC; else by the pattern.
+   */
+  const strip = () => (rareControlSeen || lineByLine ? stripControls : stripEscapes);
+
   const isClean = (line: string): boolean =>
     rareControlSeen ? !ANY_CONTROL.test(line) : !line.includes("\x1b") && !line.includes("\r");
 
@@ -184,25 +200,38 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
       emit(line, out);
       return;
     }
-    if (!line.includes("section_")) {
-      for (const shown of renderSegment(line, keepOverwritten)) emit(shown, out);
+    uncleanLine(line, out);
+  };
+
+  /** A line with control characters in it: escapes, carriage returns, section markers. */
+  const uncleanLine = (line: string, out: string[]) => {
+    let marker = line.indexOf("section_");
+    if (marker === -1) {
+      for (const shown of renderSegment(line, keepOverwritten, strip())) emit(shown, out);
       return;
     }
     let sawMarker = false;
     let from = 0;
     const emitSegment = (segment: string) => {
-      for (const clean of renderSegment(segment, keepOverwritten))
+      for (const clean of renderSegment(segment, keepOverwritten, strip()))
         if (clean !== "") emit(clean, out);
     };
-    // `exec` on the shared pattern rather than `matchAll`, which copies the pattern on every call.
-    SECTION_MARKER.lastIndex = 0;
-    for (let match = SECTION_MARKER.exec(line); match; match = SECTION_MARKER.exec(line)) {
-      const [whole, kind, unix, name, rawOptions] = match;
-      if (kind === undefined || unix === undefined || name === undefined) continue;
+    for (; marker !== -1; marker = line.indexOf("section_", marker)) {
+      SECTION_MARKER.lastIndex = marker;
+      const match = SECTION_MARKER.exec(line);
+      const kind = match?.[1];
+      const unix = match?.[2];
+      const name = match?.[3];
+      if (match === null || kind === undefined || unix === undefined || name === undefined) {
+        marker += 1;
+        continue;
+      }
       sawMarker = true;
-      emitSegment(line.slice(from, match.index));
-      from = match.index + whole.length;
-      const at = Number(unix);
+      emitSegment(line.slice(from, marker));
+      from = marker + match[0].length;
+      const rawOptions = match[4];
+      marker = from;
+      const at = digitsValue(unix);
       if (kind === "start") {
         const section: TraceSection = {
           name: sectionName(name),
@@ -222,11 +251,11 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
           section.endedAt = at;
           section.endLine = emitted;
         }
-        if (sameName?.length === 0) open.delete(name);
+        // An emptied list stays, for the name's next start: as few as the names are.
       }
     }
     if (!sawMarker) {
-      for (const shown of renderSegment(line, keepOverwritten)) emit(shown, out);
+      for (const shown of renderSegment(line, keepOverwritten, strip())) emit(shown, out);
       return;
     }
     emitSegment(line.slice(from));
@@ -249,9 +278,49 @@ export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceClea
     pending = body;
   };
 
+  /**
+   * A chunk of a log without timestamps whose text holds no control character but tab, newline,
+   * carriage return and ESC. Its lines are split off natively, and only those that hold an ESC or
+   * a `\r` (found with a search from one such line to the next) are cleaned; the others are
+   * clean as they are.
+   */
+  const plainChunk = (chunk: string): string[] => {
+    const lines = chunk.split("\n");
+    const rest = lines.pop() ?? "";
+    const out: string[] = [];
+    let escape = chunk.indexOf("\x1b");
+    let cr = chunk.indexOf("\r");
+    let start = 0;
+    for (let index = 0; index < lines.length; index += 1) {
+      const line = lines[index] ?? "";
+      const end = start + line.length;
+      start = end + 1;
+      if (index === 0 && partial.length > 0) {
+        partial.push(line);
+        logicalLine(partial.join(""), out);
+        partial = [];
+      } else if ((escape === -1 || escape > end) && (cr === -1 || cr > end)) {
+        out.push(line);
+        emitted += 1;
+        continue;
+      } else if (cr === -1 || cr > end) {
+        // Escapes and no `\r`, which every section marker ends with: only colours to remove.
+        out.push(stripEscapes(line));
+        emitted += 1;
+      } else {
+        uncleanLine(line, out);
+      }
+      if (escape !== -1 && escape < end) escape = chunk.indexOf("\x1b", end);
+      if (cr !== -1 && cr < end) cr = chunk.indexOf("\r", end);
+    }
+    if (rest !== "") partial.push(rest);
+    return out;
+  };
+
   return {
     push(chunk) {
       rareControlSeen ||= RARE_CONTROLS.some((char) => chunk.includes(char));
+      if (hasTimestamps === false && !rareControlSeen && !lineByLine) return plainChunk(chunk);
       const out: string[] = [];
       let from = 0;
       for (;;) {

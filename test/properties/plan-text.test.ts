@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { cleanTrace } from "../../src/gitlab/trace.js";
 import {
   createPlanTextParser,
+  isSpace,
   parsePlanText,
   type PlanTextResult,
 } from "../../src/terraform/plan-text.js";
@@ -358,6 +359,42 @@ describe("reading Terraform 0.11 plans and heredoc values", () => {
         },
       ),
       RUNS,
+    );
+  });
+});
+
+describe("reading a line's indentation and marker by character codes", () => {
+  it("takes for white space exactly what trim and the patterns' \\s take", () => {
+    const disagreeing: string[] = [];
+    for (let code = 0; code <= 0xffff; code += 1) {
+      const char = String.fromCharCode(code);
+      const space = isSpace(code);
+      if (space !== /\s/.test(char) || space !== (char.trim() === "")) {
+        disagreeing.push(`U+${code.toString(16)}`);
+      }
+    }
+    expect(disagreeing).toEqual([]);
+  });
+
+  const SPACES = [" ", "\t", "\u00a0", "\u2003", "\u3000", "\ufeff", "\u200b", "x"];
+  const indentation = fc.array(fc.constantFrom(...SPACES), { maxLength: 4 }).map((s) => s.join(""));
+
+  it("reads a replace marker under an update heading whatever spaces surround its symbol", () => {
+    fc.assert(
+      fc.property(
+        indentation,
+        fc.constantFrom("-/+", "+/-", "~", "<=", "-/", "+/-+", ""),
+        indentation,
+        fc.constantFrom("resource", "data", "resources", "r"),
+        (indent, symbol, gap, keyword) => {
+          const marker = `${indent}${symbol}${gap}${keyword} "t" "n" {`;
+          const plan = `  # ${keyword === "data" ? "data." : ""}t.n will be updated in-place\n${marker}\n`;
+          const replaces = /^\s*(?:-\/\+|\+\/-)\s+(?:resource|data) "t" "n" \{/.test(marker);
+          const [resource] = parsePlanText(plan).resources;
+          expect(resource?.action).toBe(replaces ? "replace" : "update");
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });

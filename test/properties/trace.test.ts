@@ -1,6 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cleanTrace, createTraceCleaner, type TraceSection } from "../../src/gitlab/trace.js";
+import {
+  cleanTrace,
+  createTraceCleaner,
+  type TraceCleanerOptions,
+  type TraceSection,
+} from "../../src/gitlab/trace.js";
+import { stripControls, stripEscapes } from "../../src/gitlab/trace-escapes.js";
 import { readFixture } from "../support/fixtures.js";
 import { colorize, cutPoints, printable, SGR, splitAt } from "./support.js";
 
@@ -21,8 +27,8 @@ interface Cleaned {
   timestamped: boolean | undefined;
 }
 
-function clean(pieces: readonly string[]): Cleaned {
-  const cleaner = createTraceCleaner();
+function clean(pieces: readonly string[], options: TraceCleanerOptions = {}): Cleaned {
+  const cleaner = createTraceCleaner(options);
   const lines = pieces.flatMap((piece) => cleaner.push(piece));
   lines.push(...cleaner.end());
   return {
@@ -73,6 +79,47 @@ const logPiece = fc.oneof(
 
 const jobLog = fc.array(logPiece, { maxLength: 60 }).map((pieces) => pieces.join(""));
 
+/** The control characters most logs carry (tab, newline, `\r`, ESC) and none of the others. */
+// eslint-disable-next-line no-control-regex -- these are the characters to leave out
+const RARE_CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/g;
+
+/** A job log as most are: escapes, markers and carriage returns, but no other control character. */
+const commonLog = fc
+  .array(
+    fc.oneof(
+      { weight: 3, arbitrary: logPiece },
+      {
+        weight: 2,
+        arbitrary: fc.constantFrom(
+          "\x1b[",
+          "\x1b[1;",
+          "\x1b[?25",
+          "\x1b[1 q",
+          "\x1b[ ",
+          "\x1b]",
+          "\x1b]0;x\x1b\\",
+          "\x1bX",
+          "\x1b^x",
+          "\x1b_x\x1b",
+          "\x1b #",
+          "\x1b(",
+          "\x1b(0",
+          "[32m",
+          "\\",
+        ),
+      },
+    ),
+    { maxLength: 60 },
+  )
+  .map((pieces) => pieces.join("").replace(RARE_CONTROL, ""));
+
+/** Cut points for a log: where its chunks end. */
+const chunked = (log: string, offsets: readonly number[]) =>
+  splitAt(
+    log,
+    offsets.map((offset) => offset % (log.length + 1)),
+  );
+
 /** Plain output: no escapes, no carriage returns, no markers. */
 const plainLog = fc
   .array(
@@ -111,11 +158,7 @@ describe("cleaning a job log", () => {
   it("gives the same lines, sections and timestamp mode however the log is split into chunks", () => {
     fc.assert(
       fc.property(jobLog, fc.array(fc.nat(), { maxLength: 8 }), (log, offsets) => {
-        const pieces = splitAt(
-          log,
-          offsets.map((offset) => offset % (log.length + 1)),
-        );
-        expect(clean(pieces)).toEqual(clean([log]));
+        expect(clean(chunked(log, offsets))).toEqual(clean([log]));
       }),
       RUNS,
     );
@@ -169,6 +212,48 @@ describe("cleaning a job log", () => {
     expect(sections).toHaveLength(count);
     expect(sections.every((section) => section.endLine === undefined)).toBe(true);
     expect(lines.length).toBeLessThanOrEqual(log.split("\n").length);
+  });
+});
+
+describe("the shortcuts for text with no rare control character", () => {
+  it("strip escapes as the pattern does", () => {
+    fc.assert(
+      fc.property(commonLog, (log) => {
+        const line = log.replace(/[\r\n]/g, "");
+        expect(stripEscapes(line)).toBe(stripControls(line));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  for (const overwritten of ["hide", "keep"] as const) {
+    it(`give the lines, sections and timestamp mode of the line-by-line reading (overwritten text: ${overwritten})`, () => {
+      fc.assert(
+        fc.property(
+          fc.oneof(commonLog, jobLog),
+          fc.array(fc.nat(), { maxLength: 8 }),
+          fc.boolean(),
+          (log, offsets, firstLineApart) => {
+            // The shortcuts start once the first line has shown the log has no timestamps.
+            const pieces = [...(firstLineApart ? ["output\n"] : []), ...chunked(log, offsets)];
+            expect(clean(pieces, { overwritten })).toEqual(
+              clean(pieces, { overwritten, lineByLine: true }),
+            );
+          },
+        ),
+        { numRuns: 500 },
+      );
+    });
+  }
+
+  it("give the line-by-line reading of the GitLab fixtures, cut anywhere", () => {
+    for (const name of FIXTURES) {
+      const log = readFixture(name);
+      for (const cut of cutPoints(log, 200)) {
+        const pieces = [log.slice(0, cut), log.slice(cut)];
+        expect(clean(pieces)).toEqual(clean(pieces, { lineByLine: true }));
+      }
+    }
   });
 });
 
