@@ -254,8 +254,9 @@ to a file on disk, which is then sent to Slack from disk with its length announc
 log is kept, so what the bot holds does not grow with the log or the cap. What the resident
 figure still shows is garbage the read leaves for V8 to collect (several bytes allocated per
 byte read: decoding, cleaning, joining lines for the redactor), which lands in V8's young
-generation; that generation grows to 3 × 16 MB by default and is not given back at once, so the
-growth levels off instead of following the amount read.
+generation; that generation grows to 3 × 16 MB by default and is not given back at once. So
+growth follows the young generation, not the amount read: ${capped.growthMb.toFixed(1)} MB for
+${mb(capped.capMb)} read, ${whole.growthMb.toFixed(1)} MB for all ${mb(whole.logMb)}.
 
 The redactor runs over every plan file as it is written: over a plan log with one of each planted
 secret shape every 80 lines, ${small.mb.toFixed(1)} MB take ${ms(small.ms)} and ${large.mb.toFixed(1)} MB
