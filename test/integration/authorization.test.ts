@@ -92,13 +92,15 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
     await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
     await h.slack.waitFor("views.open");
     const view = h.slack.views.at(-1)!;
-    await h.signer.viewSubmission({
+    const delivery = await h.signer.viewSubmission({
       view,
       values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
       userId,
     });
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    return h.gitlab.pipelines.length > 0;
+    // A refusal is the form's own answer (field errors); an accepted form is a request whose
+    // pipeline follows.
+    if (delivery.body.includes('"response_action":"errors"')) return false;
+    return eventually(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
   },
   async "/vm capacity"(h, userId) {
     return (await command(h, "capacity", userId)).startsWith("Proxmox capacity:");

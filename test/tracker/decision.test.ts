@@ -6,6 +6,7 @@ import {
   APPROVER,
   REQUESTER,
   click,
+  eventually,
   harnessPerTest,
   planRequest,
   reject,
@@ -214,10 +215,12 @@ describe("approving and rejecting a plan", () => {
     const shown = JSON.stringify(message().blocks);
     expect(shown).toContain("Reason: “Use pve2: &lt;!here&gt; pve1 is full”");
     expect(shown).toMatch(/Rejected by <@U0APPROVER> at <!date\^\d+\^/);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(
-      h.gitlab.requestsTo("POST", new RegExp(`/pipelines/${pipelineId}/cancel$`)),
-    ).toHaveLength(1);
+    const cancels = () =>
+      h.gitlab.requestsTo("POST", new RegExp(`/pipelines/${pipelineId}/cancel$`));
+    await eventually(() => cancels().length > 0 || undefined, "the pipeline's cancel");
+    // A pass after it: the reject is finished, and nothing cancels twice.
+    await h.bot.tracker.tick();
+    expect(cancels()).toHaveLength(1);
     // GitLab does not cancel a job waiting for a manual start: it stays unplayed, nothing applies.
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
     expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
