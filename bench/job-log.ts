@@ -11,6 +11,7 @@ import { plantedSecretsOutput, TEST_SECRETS } from "../test/support/secrets.js";
 import { mb, ms, setting, table, type Section } from "./report.js";
 import {
   benchEnv,
+  botNodeOptions,
   openCreateForm,
   signerFor,
   sleep,
@@ -113,7 +114,7 @@ export async function jobLogRound(logMb: number, capBytes?: number): Promise<Job
   });
   const child = spawn(
     process.execPath,
-    ["--import", import.meta.resolve("tsx"), join(ROOT, "src/main.ts")],
+    [...botNodeOptions(), "--import", import.meta.resolve("tsx"), join(ROOT, "src/main.ts")],
     {
       cwd: dir,
       env: { PATH: process.env.PATH ?? "", ...env },

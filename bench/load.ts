@@ -11,7 +11,15 @@ import type { FakeSlack } from "../sandbox/simulators/slack/index.js";
 import { CHANNEL, REQUESTER } from "../test/support/harness.js";
 import { runLoad, type LoadResult } from "../test/support/load.js";
 import { mb, ms, plural, ratio, setting, table, type Section } from "./report.js";
-import { benchEnv, signerFor, sleep, startGitlab, startSlack, until } from "./support.js";
+import {
+  benchEnv,
+  botNodeOptions,
+  signerFor,
+  sleep,
+  startGitlab,
+  startSlack,
+  until,
+} from "./support.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href;
@@ -79,7 +87,8 @@ async function spawnBot(
   db: string,
   bound: number | "none",
 ) {
-  const child = spawn(process.execPath, ["--import", TSX_LOADER, "bench/load-bot.ts"], {
+  const args = [...botNodeOptions(), "--import", TSX_LOADER, "bench/load-bot.ts"];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",

@@ -186,3 +186,12 @@ export async function requestVms(
   );
   return created();
 }
+
+/**
+ * Node options for the bots the benchmarks start in their own processes, from
+ * `BENCH_BOT_NODE_OPTIONS` (e.g. `--max-semi-space-size=1`): to compare a runtime setting with
+ * Node's defaults on the same benchmarks.
+ */
+export function botNodeOptions(): string[] {
+  return (process.env.BENCH_BOT_NODE_OPTIONS ?? "").split(/\s+/).filter((option) => option !== "");
+}
