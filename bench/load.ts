@@ -74,7 +74,8 @@ async function warmUp(
     if (form === undefined) throw new Error("the warm-up opened no form");
     await signer.viewSubmission({
       view: form,
-      values: stateValuesFor(form, { vm_name: `warm-${i}`, vm_ip: "192.168.1.50/24" }),
+      // An address of its own: vmbot refuses one a request on its way already holds.
+      values: stateValuesFor(form, { vm_name: `warm-${i}`, vm_ip: `192.168.250.${10 + i}/16` }),
       userId: REQUESTER,
     });
   }
