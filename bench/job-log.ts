@@ -40,6 +40,8 @@ process.stdout.write("ready\\n");
 })();
 `;
 const MB = 1024 * 1024;
+/** The semi-space size of the round that holds V8's young generation small. */
+const YOUNG_MB = 1;
 
 /** A plan job's output of about `bytes`: a provider's debug chatter, then the plan. */
 function longPlanOutput(bytes: number): string {
@@ -89,7 +91,11 @@ export interface JobLogResult {
  * fake Slack and a fake GitLab whose plan job prints `logMb` megabytes; one request is planned
  * while `/healthz` is asked back to back and the bot's resident memory is read every 10 ms.
  */
-export async function jobLogRound(logMb: number, capBytes?: number): Promise<JobLogResult> {
+export async function jobLogRound(
+  logMb: number,
+  capBytes?: number,
+  nodeOptions: readonly string[] = [],
+): Promise<JobLogResult> {
   const slack = await startSlack();
   const gitlab = await startFakeGitlab({
     token: TEST_SECRETS.gitlabToken,
@@ -114,7 +120,13 @@ export async function jobLogRound(logMb: number, capBytes?: number): Promise<Job
   });
   const child = spawn(
     process.execPath,
-    [...botNodeOptions(), "--import", import.meta.resolve("tsx"), join(ROOT, "src/main.ts")],
+    [
+      ...botNodeOptions(),
+      ...nodeOptions,
+      "--import",
+      import.meta.resolve("tsx"),
+      join(ROOT, "src/main.ts"),
+    ],
     {
       cwd: dir,
       env: { PATH: process.env.PATH ?? "", ...env },
@@ -213,6 +225,9 @@ export async function jobLogSection(): Promise<Section> {
   const baseline = await jobLogRound(0.02);
   const capped = await jobLogRound(logMb);
   const whole = await jobLogRound(logMb, 64 * MB);
+  // The same long log with V8's young generation held to 1 MB semi-spaces: what is left of the
+  // growth when the garbage cannot pile up there.
+  const young = await jobLogRound(logMb, undefined, [`--max-semi-space-size=${YOUNG_MB}`]);
   const small = redactionThroughput(1);
   const large = redactionThroughput(10);
   const row = (name: string, r: JobLogResult) => [
@@ -247,6 +262,7 @@ ${table(
     row("baseline", baseline),
     row("long log, default cap", capped),
     row("long log, read whole", whole),
+    row(`long log, default cap, ${YOUNG_MB} MB semi-spaces`, young),
   ],
 )}
 
@@ -257,7 +273,9 @@ figure still shows is garbage the read leaves for V8 to collect (several bytes a
 byte read: decoding, cleaning, joining lines for the redactor), which lands in V8's young
 generation; that generation grows to 3 × 16 MB by default and is not given back at once. So
 growth follows the young generation, not the amount read: ${capped.growthMb.toFixed(1)} MB for
-${mb(capped.capMb)} read, ${whole.growthMb.toFixed(1)} MB for all ${mb(whole.logMb)}.
+${mb(capped.capMb)} read, ${whole.growthMb.toFixed(1)} MB for all ${mb(whole.logMb)}; with the young
+generation held to ${YOUNG_MB} MB semi-spaces (\`node --max-semi-space-size=${YOUNG_MB}\`, last row) the same
+read grows the bot by ${young.growthMb.toFixed(1)} MB. Node runs the bot with its defaults.
 
 The redactor runs over every plan file as it is written: over a plan log with one of each planted
 secret shape every 80 lines, ${small.mb.toFixed(1)} MB take ${ms(small.ms)} and ${large.mb.toFixed(1)} MB
