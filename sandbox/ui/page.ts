@@ -218,17 +218,81 @@ function modalValues(form: HTMLFormElement): {
   return { entries, state: values };
 }
 
+/** The field of `form` that has the focus, with its caret or selection, to give back after a redraw. */
+function focusedField(form: HTMLFormElement):
+  | {
+      actionId: string;
+      start: number | null;
+      end: number | null;
+      direction: "forward" | "backward" | "none" | null;
+    }
+  | undefined {
+  const field = document.activeElement;
+  if (!(field instanceof HTMLElement) || !form.contains(field)) return undefined;
+  const actionId = field.dataset.actionId;
+  if (actionId === undefined) return undefined;
+  const text = field instanceof HTMLInputElement || field instanceof HTMLTextAreaElement;
+  // Number and e-mail inputs have no selection: reading it throws.
+  let start: number | null = null;
+  let end: number | null = null;
+  let direction: "forward" | "backward" | "none" | null = null;
+  if (text) {
+    try {
+      start = field.selectionStart;
+      end = field.selectionEnd;
+      direction = field.selectionDirection;
+    } catch {
+      // No selection to keep.
+    }
+  }
+  return { actionId, start, end, direction };
+}
+
+/**
+ * Draws `view` in the modal. A redraw of the form on screen (a `views.update` arriving while the
+ * person types) keeps what was typed, the field with the focus and its caret; the first drawing
+ * of a form focuses its first field, and a drawing with errors the first field in error.
+ */
 function renderModalFor(view: View, user: string, errors?: Record<string, string>): void {
   const root = byId("modal-root");
   const form = root.querySelector<HTMLFormElement>("form.bk-modal");
-  const typed = form === null || shownView?.id !== view.id ? undefined : modalValues(form).state;
+  const same = form !== null && shownView?.id === view.id;
+  const typed = same ? modalValues(form).state : undefined;
+  const focused = same ? focusedField(form) : undefined;
+  const scroll = root.querySelector(".bk-modal-body")?.scrollTop;
   root.innerHTML = renderModal(view, {
     ...renderOptions(),
     ...(errors === undefined ? {} : { errors }),
     ...(typed === undefined ? {} : { values: typed }),
   });
   shownView = { id: view.id, hash: view.hash, user };
+  const body = root.querySelector(".bk-modal-body");
+  if (same && body !== null && scroll !== undefined) body.scrollTop = scroll;
   const invalid = root.querySelector<HTMLElement>('[aria-invalid="true"]');
+  if (errors !== undefined && invalid !== null) {
+    invalid.focus();
+    return;
+  }
+  if (same) {
+    if (focused === undefined) return;
+    const field = [...root.querySelectorAll<HTMLElement>("[data-action-id]")].find(
+      (f) => f.dataset.actionId === focused.actionId,
+    );
+    if (field === undefined) return;
+    field.focus({ preventScroll: true });
+    if (
+      (field instanceof HTMLInputElement || field instanceof HTMLTextAreaElement) &&
+      focused.start !== null &&
+      focused.end !== null
+    ) {
+      try {
+        field.setSelectionRange(focused.start, focused.end, focused.direction ?? undefined);
+      } catch {
+        // A field that changed kind has no caret to restore.
+      }
+    }
+    return;
+  }
   (invalid ?? root.querySelector<HTMLElement>("input, select, textarea"))?.focus();
 }
 

@@ -343,6 +343,38 @@ describeWithChromium("the sandbox in a browser", () => {
     await closePage(page);
   }, 90_000);
 
+  it("keeps the field being typed in, its caret and its value when the node list arrives late", async () => {
+    const page = await newPage();
+    await page.locator('[data-scenario="slow-proxmox"]').check();
+    await page.locator('[data-person="requester"]').click();
+    await openForm(page, "/vm create web-06");
+    const form = page.locator("form.bk-modal");
+    const ip = form.locator('[data-action-id="vm_ip"]');
+    const liveNodes = form.locator('[data-action-id="vm_node"] option', { hasText: "free" });
+    // The form opened with the configured nodes: Proxmox has not answered yet.
+    expect(await form.innerText()).toContain("Proxmox has not answered yet");
+    await ip.click();
+    await page.keyboard.type("192.168.1.24");
+    // The caret before "24", as someone going back to fix a digit.
+    await page.keyboard.press("ArrowLeft");
+    await page.keyboard.press("ArrowLeft");
+    expect(await liveNodes.count()).toBe(0);
+
+    // The barrier: Proxmox's answer redraws the form with the nodes' free CPU and memory.
+    await expect.poll(() => liveNodes.count(), POLL).toBeGreaterThan(0);
+    expect(await form.innerText()).not.toContain("Proxmox has not answered yet");
+    expect(await form.locator('[data-action-id="vm_ip"]:focus').count()).toBe(1);
+    expect(await ip.inputValue()).toBe("192.168.1.24");
+    // Typing goes on where the caret was, in the same field.
+    await page.keyboard.type("92/");
+    expect(await ip.inputValue()).toBe("192.168.1.92/24");
+    expect(await form.locator('[data-action-id="vm_name"]').inputValue()).toBe("web-06");
+    await page.locator("form.bk-modal [data-modal-close]").first().click();
+    await page.locator("form.bk-modal").waitFor({ state: "detached" });
+    await page.locator('[data-scenario="slow-proxmox"]').uncheck();
+    await closePage(page);
+  }, 60_000);
+
   it("with a slow Proxmox, still opens the form in Slack's three seconds and answers /vm capacity", async () => {
     const page = await newPage();
     await page.locator('[data-scenario="slow-proxmox"]').check();
