@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { CHROMIUM, INSTALL_CHROMIUM } from "../setup/chromium.js";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { runBot, type BotProcess } from "../support/process.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -70,6 +71,67 @@ const requestMessage = (page: Page, vm: string) =>
 
 const POLL = { timeout: 30_000, interval: 100 };
 
+/**
+ * Run in the page: the words squeezed by the layout in the elements matching `selector`. A word is
+ * squeezed when its element is narrower than the word (up to 100 px, so a long file name may still
+ * wrap) or when the word is split over lines although it fits on one: one letter per line is both.
+ * Written as source text since the tests' types have no DOM.
+ */
+const SQUEEZED_WORDS = `(selector) => {
+  const found = [];
+  for (const element of document.querySelectorAll(selector)) {
+    const box = element.getBoundingClientRect();
+    if (box.width === 0 && box.height === 0) continue;
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/\\S{2,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+        const width = rects.reduce((sum, r) => sum + r.width, 0);
+        const lines = new Set(rects.map((r) => Math.round(r.top))).size;
+        const where = element.className + " " + JSON.stringify(match[0]);
+        if (box.width + 1 < Math.min(width, 100)) {
+          found.push(where + " in " + Math.round(box.width) + " px, needs " + Math.round(width));
+        } else if (lines > 1 && width <= box.width) {
+          found.push(where + " split over " + lines + " lines in " + Math.round(box.width) + " px");
+        }
+      }
+    }
+  }
+  return found;
+}`;
+
+/**
+ * Run in the page, in one go (a push may redraw the message between two separate looks): whether
+ * the file card naming `name` fits in its message, and its file name in the card.
+ */
+const FILE_CARD_FIT = `(name) => {
+  const card = [...document.querySelectorAll(".bk-file")].find((c) => c.textContent.includes(name));
+  const message = card?.closest("article.bk-message");
+  const fileName = card?.querySelector(".bk-file-name");
+  if (!card || !message || !fileName) return "no card for " + name;
+  const c = card.getBoundingClientRect();
+  const m = message.getBoundingClientRect();
+  const f = fileName.getBoundingClientRect();
+  if (c.right > m.right + 0.5) return "the card ends at " + c.right + " px, its message at " + m.right;
+  if (f.right > c.right + 0.5) return "the name ends at " + f.right + " px, its card at " + c.right;
+  if (card.scrollWidth > card.clientWidth) return "the card's content is " + card.scrollWidth + " px wide in " + card.clientWidth;
+  return "fits";
+}`;
+
+/** Where words sit in the page: labels, buttons, fields, headers, message text, file cards. */
+const WORDS =
+  ".bk-label, .bk-hint, .bk-button, .bk-modal-title, .bk-header, .bk-section-text, .bk-field, " +
+  ".bk-context-item, .bk-text, .bk-author, .bk-file-title, .bk-file-name, .sb-person, " +
+  ".sb-scenario, .sb-channel-header h1, .bk-composer input";
+
+async function squeezedWords(page: Page): Promise<string[]> {
+  const found: unknown = await page.evaluate(`(${SQUEEZED_WORDS})(${JSON.stringify(WORDS)})`);
+  return z.array(z.string()).parse(found);
+}
+
 /** The locator's text, for `expect.poll`: Playwright's own `expect` is not in playwright-core. */
 const textOf = (locator: Locator) => () => locator.innerText().catch(() => "");
 
@@ -119,9 +181,9 @@ describeWithChromium("the sandbox in a browser", () => {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function newPage(): Promise<Page> {
+  async function newPage(viewport = { width: 1280, height: 860 }): Promise<Page> {
     if (browser === undefined) throw new Error("the browser did not start");
-    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    const page = await browser.newPage({ viewport });
     page.setDefaultTimeout(30_000);
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
@@ -374,6 +436,37 @@ describeWithChromium("the sandbox in a browser", () => {
     await page.locator('[data-scenario="slow-proxmox"]').uncheck();
     await closePage(page);
   }, 60_000);
+
+  it("at 420 px wide, splits no word over lines and wraps a long file name inside its card", async () => {
+    const page = await newPage({ width: 420, height: 860 });
+    await page.locator('[data-person="requester"]').click();
+    // A name without hyphens, the longest a hostname may be: its plan file is named after it.
+    const vm = "quarterlyreportingdatabaseforthefinanceteaminthesecondregion012";
+    expect(vm).toHaveLength(63);
+    await openForm(page, `/vm create ${vm}`);
+    const form = page.locator("form.bk-modal");
+    await form.locator('[data-action-id="vm_ip"]').fill("192.168.1.66/24");
+    expect(await squeezedWords(page)).toEqual([]);
+    await form.screenshot({ path: join(SHOTS, "sandbox-narrow-create-form.png") });
+    await form.locator('button[type="submit"]').click();
+    await page.locator("form.bk-modal").waitFor({ state: "detached" });
+
+    const request = requestMessage(page, vm);
+    await expect.poll(textOf(request.locator(".bk-header")), POLL).toContain("Awaiting approval");
+    const thread = page.locator(".sb-item", { has: request });
+    const card = thread.locator(".bk-file", { hasText: vm });
+    await card.waitFor({ state: "visible" });
+    expect(await squeezedWords(page)).toEqual([]);
+
+    // The card stays inside its message, and the name inside the card.
+    expect(await page.evaluate(`(${FILE_CARD_FIT})(${JSON.stringify(vm)})`)).toBe("fits");
+    // Nothing sticks out sideways: the page does not scroll horizontally.
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(
+      true,
+    );
+    await page.screenshot({ path: join(SHOTS, "sandbox-narrow-plan-message.png") });
+    await closePage(page);
+  }, 90_000);
 
   it("with a slow Proxmox, still opens the form in Slack's three seconds and answers /vm capacity", async () => {
     const page = await newPage();
