@@ -15,6 +15,12 @@ import type { OpenView as View, SandboxPerson as Person, Snapshot } from "./snap
 
 const STORAGE_KEY = "vmbot-sandbox-person";
 
+/**
+ * This load of the page. Forms open in the page whose action opened them, and the server closes
+ * them when this page goes away, as Slack's forms go with the client: a reload shows none.
+ */
+const TAB = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+
 let state: Snapshot | undefined;
 let me = localStorage.getItem(STORAGE_KEY) ?? "requester";
 /** The modal on screen, so a push that did not change it leaves what is being typed alone. */
@@ -49,7 +55,7 @@ async function post(path: string, body: Record<string, unknown>): Promise<Record
   const response = await fetch(path, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ as: me, ...body }),
+    body: JSON.stringify({ as: me, tab: TAB, ...body }),
   });
   const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   if (!response.ok) {
@@ -299,7 +305,9 @@ function renderModalFor(view: View, user: string, errors?: Record<string, string
 function renderViews(): void {
   if (state === undefined) return;
   const mine = person();
-  const open = state.views.filter((v) => v.user === mine?.id).at(-1);
+  const open = state.views
+    .filter((v) => v.user === mine?.id && (v.tab === undefined || v.tab === TAB))
+    .at(-1);
   if (open === undefined) {
     byId("modal-root").innerHTML = "";
     shownView = undefined;
@@ -472,7 +480,7 @@ document.addEventListener("pointercancel", released, true);
 
 function connect(): void {
   const status = byId("status");
-  const events = new EventSource("/sandbox/events");
+  const events = new EventSource(`/sandbox/events?tab=${encodeURIComponent(TAB)}`);
   events.addEventListener("open", () => {
     status.textContent = "live";
     status.dataset.state = "live";

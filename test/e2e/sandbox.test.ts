@@ -468,6 +468,59 @@ describeWithChromium("the sandbox in a browser", () => {
     await closePage(page);
   }, 90_000);
 
+  /** The forms the sandbox holds open, by view ID: the first state its event stream sends. */
+  async function openViews(): Promise<string[]> {
+    const response = await fetch(new URL("/sandbox/events", url));
+    if (response.body === null) throw new Error("the event stream has no body");
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    try {
+      for (;;) {
+        const chunk = await reader.read();
+        if (chunk.done) throw new Error("the event stream ended before its first state");
+        text += decoder.decode(chunk.value as Uint8Array, { stream: true });
+        const event = /^event: state\ndata: (.*)\n\n/m.exec(text);
+        if (event?.[1] === undefined) continue;
+        const state = z
+          .object({ views: z.array(z.object({ view: z.object({ id: z.string() }) })) })
+          .parse(JSON.parse(event[1]));
+        return state.views.map((v) => v.view.id);
+      }
+    } finally {
+      await reader.cancel();
+    }
+  }
+
+  it("shows a form only in the page that opened it, and closes it when that page reloads", async () => {
+    const page = await newPage();
+    await page.locator('[data-person="requester"]').click();
+    await openForm(page, "/vm create web-07");
+    const viewId = await page.locator("form.bk-modal").getAttribute("data-view-id");
+    if (viewId === null) throw new Error("the form has no view ID");
+    expect(await openViews()).toContain(viewId);
+
+    // The same person in another tab: the form is the first page's, as in Slack's clients.
+    const other = await newPage();
+    await other.locator('[data-person="requester"]').click();
+    await other.locator('[data-person="requester"][aria-checked="true"]').waitFor();
+    expect(await other.locator("form.bk-modal").count()).toBe(0);
+    await closePage(other);
+
+    // A reload takes the form away, as Slack's would: the sandbox closes it with its page.
+    await page.reload();
+    await expect.poll(textOf(page.locator("#status")), POLL).toBe("live");
+    await expect.poll(openViews, POLL).not.toContain(viewId);
+    await page.locator('[data-person="requester"][aria-checked="true"]').waitFor();
+    expect(await page.locator("form.bk-modal").count()).toBe(0);
+    // The page works on: a new form opens in it.
+    await openForm(page, "/vm create web-07");
+    expect(await page.locator("form.bk-modal").getAttribute("data-view-id")).not.toBe(viewId);
+    await page.locator("form.bk-modal [data-modal-close]").first().click();
+    await page.locator("form.bk-modal").waitFor({ state: "detached" });
+    await closePage(page);
+  }, 60_000);
+
   it("with a slow Proxmox, still opens the form in Slack's three seconds and answers /vm capacity", async () => {
     const page = await newPage();
     await page.locator('[data-scenario="slow-proxmox"]').check();
