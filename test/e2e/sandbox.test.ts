@@ -72,7 +72,8 @@ const requestMessage = (page: Page, vm: string) =>
 const POLL = { timeout: 30_000, interval: 100 };
 
 /**
- * Run in the page: the words squeezed by the layout in the elements matching `selector`. A word is
+ * Run in the page: the words squeezed by the layout in the elements matching `selector` (a word
+ * ends at a space, a hyphen or a slash, where a line may break). A word is
  * squeezed when its element is narrower than the word (up to 100 px, so a long file name may still
  * wrap) or when the word is split over lines although it fits on one: one letter per line is both.
  * Written as source text since the tests' types have no DOM.
@@ -84,7 +85,7 @@ const SQUEEZED_WORDS = `(selector) => {
     if (box.width === 0 && box.height === 0) continue;
     const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
-      for (const match of node.data.matchAll(/\\S{2,}/g)) {
+      for (const match of node.data.matchAll(/[^\\s/-]{2,}/g)) {
         const range = document.createRange();
         range.setStart(node, match.index);
         range.setEnd(node, match.index + match[0].length);
@@ -224,6 +225,39 @@ describeWithChromium("the sandbox in a browser", () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: "ok" });
   });
+
+  // Early in the file: the bot reuses a node list younger than 15 s, and a form opened with one
+  // is not redrawn; here no test has asked Proxmox for its nodes yet.
+  it("keeps the field being typed in, its caret and its value when the node list arrives late", async () => {
+    const page = await newPage();
+    await page.locator('[data-scenario="slow-proxmox"]').check();
+    await page.locator('[data-person="requester"]').click();
+    await openForm(page, "/vm create web-06");
+    const form = page.locator("form.bk-modal");
+    const ip = form.locator('[data-action-id="vm_ip"]');
+    const live = form.locator(".bk-hint", { hasText: "live from Proxmox" });
+    // The form opened before Proxmox answered (with the configured nodes, or the last list read).
+    expect(await live.count()).toBe(0);
+    await ip.click();
+    await page.keyboard.type("192.168.1.24");
+    // The caret before "24", as someone going back to fix a digit.
+    await page.keyboard.press("ArrowLeft");
+    await page.keyboard.press("ArrowLeft");
+    expect(await live.count()).toBe(0);
+
+    // The barrier: Proxmox's answer redraws the form with the nodes' free CPU and memory.
+    await expect.poll(() => live.count(), POLL).toBe(1);
+    expect(await form.locator('[data-action-id="vm_ip"]:focus').count()).toBe(1);
+    expect(await ip.inputValue()).toBe("192.168.1.24");
+    // Typing goes on where the caret was, in the same field.
+    await page.keyboard.type("92/");
+    expect(await ip.inputValue()).toBe("192.168.1.92/24");
+    expect(await form.locator('[data-action-id="vm_name"]').inputValue()).toBe("web-06");
+    await page.locator("form.bk-modal [data-modal-close]").first().click();
+    await page.locator("form.bk-modal").waitFor({ state: "detached" });
+    await page.locator('[data-scenario="slow-proxmox"]').uncheck();
+    await closePage(page);
+  }, 60_000);
 
   it("takes a VM from /vm create to Ready: inline error, plan, self-approval refused, approved", async () => {
     const page = await newPage();
@@ -404,38 +438,6 @@ describeWithChromium("the sandbox in a browser", () => {
     await page.locator('[data-scenario="failing-configure"]').uncheck();
     await closePage(page);
   }, 90_000);
-
-  it("keeps the field being typed in, its caret and its value when the node list arrives late", async () => {
-    const page = await newPage();
-    await page.locator('[data-scenario="slow-proxmox"]').check();
-    await page.locator('[data-person="requester"]').click();
-    await openForm(page, "/vm create web-06");
-    const form = page.locator("form.bk-modal");
-    const ip = form.locator('[data-action-id="vm_ip"]');
-    const liveNodes = form.locator('[data-action-id="vm_node"] option', { hasText: "free" });
-    // The form opened with the configured nodes: Proxmox has not answered yet.
-    expect(await form.innerText()).toContain("Proxmox has not answered yet");
-    await ip.click();
-    await page.keyboard.type("192.168.1.24");
-    // The caret before "24", as someone going back to fix a digit.
-    await page.keyboard.press("ArrowLeft");
-    await page.keyboard.press("ArrowLeft");
-    expect(await liveNodes.count()).toBe(0);
-
-    // The barrier: Proxmox's answer redraws the form with the nodes' free CPU and memory.
-    await expect.poll(() => liveNodes.count(), POLL).toBeGreaterThan(0);
-    expect(await form.innerText()).not.toContain("Proxmox has not answered yet");
-    expect(await form.locator('[data-action-id="vm_ip"]:focus').count()).toBe(1);
-    expect(await ip.inputValue()).toBe("192.168.1.24");
-    // Typing goes on where the caret was, in the same field.
-    await page.keyboard.type("92/");
-    expect(await ip.inputValue()).toBe("192.168.1.92/24");
-    expect(await form.locator('[data-action-id="vm_name"]').inputValue()).toBe("web-06");
-    await page.locator("form.bk-modal [data-modal-close]").first().click();
-    await page.locator("form.bk-modal").waitFor({ state: "detached" });
-    await page.locator('[data-scenario="slow-proxmox"]').uncheck();
-    await closePage(page);
-  }, 60_000);
 
   it("at 420 px wide, splits no word over lines and wraps a long file name inside its card", async () => {
     const page = await newPage({ width: 420, height: 860 });
