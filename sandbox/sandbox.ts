@@ -59,6 +59,7 @@ const UI_FILES: Readonly<Record<string, string>> = {
   "/ui/page.css": "text/css; charset=utf-8",
   "/ui/page.js": "text/javascript; charset=utf-8",
   "/ui/blockkit.js": "text/javascript; charset=utf-8",
+  "/ui/form-state.js": "text/javascript; charset=utf-8",
 };
 
 const SECURITY_HEADERS = {

@@ -9,8 +9,8 @@ import {
   renderConversation,
   renderMessage,
   renderModal,
-  type StateValues,
 } from "./blockkit.js";
+import { focusedField, modalValues, refocus } from "./form-state.js";
 import type { OpenView as View, SandboxPerson as Person, Snapshot } from "./snapshot.js";
 
 const STORAGE_KEY = "vmbot-sandbox-person";
@@ -200,60 +200,6 @@ function renderMessages(): void {
   if (atBottom) box.scrollTop = box.scrollHeight;
 }
 
-function modalValues(form: HTMLFormElement): {
-  entries: Record<string, string>;
-  state: StateValues;
-} {
-  const entries: Record<string, string> = {};
-  const values: Record<
-    string,
-    Record<string, { value?: string; selected_option?: { value: string } }>
-  > = {};
-  for (const field of form.querySelectorAll<
-    HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
-  >("[data-action-id]")) {
-    const actionId = field.dataset.actionId;
-    const blockId = field.dataset.blockId;
-    if (actionId === undefined || blockId === undefined) continue;
-    entries[actionId] = field.value;
-    (values[blockId] ??= {})[actionId] =
-      field instanceof HTMLSelectElement
-        ? { selected_option: { value: field.value } }
-        : { value: field.value };
-  }
-  return { entries, state: values };
-}
-
-/** The field of `form` that has the focus, with its caret or selection, to give back after a redraw. */
-function focusedField(form: HTMLFormElement):
-  | {
-      actionId: string;
-      start: number | null;
-      end: number | null;
-      direction: "forward" | "backward" | "none" | null;
-    }
-  | undefined {
-  const field = document.activeElement;
-  if (!(field instanceof HTMLElement) || !form.contains(field)) return undefined;
-  const actionId = field.dataset.actionId;
-  if (actionId === undefined) return undefined;
-  const text = field instanceof HTMLInputElement || field instanceof HTMLTextAreaElement;
-  // Number and e-mail inputs have no selection: reading it throws.
-  let start: number | null = null;
-  let end: number | null = null;
-  let direction: "forward" | "backward" | "none" | null = null;
-  if (text) {
-    try {
-      start = field.selectionStart;
-      end = field.selectionEnd;
-      direction = field.selectionDirection;
-    } catch {
-      // No selection to keep.
-    }
-  }
-  return { actionId, start, end, direction };
-}
-
 /**
  * Draws `view` in the modal. A redraw of the form on screen (a `views.update` arriving while the
  * person types) keeps what was typed, the field with the focus and its caret; the first drawing
@@ -280,23 +226,7 @@ function renderModalFor(view: View, user: string, errors?: Record<string, string
     return;
   }
   if (same) {
-    if (focused === undefined) return;
-    const field = [...root.querySelectorAll<HTMLElement>("[data-action-id]")].find(
-      (f) => f.dataset.actionId === focused.actionId,
-    );
-    if (field === undefined) return;
-    field.focus({ preventScroll: true });
-    if (
-      (field instanceof HTMLInputElement || field instanceof HTMLTextAreaElement) &&
-      focused.start !== null &&
-      focused.end !== null
-    ) {
-      try {
-        field.setSelectionRange(focused.start, focused.end, focused.direction ?? undefined);
-      } catch {
-        // A field that changed kind has no caret to restore.
-      }
-    }
+    if (focused !== undefined) refocus(root, focused);
     return;
   }
   (invalid ?? root.querySelector<HTMLElement>("input, select, textarea"))?.focus();
