@@ -21,8 +21,9 @@ export default tseslint.config(
     },
   },
   {
-    // The page's script is its own program, with the browser's types (tsconfig.ui.json).
-    files: ["sandbox/ui/page.ts"],
+    // The page's script and the module only it uses: their own program, with the browser's
+    // types (tsconfig.ui.json).
+    files: ["sandbox/ui/page.ts", "sandbox/ui/form-state.ts"],
     languageOptions: {
       parserOptions: {
         projectService: false,

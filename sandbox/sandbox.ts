@@ -22,7 +22,7 @@ import { startVmbot, StartupError, type RunningVmbot } from "../src/start.js";
 import { createSlackSigner, stateValuesFor, type InputValue } from "./simulators/slack/signer.js";
 import type { FakeMessage, JsonObject } from "./simulators/slack/index.js";
 import { escapeHtml } from "./ui/blockkit.js";
-import type { Ephemeral, OpenView, Snapshot } from "./ui/snapshot.js";
+import type { Ephemeral, Snapshot } from "./ui/snapshot.js";
 import {
   CHANNEL,
   isScenario,
@@ -59,6 +59,7 @@ const UI_FILES: Readonly<Record<string, string>> = {
   "/ui/page.css": "text/css; charset=utf-8",
   "/ui/page.js": "text/javascript; charset=utf-8",
   "/ui/blockkit.js": "text/javascript; charset=utf-8",
+  "/ui/form-state.js": "text/javascript; charset=utf-8",
 };
 
 const SECURITY_HEADERS = {
@@ -137,10 +138,21 @@ const personSchema = z.enum(Object.keys(PEOPLE) as [Person, ...Person[]], {
     issue.input === undefined ? "as is missing" : `unknown person ${JSON.stringify(issue.input)}`,
 });
 
+/**
+ * The page (one load of it in one browser tab) that sent a request. Slack shows a modal in the
+ * client whose action made its trigger_id, and the modal goes with that client: a form belongs to
+ * its page, and is closed when that page goes away (reloaded or closed).
+ */
+const tabSchema = z
+  .string({ error: "tab must be text" })
+  .regex(/^[\w-]{1,64}$/, { error: "tab must be a page's id: letters, digits, - and _" })
+  .optional();
+
 const SCHEMAS = {
-  command: z.strictObject({ as: personSchema, text: nonEmpty("text") }),
+  command: z.strictObject({ as: personSchema, tab: tabSchema, text: nonEmpty("text") }),
   submit: z.strictObject({
     as: personSchema,
+    tab: tabSchema,
     view: nonEmpty("view"),
     values: z
       .record(z.string(), z.string({ error: "values must be text, as typed or chosen" }), {
@@ -151,6 +163,7 @@ const SCHEMAS = {
   action: z
     .strictObject({
       as: personSchema,
+      tab: tabSchema,
       action: nonEmpty("action"),
       block: nonEmpty("block").optional(),
       ts: nonEmpty("ts").optional(),
@@ -161,12 +174,13 @@ const SCHEMAS = {
     }),
   scenario: z.strictObject({
     as: personSchema.optional(),
+    tab: tabSchema,
     name: z.string(required("name")).refine(isScenario, {
       error: (issue) => `unknown scenario ${JSON.stringify(issue.input)}`,
     }),
     on: z.boolean({ error: "on must be true or false" }),
   }),
-  close: z.strictObject({ as: personSchema, view: nonEmpty("view") }),
+  close: z.strictObject({ as: personSchema, tab: tabSchema, view: nonEmpty("view") }),
 };
 
 /** The body as `schema` wants it, or a 400 that says what is wrong. */
@@ -256,6 +270,9 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
   const triggerUsers = new Map<string, string>();
   const responseOwners = new Map<string, { user: string; replaces?: string }>();
   const viewUsers = new Map<string, string>();
+  /** The page each trigger_id was made in, and so the page each view opened on it is shown in. */
+  const triggerTabs = new Map<string, string>();
+  const viewTabs = new Map<string, string>();
   const closedViews = new Set<string>();
   const ackAnswers: Ephemeral[] = [];
   let seenCalls = 0;
@@ -271,6 +288,8 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       const fresh = slack.views.find((view) => !viewUsers.has(view.id));
       if (fresh === undefined) break;
       viewUsers.set(fresh.id, triggerUsers.get(String(call.args.trigger_id)) ?? "");
+      const tab = triggerTabs.get(String(call.args.trigger_id));
+      if (tab !== undefined) viewTabs.set(fresh.id, tab);
     }
   }
 
@@ -323,10 +342,13 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     const messages = [...slack.messages.filter((m) => m.channel === CHANNEL.id), ...channel].sort(
       (a, b) => Number(a.ts) - Number(b.ts),
     );
-    const views: { user: string; view: OpenView }[] = [];
+    const views: Snapshot["views"] = [];
     for (const [id, user] of viewUsers) {
       const view = slack.view(id);
-      if (view !== undefined && !closedViews.has(id)) views.push({ user, view });
+      const tab = viewTabs.get(id);
+      if (view !== undefined && !closedViews.has(id)) {
+        views.push({ user, view, ...(tab === undefined ? {} : { tab }) });
+      }
     }
     const scenarios = simulated.scenarios();
     return {
@@ -365,6 +387,18 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
   }, 15_000);
   heartbeat.unref();
 
+  /** The page `tab` went away (reloaded or closed): its forms go with it, as in Slack. */
+  function closeFormsOf(tab: string): void {
+    assignViews();
+    let closed = false;
+    for (const [id, owner] of viewTabs) {
+      if (owner !== tab || closedViews.has(id)) continue;
+      closedViews.add(id);
+      closed = true;
+    }
+    if (closed) broadcast();
+  }
+
   async function command(body: JsonObject): Promise<unknown> {
     const input = parse(SCHEMAS.command, body);
     const who = PEOPLE[input.as];
@@ -376,6 +410,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     const triggerId = slack.issueTriggerId();
     const responseUrl = slack.issueResponseUrl();
     triggerUsers.set(triggerId, who.id);
+    if (input.tab !== undefined) triggerTabs.set(triggerId, input.tab);
     responseOwners.set(responseUrl, { user: who.id });
     const delivery = await signer.slashCommand({
       command: "/vm",
@@ -435,6 +470,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     }
     const triggerId = slack.issueTriggerId({ viewId: view.id });
     triggerUsers.set(triggerId, who.id);
+    if (input.tab !== undefined) triggerTabs.set(triggerId, input.tab);
     const delivery = await signer.viewSubmission({
       view,
       values,
@@ -474,6 +510,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     const triggerId = slack.issueTriggerId();
     const responseUrl = slack.issueResponseUrl();
     triggerUsers.set(triggerId, who.id);
+    if (input.tab !== undefined) triggerTabs.set(triggerId, input.tab);
     responseOwners.set(responseUrl, {
       user: who.id,
       ...(input.ephemeral === undefined ? {} : { replaces: input.ephemeral }),
@@ -609,7 +646,12 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       });
       res.write(`event: state\ndata: ${JSON.stringify(snapshot())}\n\n`);
       streams.add(res);
-      req.on("close", () => streams.delete(res));
+      const query = new URL(req.url ?? "/", "http://sandbox").searchParams;
+      const tab = tabSchema.safeParse(query.get("tab") ?? undefined).data;
+      req.on("close", () => {
+        streams.delete(res);
+        if (tab !== undefined) closeFormsOf(tab);
+      });
       return;
     }
     if (req.method === "GET" && path.startsWith("/sandbox/gitlab/")) {

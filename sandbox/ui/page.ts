@@ -9,11 +9,17 @@ import {
   renderConversation,
   renderMessage,
   renderModal,
-  type StateValues,
 } from "./blockkit.js";
+import { focusedField, modalValues, refocus } from "./form-state.js";
 import type { OpenView as View, SandboxPerson as Person, Snapshot } from "./snapshot.js";
 
 const STORAGE_KEY = "vmbot-sandbox-person";
+
+/**
+ * This load of the page. Forms open in the page whose action opened them, and the server closes
+ * them when this page goes away, as Slack's forms go with the client: a reload shows none.
+ */
+const TAB = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 
 let state: Snapshot | undefined;
 let me = localStorage.getItem(STORAGE_KEY) ?? "requester";
@@ -49,7 +55,7 @@ async function post(path: string, body: Record<string, unknown>): Promise<Record
   const response = await fetch(path, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ as: me, ...body }),
+    body: JSON.stringify({ as: me, tab: TAB, ...body }),
   });
   const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   if (!response.ok) {
@@ -194,48 +200,44 @@ function renderMessages(): void {
   if (atBottom) box.scrollTop = box.scrollHeight;
 }
 
-function modalValues(form: HTMLFormElement): {
-  entries: Record<string, string>;
-  state: StateValues;
-} {
-  const entries: Record<string, string> = {};
-  const values: Record<
-    string,
-    Record<string, { value?: string; selected_option?: { value: string } }>
-  > = {};
-  for (const field of form.querySelectorAll<
-    HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
-  >("[data-action-id]")) {
-    const actionId = field.dataset.actionId;
-    const blockId = field.dataset.blockId;
-    if (actionId === undefined || blockId === undefined) continue;
-    entries[actionId] = field.value;
-    (values[blockId] ??= {})[actionId] =
-      field instanceof HTMLSelectElement
-        ? { selected_option: { value: field.value } }
-        : { value: field.value };
-  }
-  return { entries, state: values };
-}
-
+/**
+ * Draws `view` in the modal. A redraw of the form on screen (a `views.update` arriving while the
+ * person types) keeps what was typed, the field with the focus and its caret; the first drawing
+ * of a form focuses its first field, and a drawing with errors the first field in error.
+ */
 function renderModalFor(view: View, user: string, errors?: Record<string, string>): void {
   const root = byId("modal-root");
   const form = root.querySelector<HTMLFormElement>("form.bk-modal");
-  const typed = form === null || shownView?.id !== view.id ? undefined : modalValues(form).state;
+  const same = form !== null && shownView?.id === view.id;
+  const typed = same ? modalValues(form).state : undefined;
+  const focused = same ? focusedField(form) : undefined;
+  const scroll = root.querySelector(".bk-modal-body")?.scrollTop;
   root.innerHTML = renderModal(view, {
     ...renderOptions(),
     ...(errors === undefined ? {} : { errors }),
     ...(typed === undefined ? {} : { values: typed }),
   });
   shownView = { id: view.id, hash: view.hash, user };
+  const body = root.querySelector(".bk-modal-body");
+  if (same && body !== null && scroll !== undefined) body.scrollTop = scroll;
   const invalid = root.querySelector<HTMLElement>('[aria-invalid="true"]');
+  if (errors !== undefined && invalid !== null) {
+    invalid.focus();
+    return;
+  }
+  if (same) {
+    if (focused !== undefined) refocus(root, focused);
+    return;
+  }
   (invalid ?? root.querySelector<HTMLElement>("input, select, textarea"))?.focus();
 }
 
 function renderViews(): void {
   if (state === undefined) return;
   const mine = person();
-  const open = state.views.filter((v) => v.user === mine?.id).at(-1);
+  const open = state.views
+    .filter((v) => v.user === mine?.id && (v.tab === undefined || v.tab === TAB))
+    .at(-1);
   if (open === undefined) {
     byId("modal-root").innerHTML = "";
     shownView = undefined;
@@ -408,7 +410,7 @@ document.addEventListener("pointercancel", released, true);
 
 function connect(): void {
   const status = byId("status");
-  const events = new EventSource("/sandbox/events");
+  const events = new EventSource(`/sandbox/events?tab=${encodeURIComponent(TAB)}`);
   events.addEventListener("open", () => {
     status.textContent = "live";
     status.dataset.state = "live";

@@ -39,8 +39,11 @@ export interface Snapshot {
   people: Record<string, SandboxPerson>;
   messages: ChannelMessage[];
   ephemerals: Ephemeral[];
-  /** Every open modal, with the person it was opened for. */
-  views: { user: string; view: OpenView }[];
+  /**
+   * Every open modal, with the person it was opened for and the page (`tab`, one load of the page)
+   * whose action opened it: only that page shows it, and it closes when that page goes away.
+   */
+  views: { user: string; view: OpenView; tab?: string }[];
   /** Uploaded files that can be opened at `/sandbox/files/:id`. */
   files: string[];
   scenarios: { name: string; label: string; detail: string; on: boolean }[];
