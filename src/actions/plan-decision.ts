@@ -72,6 +72,30 @@ export async function tell(client: SlackClient, channel: string, user: string, t
 }
 
 /**
+ * A click on a request's button: who clicked, a way to answer them privately in the request's
+ * channel, and the request the button names, or undefined once they were told it is unknown.
+ */
+export async function clickedRequest(
+  deps: Pick<PlanDecisionDeps, "store">,
+  args: ButtonArgs,
+): Promise<
+  { user: string; answer: (text: string) => Promise<void>; request: RequestRecord } | undefined
+> {
+  const user = args.body.user.id;
+  const channel = args.body.channel?.id ?? "";
+  const answer = (text: string) => tell(args.client, channel, user, text);
+  const id = RequestIdSchema.safeParse(args.action.value);
+  const request = id.success ? deps.store.getRequest(id.data) : undefined;
+  if (request === undefined) {
+    await answer(UNKNOWN_REQUEST);
+    return undefined;
+  }
+  return { user, answer, request };
+}
+
+const UNKNOWN_REQUEST = "This button belongs to a request vmbot does not know.";
+
+/**
  * Checks the clicker and the request at the moment of the click; answers the clicker
  * privately when the click cannot count. Returns the request when it may be decided on.
  */
@@ -96,7 +120,7 @@ export async function checkDecisionBy(
   const id = RequestIdSchema.safeParse(value);
   const request = id.success ? deps.store.getRequest(id.data) : undefined;
   if (!request) {
-    await tell(client, channel, user, "This button belongs to a request vmbot does not know.");
+    await tell(client, channel, user, UNKNOWN_REQUEST);
     return undefined;
   }
   if (!(await deps.access.may(verb, user))) {

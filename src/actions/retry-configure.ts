@@ -11,8 +11,7 @@ import {
 } from "../views/failure.js";
 import {
   closureFor,
-  RequestIdSchema,
-  tell,
+  clickedRequest,
   type ButtonArgs,
   type PlanDecisionDeps,
 } from "./plan-decision.js";
@@ -26,15 +25,9 @@ import {
 export function createRetryConfigureAction(deps: PlanDecisionDeps) {
   return async (args: ButtonArgs) => {
     await args.ack();
-    const user = args.body.user.id;
-    const channel = args.body.channel?.id ?? "";
-    const answer = (text: string) => tell(args.client, channel, user, text);
-    const id = RequestIdSchema.safeParse(args.action.value);
-    const found = id.success ? deps.store.getRequest(id.data) : undefined;
-    if (found === undefined) {
-      await answer("This button belongs to a request vmbot does not know.");
-      return;
-    }
+    const clicked = await clickedRequest(deps, args);
+    if (clicked === undefined) return;
+    const { user, answer, request: found } = clicked;
     const failure = found.failure;
     if (nextStep(found) !== "retry_configure" || failure === null) {
       await answer(noNextStepWords(found, "retry"));

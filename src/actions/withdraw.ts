@@ -7,8 +7,7 @@ import { notYoursToWithdraw, stillStartingWords, withdrawProblemWords } from "..
 import {
   alreadyDecided,
   closureFor,
-  RequestIdSchema,
-  tell,
+  clickedRequest,
   type ButtonArgs,
   type PlanDecisionDeps,
 } from "./plan-decision.js";
@@ -25,20 +24,15 @@ export function createWithdrawAction(deps: PlanDecisionDeps) {
   const now = deps.now ?? (() => new Date());
   return async (args: ButtonArgs) => {
     await args.ack();
-    const user = args.body.user.id;
-    const channel = args.body.channel?.id ?? "";
-    const answer = (text: string) => tell(args.client, channel, user, text);
-    const id = RequestIdSchema.safeParse(args.action.value);
-    let current = id.success ? deps.store.getRequest(id.data) : undefined;
-    if (current === undefined) {
-      await answer("This button belongs to a request vmbot does not know.");
+    const clicked = await clickedRequest(deps, args);
+    if (clicked === undefined) return;
+    const { user, answer, request } = clicked;
+    if (request.requester !== user) {
+      await answer(notYoursToWithdraw(request));
       return;
     }
-    if (current.requester !== user) {
-      await answer(notYoursToWithdraw(current));
-      return;
-    }
-    const log = deps.log.child({ requestId: current.id, user, command: "withdraw" });
+    const log = deps.log.child({ requestId: request.id, user, command: "withdraw" });
+    let current: RequestRecord | undefined = request;
     const decision = { kind: "withdrawn" as const, by: user, at: now().toISOString() };
     let claimed: RequestRecord | undefined;
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS && claimed === undefined; attempt += 1) {
