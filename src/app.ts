@@ -7,24 +7,18 @@ import {
 } from "@slack/bolt";
 import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
-import { registerCreateSubmission } from "./actions/create-submit.js";
-import { registerPlanDecisions } from "./actions/plan-decision.js";
-import { registerReject } from "./actions/reject.js";
-import { registerRetryConfigure } from "./actions/retry-configure.js";
-import { registerPlanAgain } from "./actions/plan-again.js";
-import { registerWithdraw } from "./actions/withdraw.js";
 import { answerStoreFailures } from "./actions/store-failure.js";
-import { registerUnlockActions } from "./commands/unlock.js";
-import { registerVmCommand } from "./commands/vm.js";
 import type { Config } from "./config.js";
 import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
+import { registerListeners } from "./listeners/index.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { redactAcks, redactingFetch } from "./slack/outgoing.js";
 import type { Store } from "./store/store.js";
 import { createRequestStarter, type RequestStarter } from "./tracker/starter.js";
+import { createUnlockService, type UnlockService } from "./unlock/service.js";
 
 export interface AppDeps {
   config: Config;
@@ -48,6 +42,8 @@ export interface VmbotApp {
   socket: SocketModeReceiver | undefined;
   /** Posts request messages and creates pipelines (also for requests a crash interrupted). */
   starter: RequestStarter;
+  /** Unlocking Terraform state, with the unlocks a crash interrupted to finish. */
+  unlock: UnlockService;
   /** Resolves when every event being handled has finished. */
   drain(): Promise<void>;
 }
@@ -66,41 +62,31 @@ export function slackClientOptions(config: Config, redact: Redactor) {
   };
 }
 
-/** Builds the Bolt app with every listener registered; starts nothing. */
-export function createApp(deps: AppDeps): VmbotApp {
-  const { config, log } = deps;
-  const redact = deps.redact ?? createRedactor();
-  const logger = boltLogger(log);
-  const socket = config.slack.appToken
-    ? new SocketModeReceiver({
-        appToken: config.slack.appToken,
-        logger,
-        // apps.connections.open is a Web API call: it goes to SLACK_API_URL like every other.
-        // Only the base URL: the Socket Mode client keeps its own, longer retries for reconnecting.
-        installerOptions: {
-          clientOptions:
-            config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl },
-        },
-      })
-    : undefined;
-  const http = socket
-    ? undefined
-    : new HTTPReceiver({
-        signingSecret: config.slack.signingSecret ?? "",
-        endpoints: "/slack/events",
-        logger,
-      });
-  const app = new App({
-    token: config.slack.botToken,
-    receiver: socket ?? http,
+/** The receiver: Socket Mode when SLACK_APP_TOKEN is set, else HTTP at `/slack/events`. */
+function createReceiver(config: Config, logger: ReturnType<typeof boltLogger>) {
+  if (config.slack.appToken) {
+    const socket = new SocketModeReceiver({
+      appToken: config.slack.appToken,
+      logger,
+      // apps.connections.open is a Web API call: it goes to SLACK_API_URL like every other.
+      // Only the base URL: the Socket Mode client keeps its own, longer retries for reconnecting.
+      installerOptions: {
+        clientOptions:
+          config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl },
+      },
+    });
+    return { socket, http: undefined };
+  }
+  const http = new HTTPReceiver({
+    signingSecret: config.slack.signingSecret ?? "",
+    endpoints: "/slack/events",
     logger,
-    logLevel: boltLevel(config.logLevel),
-    // start.ts checks the token itself, once, with a clear message when Slack refuses it.
-    tokenVerificationEnabled: false,
-    clientOptions: slackClientOptions(config, redact),
   });
-  redactAcks(app, redact);
+  return { socket: undefined, http };
+}
 
+/** Counts the events being handled, so that a stop can wait for them. */
+function trackInflight(app: App): () => Promise<void> {
   const inflight = new Set<Promise<void>>();
   const track: Middleware<AnyMiddlewareArgs> = async ({ next }) => {
     const work = next();
@@ -112,8 +98,29 @@ export function createApp(deps: AppDeps): VmbotApp {
     }
   };
   app.use(track);
-  app.use(answerStoreFailures(log));
+  return async () => {
+    await Promise.allSettled([...inflight]);
+  };
+}
 
+/** Builds the Bolt app with every listener registered; starts nothing. */
+export function createApp(deps: AppDeps): VmbotApp {
+  const { config, log } = deps;
+  const redact = deps.redact ?? createRedactor();
+  const logger = boltLogger(log);
+  const { socket, http } = createReceiver(config, logger);
+  const app = new App({
+    token: config.slack.botToken,
+    receiver: socket ?? http,
+    logger,
+    logLevel: boltLevel(config.logLevel),
+    // start.ts checks the token itself, once, with a clear message when Slack refuses it.
+    tokenVerificationEnabled: false,
+    clientOptions: slackClientOptions(config, redact),
+  });
+  redactAcks(app, redact);
+  const drain = trackInflight(app);
+  app.use(answerStoreFailures(log));
   app.error(async (error) => {
     log.error({ err: error }, "unhandled error in a Slack listener");
     return Promise.resolve();
@@ -128,23 +135,18 @@ export function createApp(deps: AppDeps): VmbotApp {
     effects: deps.effects,
     log,
   });
-  const listenerDeps = { ...deps, access, starter };
-  registerVmCommand(app, listenerDeps);
-  registerCreateSubmission(app, listenerDeps);
-  registerPlanDecisions(app, listenerDeps);
-  registerReject(app, listenerDeps);
-  registerWithdraw(app, listenerDeps);
-  registerRetryConfigure(app, listenerDeps);
-  registerPlanAgain(app, listenerDeps);
-  registerUnlockActions(app, listenerDeps);
-
-  return {
-    app,
-    slackEvents: http?.requestListener,
-    socket,
-    starter,
-    drain: async () => {
-      await Promise.allSettled([...inflight]);
+  const unlock = createUnlockService({
+    gitlab: deps.gitlab,
+    store: deps.store,
+    effects: deps.effects,
+    access,
+    log: log.child({ component: "unlock" }),
+    sharedState: config.tfStateName,
+    project: config.gitlab.project,
+    announce: async (channel, message) => {
+      await app.client.chat.postMessage({ channel, ...message });
     },
-  };
+  });
+  registerListeners(app, { ...deps, access, starter, unlock });
+  return { app, slackEvents: http?.requestListener, socket, starter, unlock, drain };
 }

@@ -38,7 +38,8 @@ export interface EffectsOptions {
   store: Store;
   /**
    * Fault injection for crash tests: called at each crash point with its name
-   * (`create_pipeline:after`). The real bot kills itself there when VMBOT_CRASH_AT names it.
+   * (`create_pipeline:after`). The crash tests' entry (`test/support/crash-entry.ts`) kills the
+   * process there.
    */
   onCrashPoint?: (point: CrashPoint) => void;
 }

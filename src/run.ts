@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { ConfigError, configSecrets, loadConfig, type Config } from "./config.js";
 import { createRedactor } from "./redact.js";
-import { startVmbot, StartupError, type RunningVmbot } from "./start.js";
+import { startVmbot, StartupError, type RunningVmbot, type StartOptions } from "./start.js";
 
 export type RawEnv = Record<string, string | undefined>;
 
@@ -76,21 +76,12 @@ export function stopOnSignals(running: { log: RunningVmbot["log"]; stop(): Promi
   });
 }
 
-/** Crash tests: die at `crashAt` as a power cut would, with nothing flushed or closed. */
-function crashHook(crashAt: string | undefined) {
-  if (crashAt === undefined) return {};
-  return {
-    onCrashPoint: (point: string) => {
-      if (point === crashAt) process.kill(process.pid, "SIGKILL");
-    },
-  };
-}
-
 /**
  * The bot for a real Slack workspace: reads its configuration from `env`, starts, and runs until
  * a signal stops it. A configuration or start-up problem ends the process with status 1.
+ * `options` are the start's own (tests start the bot through their entry with hooks of theirs).
  */
-export async function runVmbot(env: RawEnv): Promise<void> {
+export async function runVmbot(env: RawEnv, options: StartOptions = {}): Promise<void> {
   let config: Config;
   try {
     config = loadConfig(env);
@@ -99,7 +90,7 @@ export async function runVmbot(env: RawEnv): Promise<void> {
   }
   let running: RunningVmbot;
   try {
-    running = await startVmbot(config, crashHook(config.crashAt));
+    running = await startVmbot(config, options);
   } catch (error) {
     failToStart(error, configSecrets(config));
   }

@@ -1,16 +1,11 @@
-import type {
-  AllMiddlewareArgs,
-  App,
-  SlackViewMiddlewareArgs,
-  ViewSubmitAction,
-} from "@slack/bolt";
+import type { AllMiddlewareArgs, SlackViewMiddlewareArgs, ViewSubmitAction } from "@slack/bolt";
 import { z } from "zod";
 import { NOT_REQUESTER_FIELD } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import { stateNameFor } from "../vm/state-name.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
-import { CREATE_FIELDS, CREATE_MODAL } from "../ids.js";
+import { CREATE_FIELDS } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Store } from "../store/store.js";
@@ -88,7 +83,13 @@ async function acceptedNodes(
   if (deps.nodes === undefined || chosen === undefined)
     return { nodes: configured, offline: undefined };
   const answer = await within(
-    deps.nodes.nodes().catch(() => undefined),
+    deps.nodes.nodes().catch((error: unknown) => {
+      deps.log.warn(
+        { err: error },
+        "could not read Proxmox's node list to check the chosen node; VM_NODES and the last list stand",
+      );
+      return undefined;
+    }),
     NODE_CHECK_BUDGET_MS,
   );
   // Proxmox slow or down: the last list it gave (what the form was updated with) still counts.
@@ -227,8 +228,4 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-export function registerCreateSubmission(app: App, deps: CreateSubmitDeps): void {
-  app.view(CREATE_MODAL, createCreateSubmission(deps));
 }

@@ -1,5 +1,3 @@
-import type { App, BlockButtonAction } from "@slack/bolt";
-import { REQUEST_PLAN_AGAIN } from "../ids.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { createThreadPoster } from "../slack/thread.js";
 import {
@@ -109,8 +107,4 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
     const post = createThreadPoster({ client: args.client, effects: deps.effects, log });
     await post(linked ?? found, `planned_again`, plannedAgainReply(user, started, permalink));
   };
-}
-
-export function registerPlanAgain(app: App, deps: PlanAgainDeps): void {
-  app.action<BlockButtonAction>(REQUEST_PLAN_AGAIN, createPlanAgainAction(deps));
 }

@@ -1,9 +1,4 @@
-import type {
-  AllMiddlewareArgs,
-  App,
-  BlockButtonAction,
-  SlackActionMiddlewareArgs,
-} from "@slack/bolt";
+import type { AllMiddlewareArgs, BlockButtonAction, SlackActionMiddlewareArgs } from "@slack/bolt";
 import { z } from "zod";
 import { notApproverWords } from "../views/refusals.js";
 import type { Access } from "../access.js";
@@ -12,7 +7,6 @@ import type { Effects } from "../effects.js";
 import { userMessage } from "../errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import { PLAN_APPROVE } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
@@ -358,8 +352,4 @@ export function closureFor(deps: PlanDecisionDeps, client: SlackClient, log: Log
     await notify(request);
   };
   return { show, closure: createClosure({ ...deps, log, post, render: show }) };
-}
-
-export function registerPlanDecisions(app: App, deps: PlanDecisionDeps): void {
-  app.action<BlockButtonAction>(PLAN_APPROVE, createApproveAction(deps));
 }

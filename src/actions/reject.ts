@@ -1,12 +1,6 @@
-import type {
-  AllMiddlewareArgs,
-  App,
-  BlockButtonAction,
-  SlackViewMiddlewareArgs,
-  ViewSubmitAction,
-} from "@slack/bolt";
+import type { AllMiddlewareArgs, SlackViewMiddlewareArgs, ViewSubmitAction } from "@slack/bolt";
 import { z } from "zod";
-import { PLAN_REJECT, PLAN_REJECT_MODAL, REJECT_REASON } from "../ids.js";
+import { REJECT_REASON } from "../ids.js";
 import type { RequestRecord } from "../store/store.js";
 import { closeIntents } from "../tracker/closure.js";
 import { REASON_MAX, rejectModal } from "../views/reject.js";
@@ -119,9 +113,4 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-export function registerReject(app: App, deps: PlanDecisionDeps): void {
-  app.action<BlockButtonAction>(PLAN_REJECT, createRejectAction(deps));
-  app.view(PLAN_REJECT_MODAL, createRejectSubmission(deps));
 }

@@ -1,5 +1,3 @@
-import type { App, BlockButtonAction } from "@slack/bolt";
-import { REQUEST_RETRY_CONFIGURE } from "../ids.js";
 import { createThreadPoster } from "../slack/thread.js";
 import { createConfigureRetry, retryStep } from "../tracker/retry-configure.js";
 import {
@@ -69,8 +67,4 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
       await answer(retryUnknownWords(found));
     }
   };
-}
-
-export function registerRetryConfigure(app: App, deps: PlanDecisionDeps): void {
-  app.action<BlockButtonAction>(REQUEST_RETRY_CONFIGURE, createRetryConfigureAction(deps));
 }

@@ -1,5 +1,3 @@
-import type { App, BlockButtonAction } from "@slack/bolt";
-import { REQUEST_WITHDRAW } from "../ids.js";
 import type { RequestRecord } from "../store/store.js";
 import { closeIntents } from "../tracker/closure.js";
 import { withdrawable } from "../views/request-message.js";
@@ -62,8 +60,4 @@ export function createWithdrawAction(deps: PlanDecisionDeps) {
     const problems = await closure.close(claimed, true);
     for (const problem of problems) await answer(withdrawProblemWords(problem));
   };
-}
-
-export function registerWithdraw(app: App, deps: PlanDecisionDeps): void {
-  app.action<BlockButtonAction>(REQUEST_WITHDRAW, createWithdrawAction(deps));
 }

@@ -1,11 +1,9 @@
 import { createHash } from "node:crypto";
-import type { App, SlashCommand } from "@slack/bolt";
-import { VM_COMMAND } from "../ids.js";
+import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs, SlashCommand } from "@slack/bolt";
 import { answerHelp } from "./help.js";
 import { createCapacityCommand, type CapacityDeps } from "./capacity.js";
 import { createCreateCommand, type CreateCommandDeps } from "./create.js";
 import { createListCommand, type ListDeps } from "./list.js";
-import { createUnlockCommand, type UnlockDeps } from "./unlock.js";
 
 /** Splits `/vm` text into a subcommand and its argument: `create web-01` → ["create", "web-01"]. */
 export function parseVmCommand(text: string): { sub: string; arg: string | undefined } {
@@ -30,19 +28,24 @@ export function commandKey(command: SlashCommand): string {
   return `command:${id}`;
 }
 
+type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
+
+/** A subcommand's handler: the command's arguments, and the text after the subcommand. */
+export type Subcommand = (args: CommandArgs, arg: string | undefined) => Promise<void>;
+
 /**
- * Routes `/vm <subcommand>` to its module; anything unknown gets usage. A command delivered
+ * `/vm`: routes `/vm <subcommand>` to its module; anything unknown gets usage. A command delivered
  * twice (a replayed request, or Slack trying again) is acknowledged and acts only once.
  */
-export function registerVmCommand(
-  app: App,
-  deps: CreateCommandDeps & UnlockDeps & CapacityDeps & ListDeps,
-): void {
+export function createVmCommand(
+  deps: CreateCommandDeps & CapacityDeps & ListDeps,
+  features: { unlock: Subcommand },
+) {
   const create = createCreateCommand(deps);
-  const unlock = createUnlockCommand(deps);
   const capacity = createCapacityCommand(deps);
   const list = createListCommand(deps);
-  app.command(VM_COMMAND, async (args) => {
+  const { unlock } = features;
+  return async (args: CommandArgs): Promise<void> => {
     if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
       deps.log.info(
         { user: args.command.user_id, retry: args.context.retryNum },
@@ -72,5 +75,5 @@ export function registerVmCommand(
       default:
         await answerHelp(args.ack, args.command.text.trim());
     }
-  });
+  };
 }

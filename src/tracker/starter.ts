@@ -153,7 +153,13 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
           } catch (error) {
             // The answer may be lost while the pipeline exists: look before calling it failed.
             if (!(error instanceof VmbotError) || !UNCERTAIN.has(error.code)) throw error;
-            const found = await find().catch(() => undefined);
+            const found = await find().catch((readError: unknown) => {
+              deps.log.warn(
+                { err: readError },
+                "could not look for the pipeline after GitLab's answer was lost; one that shows up later is canceled",
+              );
+              return undefined;
+            });
             if (found === undefined) throw error;
             return { ...found, ...(leftInFlight ? watch() : {}) };
           }

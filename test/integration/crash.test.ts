@@ -98,20 +98,19 @@ async function startWorld(
   const dir = mkdtempSync(join(tmpdir(), "vmbot-crash-"));
   dirs.push(dir);
   const db = join(dir, "vmbot.sqlite");
-  const env = (crash: boolean) =>
-    fakeBotEnv({ slack, gitlab }, db, {
-      POLL_INTERVAL_MS: "500",
-      LOG_LEVEL: "info",
-      ...extraEnv,
-      ...(crash && crashAt !== undefined ? { VMBOT_CRASH_AT: crashAt } : {}),
-    });
+  const env = fakeBotEnv({ slack, gitlab }, db, {
+    POLL_INTERVAL_MS: "500",
+    LOG_LEVEL: "info",
+    ...extraEnv,
+  });
   const signerFor = (port: number) =>
     createSlackSigner({
       eventsUrl: `http://127.0.0.1:${port}/slack/events`,
       signingSecret: TEST_SECRETS.signingSecret,
       slack,
     });
-  const bot = runBot(env(true), dir);
+  // The first bot dies at the crash point (the crash tests' own entry); restarts run the bot's.
+  const bot = runBot(env, dir, crashAt === undefined ? {} : { entry: "crash", args: [crashAt] });
   restartFailure = undefined;
   let closing = false;
   const world: World = {
@@ -135,7 +134,7 @@ async function startWorld(
       .then(async () => {
         if (current.child.signalCode !== "SIGKILL" || closing) return;
         world.crashes += 1;
-        world.bot = runBot(env(false), dir);
+        world.bot = runBot(env, dir);
         watch(world.bot);
         world.signer = signerFor(await portOf(world.bot));
         world.restarts += 1;

@@ -8,7 +8,13 @@ import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { captureLogs } from "../support/logs.js";
-import { CHANNEL, harnessPerTest, REQUESTER, type Harness } from "../support/harness.js";
+import {
+  CHANNEL,
+  eventually,
+  harnessPerTest,
+  REQUESTER,
+  type Harness,
+} from "../support/harness.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
 const start = harnessPerTest();
@@ -87,6 +93,34 @@ describe("GET /healthz", () => {
       const body = (await response.json()) as { status: string; reason: string };
       expect(body.status).toBe("unavailable");
       expect(body.reason).toMatch(/^Slack is not reachable \(.+\); retrying$/);
+    } finally {
+      await bot.stop(1_000);
+    }
+  });
+
+  it("stops retrying, and says what failed, when Slack reached again refuses the token", async () => {
+    const harness = await start();
+    const asked = harness.slack.callsTo("auth.test").length;
+    // Slack down at start, then back, saying the token was revoked meanwhile.
+    harness.slack.failNext("auth.test", { status: 500 });
+    harness.slack.failNext("auth.test", "token_revoked");
+    const logs = captureLogs();
+    const bot = await startVmbot(
+      { ...harness.config, dbPath: ":memory:" },
+      { logDestination: logs.stream, slackRetryMs: 20 },
+    );
+    try {
+      const refused =
+        "Slack refused SLACK_BOT_TOKEN (token_revoked): reinstall the app and copy its Bot User OAuth Token.";
+      await eventually(
+        () => (bot.health().reason === refused ? true : undefined),
+        "the health check to say Slack refused the token",
+      );
+      const response = await fetch(`http://127.0.0.1:${bot.port}/healthz`);
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({ status: "unavailable", reason: refused });
+      expect(logs.lines.some((line) => line.includes("no longer retrying"))).toBe(true);
+      expect(harness.slack.callsTo("auth.test").length - asked).toBe(2);
     } finally {
       await bot.stop(1_000);
     }

@@ -22,6 +22,8 @@ export interface BotProcess {
 const ENTRIES = {
   bot: { source: "src/main.ts", built: "dist/main.js" },
   start: { source: "sandbox/main.ts", built: "dist-sandbox/sandbox/main.js" },
+  /** The bot with a crash point (the first of `args`): test/support/crash-entry.ts. */
+  crash: { source: "test/support/crash-entry.ts", built: undefined },
 } as const;
 
 /**
@@ -34,9 +36,18 @@ const ENTRIES = {
 export function runBot(
   env: Record<string, string>,
   cwd = ROOT,
-  options: { built?: boolean; preload?: string[]; entry?: keyof typeof ENTRIES } = {},
+  options: {
+    built?: boolean;
+    preload?: string[];
+    entry?: keyof typeof ENTRIES;
+    /** Arguments after the entry point. */
+    args?: string[];
+  } = {},
 ): BotProcess {
   const entry = ENTRIES[options.entry ?? "bot"];
+  if (options.built === true && entry.built === undefined) {
+    throw new Error(`the ${options.entry ?? "bot"} entry point runs from source only`);
+  }
   // Node itself with tsx's loader, not the tsx command: signals then reach the bot directly
   // (the command relays them and kills a child that is slow to acknowledge).
   const preload = (options.preload ?? []).flatMap((file) => [
@@ -45,8 +56,8 @@ export function runBot(
   ]);
   const args =
     options.built === true
-      ? [resolve(ROOT, entry.built)]
-      : ["--import", TSX_LOADER, ...preload, resolve(ROOT, entry.source)];
+      ? [resolve(ROOT, entry.built ?? entry.source), ...(options.args ?? [])]
+      : ["--import", TSX_LOADER, ...preload, resolve(ROOT, entry.source), ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },

@@ -1,0 +1,110 @@
+import type {
+  AllMiddlewareArgs,
+  BlockButtonAction,
+  RespondFn,
+  SlackActionMiddlewareArgs,
+  SlackCommandMiddlewareArgs,
+} from "@slack/bolt";
+import { z } from "zod";
+import type { Logger } from "../logger.js";
+import type { UnlockService } from "../unlock/service.js";
+import { failure, type Reply, type UnlockTarget } from "../views/unlock.js";
+import { STATE_NAME } from "../vm/state-name.js";
+
+/** `/vm unlock`, Force-unlock and Cancel: each reads what Slack sent, asks the unlock service, answers. */
+
+type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
+type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
+
+const UnlockArgSchema = z.string().regex(STATE_NAME).optional();
+
+/** What the Force-unlock and Cancel buttons carry (`views/unlock.ts`), as JSON in their value. */
+const UnlockTargetSchema = z.object({
+  state: z.string().regex(STATE_NAME),
+  lockedAt: z.string().min(1),
+});
+
+const USAGE =
+  "Usage: `/vm unlock [VM or state]`. A VM or state name has letters, digits, '.', '_' or '-'; without one, vmbot lists the locked states.";
+
+const ephemeral = (reply: Reply) => ({ response_type: "ephemeral" as const, ...reply });
+const replace = (reply: Reply) => ({ replace_original: true, ...reply });
+const beside = (reply: Reply) => ({
+  replace_original: false,
+  response_type: "ephemeral" as const,
+  ...reply,
+});
+
+function targetOf(value: string | undefined): UnlockTarget | undefined {
+  try {
+    const parsed = UnlockTargetSchema.safeParse(JSON.parse(value ?? ""));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `/vm unlock [VM or state]`, admins only: the service checks who asks. */
+export function unlockCommand(unlock: UnlockService) {
+  return async ({ command, ack, respond }: CommandArgs, arg: string | undefined) => {
+    const name = UnlockArgSchema.safeParse(arg);
+    if (!name.success) {
+      await ack(ephemeral(failure(USAGE)));
+      return;
+    }
+    await ack();
+    await respond(ephemeral(await unlock.show(command.user_id, name.data)));
+  };
+}
+
+/** Cancel: the state stays locked, and the prompt says so. */
+export function unlockCancel(unlock: UnlockService) {
+  return async ({ ack, action, respond }: ButtonArgs) => {
+    await ack();
+    await respond(replace(unlock.cancel(targetOf(action.value)?.state)));
+  };
+}
+
+/**
+ * Force-unlock (after Slack's confirmation dialog). The unlock is recorded in SLACK_CHANNEL, else
+ * in the channel of the prompt.
+ */
+export function unlockConfirm(
+  unlock: UnlockService,
+  deps: { channel: string | undefined; log: Logger },
+) {
+  return async ({ ack, action, body, respond, client }: ButtonArgs) => {
+    await ack();
+    const user = body.user.id;
+    const channel = deps.channel ?? body.channel?.id;
+    const answer = await unlock.unlock(user, targetOf(action.value), channel);
+    await respond(answer.inPlace ? replace(answer.reply) : beside(answer.reply));
+    if (answer.notice === undefined) return;
+    const log = deps.log.child({ user, command: "unlock" });
+    await tellChannel({ channel, client, respond, log }, answer.notice);
+  };
+}
+
+/** The channel's record of the unlock; through the response URL when the bot is not a member. */
+async function tellChannel(
+  where: {
+    channel: string | undefined;
+    client: ButtonArgs["client"];
+    respond: RespondFn;
+    log: Logger;
+  },
+  notice: Reply,
+): Promise<void> {
+  if (where.channel !== undefined) {
+    try {
+      await where.client.chat.postMessage({ channel: where.channel, ...notice });
+      return;
+    } catch (error) {
+      where.log.warn(
+        { err: error },
+        "could not post the unlock in the channel; answering in place",
+      );
+    }
+  }
+  await where.respond({ response_type: "in_channel", replace_original: false, ...notice });
+}

@@ -1,0 +1,25 @@
+import type { DestinationStream } from "pino";
+import type { CrashPoint } from "../effects.js";
+import type { ServerLimits } from "../server.js";
+
+/**
+ * How a start differs from production's, for the tests, the sandbox and the benchmarks: none of
+ * these is a setting of the bot (the environment, `config.ts`, holds those).
+ */
+export interface StartOptions {
+  /** The address the HTTP server listens on; every interface by default. */
+  host?: string;
+  /** Where log lines go; stdout by default. */
+  logDestination?: DestinationStream;
+  gitlabTimeoutMs?: number;
+  vaultTimeoutMs?: number;
+  proxmoxTimeoutMs?: number;
+  /** How long a Proxmox node list is reused (15 seconds by default). */
+  nodeListMaxAgeMs?: number;
+  /** How long to wait before asking Slack again while it cannot be reached (30 seconds). */
+  slackRetryMs?: number;
+  /** The HTTP server's bounds, where they differ from DEFAULT_LIMITS (tests). */
+  httpLimits?: Partial<ServerLimits>;
+  /** Fault injection for crash tests, called at every effect's crash points. */
+  onCrashPoint?: (point: CrashPoint) => void;
+}

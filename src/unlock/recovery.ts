@@ -1,0 +1,91 @@
+import { z } from "zod";
+import type { Effects } from "../effects.js";
+import type { Logger } from "../logger.js";
+import { STATE_NAME } from "../vm/state-name.js";
+import { unlockedNotice, type Reply } from "../views/unlock.js";
+import {
+  confirmUnlock,
+  findState,
+  lockedState,
+  removeLock,
+  type StatesPort,
+  type UnlockStore,
+} from "./lock.js";
+
+/** What an unlock's effect records as its intent: the lock confirmed, by whom, where to say so. */
+export const PendingUnlockSchema = z.object({
+  state: z.string().regex(STATE_NAME),
+  lockedAt: z.string().min(1),
+  holder: z.string().nullable(),
+  user: z.string(),
+  channel: z.string().nullable(),
+});
+
+export interface RecoveryDeps {
+  store: UnlockStore;
+  gitlab: StatesPort;
+  effects: Effects;
+  log: Logger;
+  now: () => Date;
+  /** Posts a message in a channel. */
+  announce: (channel: string, message: Reply) => Promise<void>;
+}
+
+/**
+ * Unlocks a crash interrupted: the admin confirmed one particular lock. If that lock is still
+ * there, it is removed as confirmed; if it is gone, the unlock happened (or someone else did
+ * it). Either way the audit log and the channel are told once.
+ */
+export async function resumeUnlocks(deps: RecoveryDeps): Promise<void> {
+  for (const effect of deps.store.pendingEffects()) {
+    if (!effect.subject.startsWith("unlock:")) continue;
+    const pending = PendingUnlockSchema.safeParse(effect.intent);
+    if (!pending.success) {
+      deps.store.complete(effect.subject, effect.step, { abandoned: "unreadable intent" });
+      continue;
+    }
+    const log = deps.log.child({ command: "unlock", state: pending.data.state });
+    try {
+      await resumeOne(deps, effect, pending.data, log);
+    } catch (error) {
+      log.warn({ err: error }, "could not finish an unlock interrupted by a restart");
+    }
+  }
+}
+
+async function resumeOne(
+  deps: RecoveryDeps,
+  effect: { subject: string; step: string },
+  pending: z.infer<typeof PendingUnlockSchema>,
+  log: Logger,
+): Promise<void> {
+  const { state: name, lockedAt, holder, user, channel } = pending;
+  const result = await deps.effects.once<{ gone?: boolean }>(effect.subject, effect.step, {
+    reconcile: async () => {
+      const current = lockedState((await findState(deps.gitlab, name)).state);
+      return current?.lockedAt === lockedAt ? undefined : { gone: true };
+    },
+    act: async () => {
+      await removeLock(deps.gitlab, name, lockedAt, log);
+      return {};
+    },
+  });
+  const locked = { name, lockedAt, lockedBy: holder };
+  if (result.gone === true) {
+    deps.store.audit({
+      requestId: null,
+      actor: user,
+      action: "unlocked",
+      detail: { state: name, holder, lockedAt, foundAfterRestart: true },
+    });
+  } else {
+    await confirmUnlock(deps, locked, user, log);
+  }
+  if (channel !== null) {
+    await deps
+      .announce(channel, unlockedNotice(user, locked, deps.now()))
+      .catch((error: unknown) => {
+        log.warn({ err: error }, "could not tell the channel about a resumed unlock");
+      });
+  }
+}

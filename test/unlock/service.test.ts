@@ -1,0 +1,136 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createEffects } from "../../src/effects.js";
+import { createGitlab } from "../../src/gitlab/gitlab.js";
+import { createLogger } from "../../src/logger.js";
+import { createRedactor } from "../../src/redact.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { Store } from "../../src/store/store.js";
+import { createUnlockService, type UnlockService } from "../../src/unlock/service.js";
+import type { Reply } from "../../src/views/unlock.js";
+import { startFakeGitlab, type FakeGitlab } from "../../sandbox/simulators/gitlab/index.js";
+import { ADMIN, eventually, PROJECT_PATH } from "../support/harness.js";
+import { captureLogs } from "../support/logs.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+/**
+ * The unlock service alone, given only what it uses: GitLab's states (the real client against
+ * the simulator), the store, the effects journal, who is an admin, and where to announce.
+ */
+
+const HOUR = 3_600_000;
+const LOCK = /\/terraform\/state\/general\/lock$/;
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** The first DELETE of the lock has reached GitLab (where it is held). */
+async function atGitlab(w: { fake: FakeGitlab }): Promise<void> {
+  await eventually(
+    () => (w.fake.requestsTo("DELETE", LOCK).length > 0 ? true : undefined),
+    "the unlock to reach GitLab",
+  );
+}
+
+async function world() {
+  const fake = await startFakeGitlab({
+    token: TEST_SECRETS.gitlabToken,
+    projects: [{ id: 42, path: PROJECT_PATH, role: "maintainer" }],
+  });
+  closers.push(() => fake.close());
+  fake.addUser({ username: "alice", name: "Alice Ops" });
+  fake.addTerraformState(PROJECT_PATH, "general", {
+    lockedBy: "alice",
+    lockedAt: new Date(Date.now() - 3 * HOUR),
+  });
+  const gitlab = createGitlab({
+    url: fake.url,
+    token: TEST_SECRETS.gitlabToken,
+    project: PROJECT_PATH,
+    ref: "main",
+    pipelineParams: "inputs",
+  });
+  // The lock as GitLab shows it, as the prompt's button carries it.
+  const [state] = await gitlab.terraformStates();
+  return { fake, gitlab, lockedAt: state?.lockedAt ?? "" };
+}
+
+function service(
+  w: Awaited<ReturnType<typeof world>>,
+  announced: { channel: string; message: Reply }[] = [],
+): { unlock: UnlockService; store: Store } {
+  const store = openSqliteStore(":memory:");
+  closers.push(() => {
+    store.close();
+  });
+  const unlock = createUnlockService({
+    gitlab: w.gitlab,
+    store,
+    effects: createEffects({ store }),
+    access: { may: (_action, user) => Promise.resolve(user === ADMIN), who: () => [ADMIN] },
+    log: createLogger({
+      level: "info",
+      redactor: createRedactor(),
+      destination: captureLogs().stream,
+    }),
+    sharedState: "general",
+    project: PROJECT_PATH,
+    announce: (channel, message) => {
+      announced.push({ channel, message });
+      return Promise.resolve();
+    },
+  });
+  return { unlock, store };
+}
+
+describe("the unlock service", () => {
+  it("turns a second confirmation away while its own unlock of the state is in hand", async () => {
+    const w = await world();
+    const { unlock, store } = service(w);
+    let release: () => void = () => undefined;
+    w.fake.failNext(
+      { method: "DELETE", path: LOCK },
+      { until: new Promise<void>((resolve) => (release = resolve)) },
+    );
+    const target = { state: "general", lockedAt: w.lockedAt };
+    const first = unlock.unlock(ADMIN, target, "C1");
+    // The first is at GitLab (its DELETE held there) before the second is asked.
+    await atGitlab(w);
+    const second = await unlock.unlock(ADMIN, target, "C1");
+    expect(second.inPlace).toBe(false);
+    expect(second.reply.text).toContain("An unlock of `general` is already under way.");
+    release();
+    const answer = await first;
+    expect(answer.notice).toBeDefined();
+    expect(store.listAudit().map((entry) => entry.action)).toEqual([
+      "unlock_requested",
+      "unlocked",
+    ]);
+    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(1);
+  });
+
+  it("keeps no state between two services: each has its own unlocks in hand", async () => {
+    const w = await world();
+    const a = service(w);
+    const b = service(w);
+    let release: () => void = () => undefined;
+    w.fake.failNext(
+      { method: "DELETE", path: LOCK },
+      { until: new Promise<void>((resolve) => (release = resolve)) },
+    );
+    const target = { state: "general", lockedAt: w.lockedAt };
+    const first = a.unlock.unlock(ADMIN, target, "C1");
+    await atGitlab(w);
+    // With the first service's unlock held at GitLab, another service (another bot, its own
+    // store) is not told that the state is being unlocked: it reads GitLab itself and unlocks.
+    const second = await b.unlock.unlock(ADMIN, target, "C1");
+    expect(second.reply.text).not.toContain("already under way");
+    expect(second.notice).toBeDefined();
+    expect(b.store.listAudit().map((entry) => entry.action)).toEqual([
+      "unlock_requested",
+      "unlocked",
+    ]);
+    release();
+    await first;
+  });
+});
