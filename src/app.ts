@@ -14,6 +14,7 @@ import { registerRetryConfigure } from "./actions/retry-configure.js";
 import { registerPlanAgain } from "./actions/plan-again.js";
 import { registerWithdraw } from "./actions/withdraw.js";
 import { answerStoreFailures } from "./actions/store-failure.js";
+import type { Clock } from "./clock.js";
 import { registerUnlockActions } from "./commands/unlock.js";
 import { registerVmCommand } from "./commands/vm.js";
 import type { Config } from "./config.js";
@@ -39,6 +40,8 @@ export interface AppDeps {
   access?: Access;
   /** What every text sent to Slack passes; shapes only when not given. */
   redact?: Redactor;
+  /** What time it is for every listener (PLAN_TTL, decisions' times); the machine's by default. */
+  now?: Clock;
 }
 
 export interface VmbotApp {

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import type { DestinationStream } from "pino";
 import { webApi } from "@slack/bolt";
 import { createApp, slackClientOptions } from "./app.js";
+import { systemClock, type Clock } from "./clock.js";
 import { resumeUnlocks } from "./commands/unlock.js";
 import { configSecrets, type Config } from "./config.js";
 import { createEffects, type CrashPoint } from "./effects.js";
@@ -37,6 +38,8 @@ export interface StartOptions {
   httpLimits?: Partial<ServerLimits>;
   /** Fault injection for crash tests, called at every effect's crash points. */
   onCrashPoint?: (point: CrashPoint) => void;
+  /** What time it is for the store, the tracker and the listeners; the machine's by default. */
+  clock?: Clock;
 }
 
 export interface RunningVmbot {
@@ -266,6 +269,7 @@ export async function startVmbot(
   options: StartOptions = {},
 ): Promise<RunningVmbot> {
   const redactor = createRedactor(configSecrets(config));
+  const clock = options.clock ?? systemClock;
   const log = createLogger({
     level: config.logLevel,
     redactor,
@@ -275,7 +279,7 @@ export async function startVmbot(
   // anything is asked of Vault, Slack or GitLab.
   let store: Store;
   try {
-    store = openSqliteStore(config.dbPath);
+    store = openSqliteStore(config.dbPath, { clock });
   } catch (error) {
     throw new StartupError(
       error instanceof StoreOwnedError
@@ -319,6 +323,7 @@ export async function startVmbot(
     effects,
     nodes: platform.nodes,
     redact: redactor,
+    now: clock,
   });
   const tracker = createTracker({
     config,
@@ -330,6 +335,7 @@ export async function startVmbot(
     effects,
     starter: vmbot.starter,
     nodes: platform.nodes,
+    now: clock,
   });
 
   const inventory = createInventoryCheck({
@@ -459,6 +465,7 @@ export async function startVmbot(
     effects,
     client: vmbot.app.client,
     log: log.child({ component: "unlock" }),
+    now: clock,
   }).catch((error: unknown) => {
     log.warn({ err: error }, "could not resume interrupted unlocks");
   });
