@@ -8,6 +8,7 @@ import {
 import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
 import { answerStoreFailures } from "./actions/store-failure.js";
+import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
@@ -33,6 +34,8 @@ export interface AppDeps {
   access?: Access;
   /** What every text sent to Slack passes; shapes only when not given. */
   redact?: Redactor;
+  /** What time it is; the machine's clock by default. */
+  now?: Clock;
 }
 
 export interface VmbotApp {
@@ -143,6 +146,7 @@ export function createApp(deps: AppDeps): VmbotApp {
     log: log.child({ component: "unlock" }),
     sharedState: config.tfStateName,
     project: config.gitlab.project,
+    ...(deps.now === undefined ? {} : { now: deps.now }),
     announce: async (channel, message) => {
       await app.client.chat.postMessage({ channel, ...message });
     },

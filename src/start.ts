@@ -1,4 +1,5 @@
 import { createApp, type VmbotApp } from "./app.js";
+import { systemClock, type Clock } from "./clock.js";
 import { configSecrets, type Config } from "./config.js";
 import { createEffects } from "./effects.js";
 import { createGitlab, type GitlabPort } from "./gitlab/gitlab.js";
@@ -43,9 +44,9 @@ const FIRST_INVENTORY_CHECK_MS = 60_000;
  * The store first: a second bot on the same store, or a damaged one, stops here, before anything
  * is asked of Vault, Slack or GitLab.
  */
-function openStore(config: Config): Store {
+function openStore(config: Config, clock: Clock): Store {
   try {
-    return openSqliteStore(config.dbPath);
+    return openSqliteStore(config.dbPath, { clock });
   } catch (error) {
     throw new StartupError(
       error instanceof StoreOwnedError
@@ -103,6 +104,7 @@ function buildParts(
     effects,
     nodes: platform.nodes,
     redact: redactor,
+    now: options.clock ?? systemClock,
   });
   const tracker = createTracker({
     config,
@@ -114,6 +116,7 @@ function buildParts(
     effects,
     starter: vmbot.starter,
     nodes: platform.nodes,
+    now: options.clock ?? systemClock,
   });
   const inventory = createInventoryCheck({
     store,
@@ -168,7 +171,7 @@ export async function startVmbot(
   const undo = undoList();
   let stopping = false;
   try {
-    const store = openStore(config);
+    const store = openStore(config, options.clock ?? systemClock);
     undo.push(() => {
       store.close();
     });

@@ -1,4 +1,5 @@
 import type { DestinationStream } from "pino";
+import type { Clock } from "../clock.js";
 import type { CrashPoint } from "../effects.js";
 import type { ServerLimits } from "../server.js";
 
@@ -22,4 +23,6 @@ export interface StartOptions {
   httpLimits?: Partial<ServerLimits>;
   /** Fault injection for crash tests, called at every effect's crash points. */
   onCrashPoint?: (point: CrashPoint) => void;
+  /** What time it is for the store, the tracker and the listeners; the machine's by default. */
+  clock?: Clock;
 }

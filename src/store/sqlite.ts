@@ -3,16 +3,18 @@ import { dirname } from "node:path";
 import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import { z } from "zod";
-import { FailureRecordSchema } from "../tracker/failure-cause.js";
-import { DecisionSchema, PlanReviewRecordSchema } from "../tracker/review.js";
+import { checkMove, FINAL_STATUSES, REQUEST_STATUSES } from "../requests/lifecycle.js";
+import {
+  DecisionSchema,
+  FailureRecordSchema,
+  PlanReviewRecordSchema,
+} from "../requests/records.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
 import { claimStore, type StoreOwnership } from "./owner.js";
 import { createSqliteInventory } from "./inventory.js";
 import { checkIntegrity, createWriteProbe, guardWrite } from "./sqlite-checks.js";
 import {
-  FINAL_STATUSES,
-  REQUEST_STATUSES,
   type AuditEntry,
   type AuditRecord,
   type EffectRecord,
@@ -129,6 +131,9 @@ function toRecord(row: unknown): RequestRecord {
     stageTimes: r.stage_times,
   };
 }
+
+/** An update's columns, the status included: only `transition` sets it. */
+type StatusPatch = RequestPatch & { status?: RequestStatus };
 
 /** A request ID that is short enough to quote in Slack and sorts by creation time. */
 export function newRequestId(now = Date.now()): string {
@@ -294,11 +299,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     address: "address",
     failure: "failure",
     notes: "notes",
-  } as const satisfies Record<keyof RequestPatch, string>;
+  } as const satisfies Record<keyof StatusPatch, string>;
 
   /** One UPDATE of the patched columns, only when the status is among `from` if given. */
-  function update(id: string, patch: RequestPatch, from?: readonly RequestStatus[]): boolean {
-    const entries = (Object.entries(patch) as [keyof RequestPatch, unknown][]).filter(
+  function update(id: string, patch: StatusPatch, from?: readonly RequestStatus[]): boolean {
+    const entries = (Object.entries(patch) as [keyof StatusPatch, unknown][]).filter(
       ([, value]) => value !== undefined,
     );
     const assignments = [
@@ -363,6 +368,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
 
     updateRequest(id, patch) {
+      // The type leaves the status out; a patch built at run time must too.
+      if ("status" in patch) throw new Error("a request's status changes only through transition");
       if (!guardWrite(`update request ${id}`, () => update(id, patch))) {
         throw new Error(`No request ${id} in the store.`);
       }
@@ -370,6 +377,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
 
     transition(id, from, to, patch = {}, intent, entry) {
+      checkMove(from, to);
       return guardWrite(`move request ${id} to ${to}`, () =>
         db.transaction(() => {
           if (!update(id, { ...patch, status: to }, from)) return undefined;

@@ -1,31 +1,14 @@
 import type { Inventory } from "./inventory.js";
-import type { FailureRecord } from "../tracker/failure-cause.js";
-import type { Decision, PlanReviewRecord } from "../tracker/review.js";
+import type { RequestStatus } from "../requests/lifecycle.js";
+import type { Decision, FailureRecord, PlanReviewRecord } from "../requests/records.js";
 import type { VmSpec } from "../vm/spec.js";
 
-export const REQUEST_STATUSES = [
-  "queued",
-  "planning",
-  "awaiting_approval",
-  "applying",
-  "configuring",
-  "ready",
-  "failed",
-  "rejected",
-  "expired",
-  "canceled",
-  "withdrawn",
-] as const;
-export type RequestStatus = (typeof REQUEST_STATUSES)[number];
-
-export const FINAL_STATUSES: readonly RequestStatus[] = [
-  "ready",
-  "failed",
-  "rejected",
-  "expired",
-  "canceled",
-  "withdrawn",
-];
+export {
+  FINAL_STATUSES,
+  REQUEST_STATUSES,
+  TransitionError,
+  type RequestStatus,
+} from "../requests/lifecycle.js";
 
 export interface RequestRecord {
   id: string;
@@ -79,10 +62,13 @@ export interface NewRequest {
   stateName?: string;
 }
 
+/**
+ * What an update may change. Never the status: that changes only through `Store.transition`,
+ * which the transition table (requests/lifecycle.ts) guards.
+ */
 export type RequestPatch = Partial<
   Pick<
     RequestRecord,
-    | "status"
     | "messageTs"
     | "pipelineId"
     | "pipelineUrl"
@@ -160,12 +146,14 @@ export interface Store {
   /**
    * Moves a request to `to` only if its status is one of `from`, in one conditional update, so
    * that of two concurrent attempts (two Approve clicks) exactly one wins. Undefined for the loser.
+   * Throws TransitionError, changing nothing, when the transition table does not list a move from
+   * one of `from` to `to`.
    */
   transition(
     id: string,
     from: readonly RequestStatus[],
     to: RequestStatus,
-    patch?: Omit<RequestPatch, "status">,
+    patch?: RequestPatch,
     /** Effects to record as intended in the same transaction, when the move happens. */
     intent?: TransitionIntent | readonly TransitionIntent[],
     /** An audit entry for the move, written in the same transaction (who approved, rejected). */

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage, VmbotError } from "../errors.js";
@@ -67,7 +68,7 @@ export interface ClosureDeps {
   log: Logger;
   post: ThreadPoster;
   render: (request: RequestRecord) => Promise<void>;
-  now?: () => Date;
+  now?: Clock | undefined;
 }
 
 export interface Closure {
@@ -90,7 +91,7 @@ export interface Closure {
 
 export function createClosure(deps: ClosureDeps): Closure {
   const { store, gitlab, log } = deps;
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
 
   /** Cancels the pipeline once; a lost answer is settled by reading the jobs back. */
   async function cancel(request: RequestRecord, pipelineId: number, fresh: boolean) {

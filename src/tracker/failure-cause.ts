@@ -1,28 +1,19 @@
-import { z } from "zod";
 import type { PlanDiagnostic } from "../terraform/plan-text.js";
+import type { FailureCauseCode } from "../requests/records.js";
 import { causeWords } from "../views/failure.js";
+
+export {
+  FAILURE_CAUSES,
+  FailureRecordSchema,
+  type FailureCauseCode,
+  type FailureRecord,
+} from "../requests/records.js";
 
 /**
  * Why a job failed, classified from its whole log (the tail a message could show may not reach
  * it): the cause as a code, with the facts its sentence names. The sentences are in
  * views/failure.ts.
  */
-
-export const FAILURE_CAUSES = [
-  /** GitLab refused the Terraform state lock to the job's token (its user is below Maintainer). */
-  "state_auth",
-  /** The Terraform state is locked by someone else (a stuck lock, or a run in progress). */
-  "state_locked",
-  /** Ansible (or SSH) could not reach the VM. */
-  "unreachable",
-  /** Vault refused the job's token: permission denied. */
-  "vault_denied",
-  /** The job ran longer than its time limit. */
-  "timeout",
-  /** Terraform stopped on an `Error:` from a provider or an API. */
-  "terraform_error",
-] as const;
-export type FailureCauseCode = (typeof FAILURE_CAUSES)[number];
 
 export interface FailureFinding {
   cause: FailureCauseCode;
@@ -31,18 +22,6 @@ export interface FailureFinding {
   /** The first line of Terraform's error, for a `terraform_error`. */
   summary?: string;
 }
-
-/** The stage a failed job belongs to, and what a next step needs to know. */
-export const FailureRecordSchema = z.object({
-  stage: z.enum(["plan", "apply", "configure"]),
-  jobId: z.number().int(),
-  cause: z.enum(FAILURE_CAUSES).optional(),
-  /** How many times the configure job was retried from Slack for this request. */
-  retries: z.number().int().nonnegative().optional(),
-  /** The request planned again with the same inputs (Plan again), by whom and when. */
-  again: z.object({ requestId: z.string(), by: z.string(), at: z.string() }).optional(),
-});
-export type FailureRecord = z.infer<typeof FailureRecordSchema>;
 
 const TIMEOUT =
   /execution took longer than [0-9hms.]+ seconds|ERROR: Job failed: .*timeout|job_execution_timeout/;

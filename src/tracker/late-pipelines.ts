@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.js";
 import type { Effects } from "../effects.js";
 import type { GitlabPort, Pipeline } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
@@ -18,7 +19,7 @@ export interface LatePipelinesDeps {
   log: Logger;
   /** Posts a note in the request's thread, once per step. */
   note: (request: RequestRecord, step: string, text: string) => Promise<void>;
-  now: () => Date;
+  now: Clock;
 }
 
 /** How long after an uncertain create the bot keeps looking for a late pipeline. */

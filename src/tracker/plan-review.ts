@@ -1,4 +1,5 @@
 import type { webApi } from "@slack/bolt";
+import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
@@ -29,7 +30,7 @@ export interface PlanReviewDeps {
   redact: Redactor;
   effects: Effects;
   nodes?: NodeDirectory | undefined;
-  now: () => Date;
+  now: Clock;
   /** A message of the request's thread that `matches`. */
   findInThread(
     request: RequestRecord,

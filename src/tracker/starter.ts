@@ -98,7 +98,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         reason === "not_in_channel" || reason === "channel_not_found"
           ? `vmbot could not post your request for ${request.spec.name} in <#${request.channel}> (${reason}): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`
           : `vmbot could not post your request for ${request.spec.name} (${reason ?? "Slack error"}), so no pipeline was started. Please try again.`;
-      store.updateRequest(request.id, { status: "failed", error: message });
+      store.transition(request.id, ["queued"], "failed", { error: message });
       store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
       store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
       await client.chat
@@ -200,7 +200,12 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         ...(leftInFlight || UNCERTAIN.has(code) ? watch() : {}),
       });
       store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
-      return store.updateRequest(request.id, { status: "failed", error: userMessage(error) });
+      // Withdrawn meanwhile: the request keeps that end.
+      return (
+        store.transition(request.id, ["queued"], "failed", { error: userMessage(error) }) ??
+        store.getRequest(request.id) ??
+        request
+      );
     }
   }
 

@@ -13,6 +13,7 @@ import {
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
+import { moveTo } from "../support/lifecycle.js";
 
 const start = harnessPerTest();
 
@@ -190,7 +191,7 @@ describe("/vm create", () => {
     expect(allRequests(h)).toHaveLength(1);
 
     // Once the first request ends without a VM, its address is free again.
-    h.bot.store.updateRequest(request.id, { status: "failed" });
+    moveTo(h.bot.store, request.id, "failed");
     const free = await openAnother(h, "web-02");
     const accepted = await submit(h, free, { ...goodEntries, vm_name: "web-02" });
     expect(accepted.body).toBe("");

@@ -14,6 +14,7 @@ import {
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
+import { testClock } from "../support/clock.js";
 
 /**
  * GitLab does the thing, and its answer is lost (a timeout, a dropped connection, a proxy's 5xx)
@@ -359,14 +360,12 @@ describe("a rejected or expired plan cannot be applied", () => {
   }, 30_000);
 
   it("after PLAN_TTL expiry, the same: the plan is deleted and a later apply in GitLab is posted with who played it", async () => {
-    const { h, pipelineId, requestId, message } = await planned({ env: { PLAN_TTL: "2h" } });
-    const request = h.bot.store.getRequest(requestId)!;
-    h.bot.store.updateRequest(requestId, {
-      review: {
-        ...request.review!,
-        reviewedAt: new Date(Date.now() - 3 * 3_600_000).toISOString(),
-      },
+    const clock = testClock();
+    const { h, pipelineId, requestId, message } = await planned({
+      env: { PLAN_TTL: "2h" },
+      clock: clock.now,
     });
+    clock.advance(3 * 3_600_000);
     await h.bot.tracker.tick();
     expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
     expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);

@@ -112,7 +112,7 @@ describe("what the request message shows", () => {
     const { request } = store.createRequest(newRequest());
     expect(request).toMatchObject({ revision: 0, renderedRevision: 0 });
     // No message yet: nothing to catch up.
-    store.updateRequest(request.id, { status: "planning" });
+    store.transition(request.id, ["queued"], "planning");
     expect(store.listBehind(10)).toEqual([]);
     const posted = store.updateRequest(request.id, { messageTs: "1.2" });
     expect(posted.revision).toBe(2);

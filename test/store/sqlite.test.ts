@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MIGRATIONS } from "../../src/store/migrations.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { NewRequest } from "../../src/store/store.js";
+import { moveTo } from "../support/lifecycle.js";
 import { SAMPLE_SPEC } from "../support/requests.js";
 
 const spec = SAMPLE_SPEC;
@@ -38,11 +39,14 @@ describe("the SQLite store", () => {
     store.transition(request.id, ["queued"], "planning");
     now = new Date("2026-12-02T10:02:00.000Z");
     store.updateRequest(request.id, { messageTs: "1.2" });
-    store.transition(request.id, ["planning"], "planning", { error: null });
     expect(store.getRequest(request.id)?.stageAt).toBe("2026-12-02T10:01:00.000Z");
     now = new Date("2026-12-02T10:03:00.000Z");
-    const moved = store.transition(request.id, ["planning"], "awaiting_approval");
+    const moved = store.transition(request.id, ["planning"], "failed");
     expect(moved?.stageAt).toBe("2026-12-02T10:03:00.000Z");
+    // The same status again (Plan again recording its new request) keeps the stage's start.
+    now = new Date("2026-12-02T10:04:00.000Z");
+    store.transition(request.id, ["failed"], "failed", { error: null });
+    expect(store.getRequest(request.id)?.stageAt).toBe("2026-12-02T10:03:00.000Z");
     store.close();
   });
 
@@ -132,7 +136,7 @@ describe("the SQLite store", () => {
   it("records a transition's intent in the same write, and none when the transition loses", () => {
     const store = openSqliteStore(":memory:");
     const { request } = store.createRequest(newRequest());
-    store.updateRequest(request.id, { status: "awaiting_approval" });
+    moveTo(store, request.id, "awaiting_approval");
     const won = store.transition(
       request.id,
       ["awaiting_approval"],
@@ -156,7 +160,7 @@ describe("the SQLite store", () => {
   it("writes a transition's audit entry and several intents with the move, and nothing when it loses", () => {
     const store = openSqliteStore(":memory:");
     const { request } = store.createRequest(newRequest());
-    store.updateRequest(request.id, { status: "awaiting_approval" });
+    moveTo(store, request.id, "awaiting_approval");
     const won = store.transition(
       request.id,
       ["awaiting_approval"],
@@ -198,7 +202,7 @@ describe("the SQLite store", () => {
     const store = openSqliteStore(":memory:");
     const a = store.createRequest(newRequest("view:A")).request;
     const b = store.createRequest(newRequest("view:B")).request;
-    store.updateRequest(a.id, { status: "failed", error: "GitLab said no" });
+    store.transition(a.id, ["queued"], "failed", { error: "GitLab said no" });
     expect(store.listActive().map((r) => r.id)).toEqual([b.id]);
     expect(store.getRequest(a.id)?.error).toBe("GitLab said no");
     store.close();
@@ -207,7 +211,7 @@ describe("the SQLite store", () => {
   it("lets exactly one of two concurrent transitions from the same status win", () => {
     const store = openSqliteStore(":memory:");
     const { request } = store.createRequest(newRequest());
-    store.updateRequest(request.id, { status: "awaiting_approval" });
+    moveTo(store, request.id, "awaiting_approval");
     const first = store.transition(request.id, ["awaiting_approval"], "applying");
     const second = store.transition(request.id, ["awaiting_approval"], "applying");
     expect(first?.status).toBe("applying");
@@ -221,7 +225,7 @@ describe("the SQLite store", () => {
 
   it("refuses to update a request it does not have", () => {
     const store = openSqliteStore(":memory:");
-    expect(() => store.updateRequest("vm-missing", { status: "failed" })).toThrow(
+    expect(() => store.updateRequest("vm-missing", { error: "x" })).toThrow(
       "No request vm-missing in the store.",
     );
     store.close();

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { afterEach } from "vitest";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Clock } from "../../src/clock.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import type { ServerLimits } from "../../src/server.js";
 import { startVmbot, type RunningVmbot } from "../../src/start.js";
@@ -121,6 +122,8 @@ export interface HarnessOptions {
   vaultTimeoutMs?: number;
   /** The bot's HTTP bounds, where a test needs them smaller. */
   httpLimits?: Partial<ServerLimits>;
+  /** What time it is for the bot (see test/support/clock.ts); the machine's by default. */
+  clock?: Clock;
   /** Runs once the fakes are up and before the bot starts, e.g. to seal the fake Vault. */
   prepare?: (fakes: { vault: FakeVault | undefined; proxmox: FakeProxmox | undefined }) => void;
 }
@@ -196,6 +199,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         : { nodeListMaxAgeMs: options.nodeListMaxAgeMs }),
       vaultTimeoutMs: options.vaultTimeoutMs ?? 3_000,
       ...(options.httpLimits === undefined ? {} : { httpLimits: options.httpLimits }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
     });
   } catch (error) {
     await closeFakes();

@@ -14,6 +14,7 @@ import {
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
+import { testClock } from "../support/clock.js";
 
 const start = harnessPerTest();
 
@@ -273,20 +274,12 @@ describe("a configuration that fails", () => {
 });
 
 describe("stale approvals", () => {
-  /** What the store holds for a plan posted `hoursAgo` hours ago. */
-  function postedHoursAgo(h: Harness, requestId: string, hoursAgo: number) {
-    const request = h.bot.store.getRequest(requestId)!;
-    h.bot.store.updateRequest(requestId, {
-      review: {
-        ...request.review!,
-        reviewedAt: new Date(Date.now() - hoursAgo * 3_600_000).toISOString(),
-      },
-    });
-  }
+  const HOUR = 3_600_000;
 
   it("refuses to approve a plan older than PLAN_TTL, and the message turns to expired", async () => {
-    const { h, requestId, message } = await planned();
-    postedHoursAgo(h, requestId, 25);
+    const clock = testClock();
+    const { h, requestId, message } = await planned({ clock: clock.now });
+    clock.advance(25 * HOUR);
     await click(h, message(), APPROVER, "plan_approve");
     const words =
       "This plan waited longer than PLAN_TTL (24 h) for approval and can no longer be applied: run /vm create again for a fresh plan.";
@@ -297,11 +290,12 @@ describe("stale approvals", () => {
   });
 
   it("expires a waiting plan on the tracker's pass, with PLAN_TTL from the configuration", async () => {
-    const { h, requestId } = await planned({ env: { PLAN_TTL: "2h" } });
-    postedHoursAgo(h, requestId, 1);
+    const clock = testClock();
+    const { h, requestId } = await planned({ env: { PLAN_TTL: "2h" }, clock: clock.now });
+    clock.advance(1 * HOUR);
     await h.bot.tracker.tick();
     expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
-    postedHoursAgo(h, requestId, 3);
+    clock.advance(2 * HOUR);
     await h.bot.tracker.tick();
     expect(h.bot.store.getRequest(requestId)).toMatchObject({
       status: "expired",

@@ -10,6 +10,7 @@ import {
   runUntilSettled,
   type HarnessOptions,
 } from "../support/harness.js";
+import { testClock } from "../support/clock.js";
 
 const start = harnessPerTest();
 
@@ -142,14 +143,9 @@ describe("telling the requester how it ended", () => {
   });
 
   it("mentions the requester when the plan expires", async () => {
-    const { h, requestId, thread } = await planned();
-    const request = h.bot.store.getRequest(requestId)!;
-    h.bot.store.updateRequest(requestId, {
-      review: {
-        ...request.review!,
-        reviewedAt: new Date(Date.now() - 25 * 3_600_000).toISOString(),
-      },
-    });
+    const clock = testClock();
+    const { h, requestId, thread } = await planned({ clock: clock.now });
+    clock.advance(25 * 3_600_000);
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
     expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");

@@ -1,0 +1,19 @@
+import type { Clock } from "../clock.js";
+import type { RequestRecord } from "../store/store.js";
+import type { Closure } from "./closure.js";
+import { planExpired } from "./review.js";
+
+/**
+ * Plans that waited longer than PLAN_TTL, by `now`: each is expired, its pipeline canceled and
+ * its plan deleted in GitLab so it cannot be applied, and its message turns to "expired".
+ */
+export async function expirePlans(
+  deps: { closure: Pick<Closure, "expire">; planTtlMs: number; now: Clock },
+  unfinished: readonly RequestRecord[],
+): Promise<void> {
+  for (const request of unfinished) {
+    if (request.status !== "awaiting_approval") continue;
+    if (!planExpired(request.review, deps.planTtlMs, deps.now())) continue;
+    await deps.closure.expire(request);
+  }
+}
