@@ -5,7 +5,8 @@ import { createApp, slackClientOptions } from "./app.js";
 import { resumeUnlocks } from "./commands/unlock.js";
 import { configSecrets, type Config } from "./config.js";
 import { createEffects, type CrashPoint } from "./effects.js";
-import { userMessage, VmbotError } from "./errors.js";
+import { VmbotError } from "./errors.js";
+import { userMessage } from "./views/errors.js";
 import { createGitlab, type GitlabPort } from "./gitlab/gitlab.js";
 import { judgeGitlab } from "./gitlab/preflight.js";
 import { createWebhookHandler } from "./gitlab/webhook.js";
@@ -158,10 +159,11 @@ function proxmoxTokenFromVault(
     async get() {
       const token = await read();
       if (!PVE_TOKEN.test(token)) {
-        throw new VmbotError(
-          "vault_missing",
-          `The \`api_token\` in the Vault secret \`${mount}/${(chosen ?? preferred).path}\` does not look like a Proxmox API token (user@realm!tokenid=secret).`,
-        );
+        throw new VmbotError({
+          code: "vault_missing",
+          why: "not_proxmox_token",
+          path: `${mount}/${(chosen ?? preferred).path}`,
+        });
       }
       return token;
     },

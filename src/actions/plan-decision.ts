@@ -9,7 +9,7 @@ import { notApproverWords } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { PLAN_APPROVE } from "../ids.js";

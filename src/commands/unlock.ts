@@ -11,7 +11,7 @@ import { notAdminWords } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import { UNLOCK_CANCEL, UNLOCK_CONFIRM } from "../ids.js";

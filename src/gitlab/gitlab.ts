@@ -1,6 +1,6 @@
 import { Gitlab, GitbeakerRequestError } from "@gitbeaker/rest";
 import { z } from "zod";
-import { VmbotError } from "../errors.js";
+import { VmbotError, type GitlabAsk } from "../errors.js";
 import { fixedSecret, type SecretSource } from "../secrets.js";
 import type { PipelineParams } from "../vm/spec.js";
 import { gitlabError } from "./errors.js";
@@ -317,23 +317,23 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     }
   }
 
-  const context = (doing: string) => ({
+  const context = (ask: GitlabAsk) => ({
     url: options.url,
     project: options.project,
-    doing,
+    ask,
     timeoutMs,
   });
 
-  /** Runs one GitLab call, turning its failure into words and its answer into checked data. */
-  async function call<T>(doing: string, schema: z.ZodType<T>, run: () => Promise<unknown>) {
+  /** Runs one GitLab call, turning its failure into a typed error and its answer into checked data. */
+  async function call<T>(ask: GitlabAsk, schema: z.ZodType<T>, run: () => Promise<unknown>) {
     let response: unknown;
     try {
       response = await withToken(run);
     } catch (error) {
-      throw gitlabError(error, context(doing));
+      throw gitlabError(error, context(ask));
     }
     const parsed = schema.safeParse(response);
-    if (!parsed.success) throw gitlabError(parsed.error, context(doing));
+    if (!parsed.success) throw gitlabError(parsed.error, context(ask));
     return parsed.data;
   }
 
@@ -341,7 +341,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
   /** GraphQL names projects by path; GITLAB_PROJECT may be a numeric ID. */
   function projectPath(): Promise<string> {
     if (!/^\d+$/.test(options.project)) return Promise.resolve(options.project);
-    fullPath ??= call("read the project", z.object({ path_with_namespace: z.string() }), () =>
+    fullPath ??= call({ what: "read_project" }, z.object({ path_with_namespace: z.string() }), () =>
       api.Projects.show(options.project),
     ).then(
       (project) => project.path_with_namespace,
@@ -353,8 +353,8 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     return fullPath;
   }
   /** API pipelines on the ref created since `createdAfter`, oldest first. */
-  async function apiPipelinesSince(createdAfter: string, doing: string) {
-    const listed = await call(doing, z.array(CandidateSchema), () =>
+  async function apiPipelinesSince(createdAfter: string, ask: GitlabAsk) {
+    const listed = await call(ask, z.array(CandidateSchema), () =>
       api.Pipelines.all(options.project, {
         ref: options.ref,
         updatedAfter: createdAfter,
@@ -371,7 +371,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
   /** Whether a pipeline carries VMBOT_REQUEST_ID = `requestId`. */
   async function carriesRequest(pipelineId: number, requestId: string): Promise<boolean> {
     const variables = await call(
-      `read the variables of pipeline #${pipelineId}`,
+      { what: "read_variables", pipelineId },
       z.array(z.object({ key: z.string(), value: z.string().nullish() })),
       () => api.Pipelines.allVariables(options.project, pipelineId),
     );
@@ -398,7 +398,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     }
     const types = (async () => {
       const path = await projectPath();
-      const answer = await call("read the pipeline's inputs", PipelineInputsSchema, async () => {
+      const answer = await call({ what: "read_inputs" }, PipelineInputsSchema, async () => {
         const response = await api.Projects.requester.post("../graphql", {
           body: { query: PIPELINE_INPUTS_QUERY, variables: { path, ref: options.ref } },
         });
@@ -444,7 +444,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       );
     } catch (error) {
       if ("error" in failed) throw failed.error;
-      throw gitlabError(error, context(`read the log of job #${jobId}`));
+      throw gitlabError(error, context({ what: "read_log", jobId }));
     }
   }
 
@@ -457,7 +457,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
   return {
     async changedPipelines(updatedAfter) {
-      const list = await call("list pipelines", z.array(PipelineListItemSchema), () =>
+      const list = await call({ what: "list_pipelines" }, z.array(PipelineListItemSchema), () =>
         api.Pipelines.all(options.project, {
           ref: options.ref,
           updatedAfter,
@@ -471,14 +471,14 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async pipeline(pipelineId) {
       return toSummary(
-        await call(`read pipeline #${pipelineId}`, PipelineListItemSchema, () =>
+        await call({ what: "read_pipeline", pipelineId }, PipelineListItemSchema, () =>
           api.Pipelines.show(options.project, pipelineId),
         ),
       );
     },
 
     async pipelineJobs(pipelineId) {
-      const jobs = await call(`list the jobs of pipeline #${pipelineId}`, z.array(JobSchema), () =>
+      const jobs = await call({ what: "list_jobs", pipelineId }, z.array(JobSchema), () =>
         api.Jobs.all(options.project, { pipelineId, perPage: 100 }),
       );
       return jobs.map(toJob);
@@ -486,7 +486,9 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async job(jobId) {
       return toJob(
-        await call(`read job #${jobId}`, JobSchema, () => api.Jobs.show(options.project, jobId)),
+        await call({ what: "read_job", jobId }, JobSchema, () =>
+          api.Jobs.show(options.project, jobId),
+        ),
       );
     },
 
@@ -502,13 +504,15 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async playJob(jobId) {
       return toJob(
-        await call(`start job #${jobId}`, JobSchema, () => api.Jobs.play(options.project, jobId)),
+        await call({ what: "play_job", jobId }, JobSchema, () =>
+          api.Jobs.play(options.project, jobId),
+        ),
       );
     },
 
     async retryJob(jobId) {
       return toJob(
-        await call(`run job #${jobId} again`, JobSchema, () =>
+        await call({ what: "retry_job", jobId }, JobSchema, () =>
           api.Jobs.retry(options.project, jobId),
         ),
       );
@@ -516,7 +520,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async cancelPipeline(pipelineId) {
       return toSummary(
-        await call(`cancel pipeline #${pipelineId}`, PipelineListItemSchema, () =>
+        await call({ what: "cancel_pipeline", pipelineId }, PipelineListItemSchema, () =>
           api.Pipelines.cancel(options.project, pipelineId),
         ),
       );
@@ -532,7 +536,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
         if (body instanceof Blob) return await body.text();
         return JSON.stringify(body);
       } catch (error) {
-        const mapped = gitlabError(error, context(`read ${path} from job #${jobId}`));
+        const mapped = gitlabError(error, context({ what: "read_artifact", jobId, path }));
         if (mapped.code === "gitlab_not_found") return undefined;
         throw mapped;
       }
@@ -541,32 +545,23 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     async eraseJobArtifacts(jobId) {
       // Without a job ID the same endpoint deletes every artifact of the project: never that.
       if (!Number.isSafeInteger(jobId) || jobId <= 0) {
-        throw new VmbotError("internal", `Not a job ID: ${jobId}.`);
+        throw new VmbotError({ code: "internal", why: "not_a_job_id", jobId });
       }
-      const doing = `delete the artifacts of job #${jobId}`;
       try {
         await withToken(() => api.JobArtifacts.remove(options.project, { jobId }));
       } catch (error) {
-        const mapped = gitlabError(error, context(doing));
-        if (mapped.code === "gitlab_forbidden") {
-          throw new VmbotError(
-            "gitlab_forbidden",
-            `GitLab did not let the bot delete the plan's artifacts of job #${jobId} (403 Forbidden): that needs the Maintainer role on the project for the bot's token.`,
-            { cause: error },
-          );
-        }
-        throw mapped;
+        throw gitlabError(error, context({ what: "erase_artifacts", jobId }));
       }
     },
 
     async terraformStates() {
       const path = await projectPath();
-      const doing = "read the project's Terraform states";
+      const ask: GitlabAsk = { what: "read_states" };
       const states: TerraformState[] = [];
       let after: string | null = null;
       for (let page = 0; page < MAX_STATE_PAGES; page += 1) {
         const variables: { path: string; after: string | null } = { path, after };
-        const answer = await call(doing, TerraformStatesSchema, async () => {
+        const answer = await call(ask, TerraformStatesSchema, async () => {
           // Through gitbeaker's own requester (token, timeout, retries): GraphQL lives beside /api/v4.
           const response = await api.Projects.requester.post("../graphql", {
             body: { query: TERRAFORM_STATES_QUERY, variables },
@@ -576,15 +571,12 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
         if (answer.errors !== undefined && answer.errors.length > 0) {
           throw gitlabError(
             new Error(answer.errors.map((error) => error.message).join("; ")),
-            context(doing),
+            context(ask),
           );
         }
         const project = answer.data?.project;
         if (project === undefined || project === null) {
-          throw new VmbotError(
-            "gitlab_project_not_found",
-            `GitLab has no project \`${path}\` that the bot's token can see: check GITLAB_PROJECT, and that the token's user is a member of the project.`,
-          );
+          throw new VmbotError({ code: "gitlab_project_not_found", ask, project: path });
         }
         const connection = project.terraformStates;
         for (const state of connection.nodes) {
@@ -600,33 +592,24 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
         }
         after = next.endCursor;
       }
-      throw new VmbotError(
-        "gitlab_bad_response",
-        `The project \`${path}\` has more than ${MAX_STATE_PAGES * 100} Terraform states; vmbot reads no more than that.`,
-      );
+      throw new VmbotError({
+        code: "gitlab_bad_response",
+        ask,
+        project: path,
+        statesOver: MAX_STATE_PAGES * 100,
+      });
     },
 
     async unlockTerraformState(name) {
-      const doing = `unlock the Terraform state ${name}`;
+      const ask: GitlabAsk = { what: "unlock_state", name };
       try {
         await withToken(() =>
           api.ProjectTerraformState.removeTerraformStateLock(options.project, name),
         );
       } catch (error) {
-        const mapped = gitlabError(error, context(doing));
-        if (mapped.code === "gitlab_forbidden") {
-          throw new VmbotError(
-            "gitlab_forbidden",
-            `GitLab did not let the bot unlock the Terraform state \`${name}\` (403 Forbidden): unlocking needs the Maintainer role on the project for the bot's token.`,
-            { cause: error },
-          );
-        }
+        const mapped = gitlabError(error, context(ask));
         if (mapped.code === "gitlab_not_found") {
-          throw new VmbotError(
-            "gitlab_state_not_found",
-            `GitLab has no Terraform state \`${name}\` in the project (404 Not Found).`,
-            { cause: error },
-          );
+          throw new VmbotError({ code: "gitlab_state_not_found", ask, name }, { cause: error });
         }
         throw mapped;
       }
@@ -634,8 +617,10 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
 
     async about() {
       const [metadata, project] = await Promise.all([
-        call("read GitLab's version", MetadataSchema, () => api.Metadata.show()),
-        call("read the project", ProjectAboutSchema, () => api.Projects.show(options.project)),
+        call({ what: "read_version" }, MetadataSchema, () => api.Metadata.show()),
+        call({ what: "read_project" }, ProjectAboutSchema, () =>
+          api.Projects.show(options.project),
+        ),
       ]);
       const levels = [
         project.permissions?.project_access?.access_level,
@@ -651,7 +636,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     async requestPipelines(requestId, createdAfter, known = new Set<number>()) {
       if (options.tagRequests === false) return { pipelines: [], looked: [] };
       const candidates = (
-        await apiPipelinesSince(createdAfter, "look for the request's pipelines")
+        await apiPipelinesSince(createdAfter, { what: "find_request_pipelines" })
       ).filter((p) => !known.has(p.id));
       const pipelines: Pipeline[] = [];
       for (const candidate of candidates) {
@@ -661,7 +646,7 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
     },
 
     async findPipeline(requestId, createdAfter) {
-      const candidates = await apiPipelinesSince(createdAfter, "look for the request's pipeline");
+      const candidates = await apiPipelinesSince(createdAfter, { what: "find_request_pipeline" });
       if (options.tagRequests === false) {
         const first = candidates[0];
         return first === undefined ? undefined : { ...toPipeline(first), sure: false };
@@ -709,11 +694,11 @@ export function createGitlab(options: GitlabOptions): GitlabPort {
       try {
         response = await withToken(() => api.Pipelines.create(options.project, options.ref, body));
       } catch (error) {
-        throw gitlabError(error, context("create the pipeline"));
+        throw gitlabError(error, context({ what: "create_pipeline" }));
       }
       const parsed = PipelineSchema.safeParse(response);
       if (!parsed.success) {
-        throw gitlabError(parsed.error, context("create the pipeline"));
+        throw gitlabError(parsed.error, context({ what: "create_pipeline" }));
       }
       return {
         id: parsed.data.id,

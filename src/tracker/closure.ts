@@ -1,6 +1,7 @@
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage, VmbotError } from "../errors.js";
+import { VmbotError } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";

@@ -1,4 +1,4 @@
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Effects } from "../effects.js";

@@ -1,7 +1,8 @@
 import type { webApi } from "@slack/bolt";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage, VmbotError } from "../errors.js";
+import { VmbotError } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { cleanTrace } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";

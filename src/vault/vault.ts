@@ -1,12 +1,12 @@
 import { readFile } from "node:fs/promises";
 import nodeVault from "node-vault";
 import type { VaultAuth } from "../config.js";
-import { VmbotError } from "../errors.js";
+import { VmbotError, type VaultAsk } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
 import { retrying, type Retryable } from "../retry.js";
 import type { SecretSource } from "../secrets.js";
-import { vaultError, type VaultCall } from "./errors.js";
+import { TokenFileUnreadable, vaultError, type VaultCall } from "./errors.js";
 
 /**
  * Vault through node-vault: one login (token, AppRole or Kubernetes) kept alive by renewing the
@@ -96,11 +96,11 @@ export function createVault(options: VaultOptions): Vault {
   // node-vault falls back to the process's VAULT_TOKEN; vmbot uses only the login it was given.
   client.token = auth.method === "token" ? auth.token : "";
 
-  const call = (doing: string, path?: string): VaultCall => ({
-    addr: options.addr,
-    doing,
-    timeoutMs,
-    ...(path === undefined ? {} : { path: `${options.kvMount}/${path}` }),
+  const call = (ask: VaultAsk): VaultCall => ({ addr: options.addr, ask, timeoutMs });
+  /** A read of the secret at `path` under the mount. */
+  const readOf = (path: string): VaultAsk => ({
+    what: "read",
+    path: `${options.kvMount}/${path}`,
   });
   const canLogIn = auth.method !== "token";
   /** Seconds the current token was last granted, to notice when renewal stops extending it. */
@@ -155,7 +155,7 @@ export function createVault(options: VaultOptions): Vault {
       }
       adopt({ ...result.auth, client_token: undefined });
     } catch (error) {
-      const failure = vaultError(error, call("renew its token"));
+      const failure = vaultError(error, call({ what: "renew_token" }));
       if (refused(error) && canLogIn) {
         log.info({ err: failure }, "Vault refused to renew the token; logging in again");
         await relogInInBackground();
@@ -212,7 +212,7 @@ export function createVault(options: VaultOptions): Vault {
       await relogin();
     } catch (error) {
       log.error(
-        { err: vaultError(error, call("log in again")), retryInMs: retryDelay },
+        { err: vaultError(error, call({ what: "log_in_again" })), retryInMs: retryDelay },
         "could not log in to Vault; trying again",
       );
       backOff(relogInInBackground);
@@ -239,10 +239,11 @@ export function createVault(options: VaultOptions): Vault {
     )) as { data?: { data?: unknown } };
     const data = response.data?.data;
     if (data === null || typeof data !== "object") {
-      throw new VmbotError(
-        "vault_failed",
-        `The Vault secret \`${options.kvMount}/${path}\` is not a KV version 2 secret: check VAULT_KV_MOUNT.`,
-      );
+      throw new VmbotError({
+        code: "vault_failed",
+        why: "not_kv2",
+        path: `${options.kvMount}/${path}`,
+      });
     }
     return data as Record<string, unknown>;
   }
@@ -254,13 +255,13 @@ export function createVault(options: VaultOptions): Vault {
     } catch (error) {
       // Permission denied is also what an expired token reads as: log in again only then.
       if (statusOf(error) !== 403 || !canLogIn || (await tokenIsGood())) {
-        throw vaultError(error, call("read", path));
+        throw vaultError(error, call(readOf(path)));
       }
       try {
         await relogin();
         data = await readOnce(path);
       } catch (again) {
-        throw vaultError(again, call("read", path));
+        throw vaultError(again, call(readOf(path)));
       }
     }
     cache.set(path, { data, at: now() });
@@ -294,7 +295,7 @@ export function createVault(options: VaultOptions): Vault {
     const data = await secretData(path, fresh);
     const value = data[key];
     if (typeof value !== "string" || value === "") {
-      throw vaultError(new Error(`missing key ${key}`), { ...call("read", path), key });
+      throw vaultError(new Error(`missing key ${key}`), { ...call(readOf(path)), key });
     }
     redactor.add(value);
     return value;
@@ -305,7 +306,7 @@ export function createVault(options: VaultOptions): Vault {
       try {
         await relogin();
       } catch (error) {
-        throw vaultError(error, call(auth.method === "token" ? "check VAULT_TOKEN" : "log in"));
+        throw vaultError(error, call({ what: auth.method === "token" ? "check_token" : "log_in" }));
       }
     },
     secret: (path, key) => secret(path, key),
@@ -331,8 +332,9 @@ async function serviceAccountToken(file: string): Promise<string> {
   try {
     return (await readFile(file, "utf8")).trim();
   } catch (error) {
-    throw new Error(
-      `the Kubernetes service-account token cannot be read from ${file} (VAULT_K8S_TOKEN_FILE): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    throw new TokenFileUnreadable(
+      file,
+      (error as NodeJS.ErrnoException).code ?? (error as Error).message,
       { cause: error },
     );
   }
