@@ -27,6 +27,7 @@ import {
   playNotStartedWords,
   playUnknownWords,
 } from "../views/decision.js";
+import { PlayedResultSchema } from "../effect-results.js";
 
 export interface PlanDecisionDeps {
   config: Config;
@@ -293,6 +294,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     try {
       // Played already (in GitLab, or by the tracker finishing this approval): not again.
       await deps.effects.once(found.id, step, {
+        result: PlayedResultSchema,
         fresh: true,
         act: async () =>
           apply.status === "manual"

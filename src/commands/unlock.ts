@@ -34,6 +34,7 @@ import {
   type Reply,
   type UnlockTarget,
 } from "../views/unlock.js";
+import { UnlockedResultSchema, type UnlockedResult } from "../effect-results.js";
 
 /**
  * `/vm unlock [VM or state]`: lists the locked states, or shows one lock, asks for confirmation, force-unlocks through GitLab's
@@ -221,6 +222,7 @@ async function forceUnlock(
     const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
     deps.store.audit({ requestId: null, actor: clicker.user, action: "unlock_requested", detail });
     await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {
+      result: UnlockedResultSchema,
       detail: { ...detail, user: clicker.user, channel: clicker.channel ?? null },
       act: async () => {
         await removeLock(deps.gitlab, name, locked.lockedAt, log);
@@ -367,7 +369,8 @@ export async function resumeUnlocks(
     const { state: name, lockedAt, holder, user, channel } = pending.data;
     const log = deps.log.child({ command: "unlock", state: name });
     try {
-      const result = await deps.effects.once<{ gone?: boolean }>(effect.subject, effect.step, {
+      const result = await deps.effects.once<UnlockedResult>(effect.subject, effect.step, {
+        result: UnlockedResultSchema,
         reconcile: async () => {
           const current = lockedState((await findState(deps.gitlab, name)).state);
           return current?.lockedAt === lockedAt ? undefined : { gone: true };

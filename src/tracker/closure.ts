@@ -9,6 +9,7 @@ import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestRecord, Store, TransitionIntent } from "../store/store.js";
 import { eraseRefusedWords, lateApplyEndWords, lateApplyWords } from "../views/decision.js";
 import { expiredWords } from "./review.js";
+import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
 
 /**
  * What follows a rejection or an expiry. Canceling the pipeline is not enough: GitLab leaves a
@@ -97,12 +98,15 @@ export function createClosure(deps: ClosureDeps): Closure {
   async function cancel(request: RequestRecord, pipelineId: number, fresh: boolean) {
     const settled = async () =>
       (await gitlab.pipelineJobs(pipelineId)).every((job) => !CANCELABLE.has(job.status));
-    return deps.effects.once<{ status: string; webUrl?: string }>(request.id, "cancel_pipeline", {
+    // One shape however it ends: the status and address GitLab gives when read back.
+    const readBack = async () => {
+      const read = await gitlab.pipeline(pipelineId);
+      return { status: read.status, webUrl: read.webUrl };
+    };
+    return deps.effects.once(request.id, "cancel_pipeline", {
+      result: CanceledResultSchema,
       fresh,
-      reconcile: async () => {
-        if (!(await settled())) return undefined;
-        return { status: (await gitlab.pipeline(pipelineId)).status };
-      },
+      reconcile: async () => ((await settled()) ? readBack() : undefined),
       act: async () => {
         try {
           await gitlab.cancelPipeline(pipelineId);
@@ -111,8 +115,7 @@ export function createClosure(deps: ClosureDeps): Closure {
           if (gitlabRefused(error) || !(await settled())) throw error;
         }
         // GitLab answers 200 to a cancel whatever the state: read it back to be sure.
-        const read = await gitlab.pipeline(pipelineId);
-        return { status: read.status, webUrl: read.webUrl };
+        return readBack();
       },
     });
   }
@@ -121,6 +124,7 @@ export function createClosure(deps: ClosureDeps): Closure {
   async function erase(request: RequestRecord, jobId: number, fresh: boolean) {
     const gone = async () => !(await gitlab.job(jobId)).hasArtifacts;
     return deps.effects.once(request.id, eraseStep(jobId), {
+      result: ErasedResultSchema,
       fresh,
       detail: { jobId },
       reconcile: async () => ((await gone()) ? { erased: true } : undefined),

@@ -2,6 +2,7 @@ import type { Effects } from "../effects.js";
 import type { GitlabPort, Pipeline } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
+import { LateCanceledResultSchema } from "../effect-results.js";
 
 /**
  * Pipelines GitLab made visible late. A create whose answer was lost (the bot was killed with
@@ -38,6 +39,7 @@ export function createLatePipelines(deps: LatePipelinesDeps): { sweep(): Promise
     const step = `cancel_late_pipeline:${late.id}`;
     if (store.effect(request.id, step)?.state === "done") return;
     const result = await deps.effects.once(request.id, step, {
+      result: LateCanceledResultSchema,
       reconcile: async () => {
         const read = await gitlab.pipeline(late.id);
         return ENDED.has(read.status) ? { status: read.status } : undefined;

@@ -13,6 +13,7 @@ import { requestMessage } from "../views/request-message.js";
 import { pipelineParams } from "../vm/spec.js";
 import { LATE_WATCH_MS } from "./late-pipelines.js";
 import { messageDigest, record, renderRequestMessage } from "./message-sync.js";
+import { PipelineCreatedSchema, PostedResultSchema } from "../effect-results.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -75,6 +76,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
   async function postRequestMessage(request: RequestRecord): Promise<RequestRecord | undefined> {
     try {
       const { ts } = await effects.once(request.id, "post_request_message", {
+        result: PostedResultSchema,
         reconcile: () => findRequestMessage(request),
         act: async () => {
           const posted = await client.chat.postMessage({
@@ -131,6 +133,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
     };
     try {
       const pipeline = await effects.once(request.id, "create_pipeline", {
+        result: PipelineCreatedSchema,
         reconcile: find,
         act: async () => {
           try {

@@ -28,6 +28,7 @@ import { createConfigureRetry } from "./retry-configure.js";
 import { createNotifier, finishNotices } from "./notify.js";
 import { planExpired } from "./review.js";
 import type { RequestStarter } from "./starter.js";
+import { PostedResultSchema } from "../effect-results.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -339,6 +340,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const threadTs = request.messageTs;
     try {
       await deps.effects.once(request.id, `reply_${step}`, {
+        result: PostedResultSchema,
         reconcile: () =>
           findInThread(request, (message) => {
             const metadata = metadataOf(message);

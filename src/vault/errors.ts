@@ -1,4 +1,5 @@
 import { networkReason, VmbotError, type VaultAsk } from "../errors.js";
+import { errorCodeOf, VaultErrorAnswerSchema, type VaultErrorAnswer } from "./schemas.js";
 
 /** What the bot asked of Vault, for a typed error. */
 export interface VaultCall {
@@ -21,21 +22,13 @@ export class TokenFileUnreadable extends Error {
   }
 }
 
-interface VaultResponseError {
-  response: { statusCode: number; body?: { errors?: unknown } };
-}
-
-const hasResponse = (error: unknown): error is VaultResponseError =>
-  typeof (error as { response?: { statusCode?: unknown } } | null)?.response?.statusCode ===
-  "number";
-
 /**
  * Vault's own words, e.g. "permission denied; invalid token" out of its multi-error text
  * ("2 errors occurred:\n\t* permission denied\n\t* invalid token"). Vault never echoes a secret.
  */
-function vaultWords(error: VaultResponseError): string {
+function vaultWords(error: VaultErrorAnswer): string {
   const errors = error.response.body?.errors;
-  if (!Array.isArray(errors)) return "";
+  if (errors === undefined) return "";
   return errors
     .filter((item): item is string => typeof item === "string")
     .flatMap((item) => item.split("\n"))
@@ -77,9 +70,10 @@ export function vaultError(error: unknown, call: VaultCall): VmbotError {
       options,
     );
   }
-  if (hasResponse(error)) {
-    const status = error.response.statusCode;
-    const message = vaultWords(error);
+  const answer = VaultErrorAnswerSchema.safeParse(error);
+  if (answer.success) {
+    const status = answer.data.response.statusCode;
+    const message = vaultWords(answer.data);
     switch (status) {
       case 503:
         return new VmbotError({ code: "vault_sealed", addr, ask }, options);
@@ -97,7 +91,7 @@ export function vaultError(error: unknown, call: VaultCall): VmbotError {
         );
     }
   }
-  const code = (error as { code?: unknown } | null)?.code;
+  const code = errorCodeOf(error);
   if (
     code === "ECONNABORTED" ||
     code === "ETIMEDOUT" ||

@@ -7,6 +7,14 @@ import type { Redactor } from "../redact.js";
 import { retrying, type Retryable } from "../retry.js";
 import type { SecretSource } from "../secrets.js";
 import { TokenFileUnreadable, vaultError, type VaultCall } from "./errors.js";
+import {
+  errorCodeOf,
+  KvSecretSchema,
+  LoginAnswerSchema,
+  statusOf,
+  TokenLookupSchema,
+  type AuthBlock,
+} from "./schemas.js";
 
 /**
  * Vault through node-vault: one login (token, AppRole or Kubernetes) kept alive by renewing the
@@ -48,25 +56,11 @@ const RETRY_MS = { min: 1_000, max: 60_000 };
 /** Node timers cannot wait longer than 2^31-1 ms; a day is well inside, and renews early enough. */
 const LONGEST_WAIT_MS = 24 * 3_600_000;
 
-interface AuthBlock {
-  client_token?: unknown;
-  lease_duration?: unknown;
-  renewable?: unknown;
-}
-
-const seconds = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
-
-const statusOf = (error: unknown): number | undefined => {
-  const status = (error as { response?: { statusCode?: unknown } } | null)?.response?.statusCode;
-  return typeof status === "number" ? status : undefined;
-};
-
 /** A read worth repeating: Vault's 500/502/504 or a dropped connection (not sealed, not a timeout). */
 const retryableRead: Retryable = (error) => {
   const status = statusOf(error);
   if (status !== undefined) return [500, 502, 504].includes(status) ? {} : undefined;
-  const code = (error as { code?: unknown } | null)?.code;
+  const code = errorCodeOf(error);
   return code === "ECONNRESET" || code === "EPIPE" || code === "ECONNREFUSED" ? {} : undefined;
 };
 
@@ -129,10 +123,10 @@ export function createVault(options: VaultOptions): Vault {
     later(wait, work);
   }
 
-  function adopt(block: AuthBlock | undefined): void {
+  function adopt(block: AuthBlock | null | undefined): void {
     const token = block?.client_token;
-    if (typeof token === "string" && token !== "") redactor.add(token);
-    grantedSeconds = seconds(block?.lease_duration);
+    if (token !== undefined && token !== "") redactor.add(token);
+    grantedSeconds = block?.lease_duration ?? 0;
     retryDelay = RETRY_MS.min;
     if (grantedSeconds === 0) return; // A token that never expires (root, or periodic 0).
     if (block?.renewable === false) {
@@ -145,15 +139,19 @@ export function createVault(options: VaultOptions): Vault {
 
   async function renew(): Promise<void> {
     try {
-      const result = (await client.tokenRenewSelf()) as { auth?: AuthBlock };
-      const granted = seconds(result.auth?.lease_duration);
+      const result = LoginAnswerSchema.parse(await client.tokenRenewSelf());
+      const granted = result.auth?.lease_duration ?? 0;
       log.debug({ ttlSeconds: granted }, "renewed the Vault token");
       // Renewal no longer extends the token (it reached its max TTL): a login gives a fresh one.
       if (canLogIn && granted < grantedSeconds) {
         await relogInInBackground();
         return;
       }
-      adopt({ ...result.auth, client_token: undefined });
+      adopt(
+        result.auth === undefined || result.auth === null
+          ? result.auth
+          : { ...result.auth, client_token: undefined },
+      );
     } catch (error) {
       const failure = vaultError(error, call({ what: "renew_token" }));
       if (refused(error) && canLogIn) {
@@ -173,29 +171,24 @@ export function createVault(options: VaultOptions): Vault {
 
   async function logIn(): Promise<void> {
     if (auth.method === "token") {
-      const lookup = (await client.tokenLookupSelf()) as {
-        data?: { ttl?: unknown; renewable?: unknown };
-      };
-      adopt({ lease_duration: lookup.data?.ttl, renewable: lookup.data?.renewable });
+      const lookup = TokenLookupSchema.parse(await client.tokenLookupSelf());
+      adopt({ lease_duration: lookup.data?.ttl ?? 0, renewable: lookup.data?.renewable });
       return;
     }
-    let response: { auth?: AuthBlock };
+    let answer: unknown;
     if (auth.method === "approle") {
-      response = (await client.approleLogin({
-        role_id: auth.roleId,
-        secret_id: auth.secretId,
-      })) as { auth?: AuthBlock };
+      answer = await client.approleLogin({ role_id: auth.roleId, secret_id: auth.secretId });
     } else {
       const jwt = await serviceAccountToken(auth.jwtFile);
       redactor.add(jwt);
-      response = (await client.kubernetesLogin({
+      answer = await client.kubernetesLogin({
         // node-vault builds this path from the arguments alone: without it, /auth//login.
         mount_point: "kubernetes",
         role: auth.role,
         jwt,
-      })) as { auth?: AuthBlock };
+      });
     }
-    adopt(response.auth);
+    adopt(LoginAnswerSchema.parse(answer).auth);
     log.info({ method: auth.method, ttlSeconds: grantedSeconds }, "logged in to Vault");
   }
 
@@ -233,19 +226,19 @@ export function createVault(options: VaultOptions): Vault {
   const reading = new Map<string, Promise<Record<string, unknown>>>();
 
   async function readOnce(path: string): Promise<Record<string, unknown>> {
-    const response = (await retrying(
+    const response: unknown = await retrying(
       () => client.read(`${encodePath(options.kvMount)}/data/${encodePath(path)}`),
       retryableRead,
-    )) as { data?: { data?: unknown } };
-    const data = response.data?.data;
-    if (data === null || typeof data !== "object") {
+    );
+    const parsed = KvSecretSchema.safeParse(response);
+    if (!parsed.success) {
       throw new VmbotError({
         code: "vault_failed",
         why: "not_kv2",
         path: `${options.kvMount}/${path}`,
       });
     }
-    return data as Record<string, unknown>;
+    return parsed.data.data.data;
   }
 
   async function read(path: string): Promise<Record<string, unknown>> {
