@@ -20,7 +20,7 @@ import { createClosure } from "../tracker/closure.js";
 import { createNotifier } from "../tracker/notify.js";
 import { readBackPlay } from "../tracker/play.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
-import { renderRequestMessage } from "../tracker/message-sync.js";
+import { renderRequestMessage } from "../slack/request-message.js";
 import {
   checkingWords,
   playConfirmedWords,

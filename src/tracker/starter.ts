@@ -12,7 +12,12 @@ import { metadataOf } from "../slack/metadata.js";
 import { requestMessage } from "../views/request-message.js";
 import { pipelineParams } from "../vm/spec.js";
 import { LATE_WATCH_MS } from "./late-pipelines.js";
-import { messageDigest, record, renderRequestMessage } from "./message-sync.js";
+import {
+  messageDigest,
+  postRequestMessage as postMessage,
+  record,
+  updateRequestMessage,
+} from "../slack/request-message.js";
 import { PipelineCreatedSchema, PostedResultSchema } from "../effect-results.js";
 
 type SlackClient = webApi.WebClient;
@@ -78,15 +83,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       const { ts } = await effects.once(request.id, "post_request_message", {
         result: PostedResultSchema,
         reconcile: () => findRequestMessage(request),
-        act: async () => {
-          const posted = await client.chat.postMessage({
-            channel: request.channel,
-            ...requestMessage(request),
-            metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
-          });
-          if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");
-          return { ts: posted.ts };
-        },
+        act: () => postMessage(client, request),
       });
       const posted = store.updateRequest(request.id, { messageTs: ts });
       // What was posted is what the request held: the message is not behind.
@@ -235,31 +232,4 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       }
     },
   };
-}
-
-/**
- * Re-renders the request message in place. When Slack refuses the update, the requester is
- * told directly, so a failure never hides behind a message that looks like it is still working.
- */
-export async function updateRequestMessage(
-  client: SlackClient,
-  store: Store,
-  request: RequestRecord,
-  log: Logger,
-): Promise<void> {
-  if (request.messageTs === null) return;
-  if (!(await renderRequestMessage(client, store, request, log))) {
-    // The tracker renders it again on its next passes; meanwhile the requester knows.
-    const message = requestMessage(request);
-    log.error("could not update the request message; telling the requester");
-    await client.chat
-      .postMessage({
-        channel: request.requester,
-        text: `vmbot could not update the message of your request ${request.id}. Its status: ${message.text}.`,
-        blocks: message.blocks,
-      })
-      .catch((dmError: unknown) => {
-        log.error({ err: dmError }, "could not tell the requester either");
-      });
-  }
 }
