@@ -255,20 +255,15 @@ function failed(summary: string, detail: string): PlanJsonResult {
   };
 }
 
-/** Reads a plan already parsed from JSON. */
-export function readPlanJson(document: unknown, options: PlanJsonOptions = {}): PlanJsonResult {
-  const parsed = PlanJsonSchema.safeParse(document);
-  if (!parsed.success) {
-    return failed(
-      "This is not the JSON of a Terraform plan",
-      `Expected the output of terraform show -json for a saved plan: ${issuesText(parsed.error)}.`,
-    );
-  }
-  const plan = parsed.data;
+/**
+ * The plan's resource changes as the human plan lists them, with errors for actions vmbot does not
+ * know and notes for resources that leave the state; `listedByTerraform` counts what Terraform's
+ * human plan would list: it hides no-ops that neither move nor import.
+ */
+function readResourceChanges(plan: PlanJson) {
   const errors: PlanDiagnostic[] = [];
   const notes: string[] = [];
   const resources: PlanResource[] = [];
-  /** What Terraform's human plan would list: it hides no-ops that neither move nor import. */
   let listedByTerraform = 0;
 
   for (const change of plan.resource_changes ?? []) {
@@ -294,6 +289,20 @@ export function readPlanJson(document: unknown, options: PlanJsonOptions = {}): 
       change.previous_address !== undefined && change.previous_address !== change.address;
     if (resource.action !== "no-op" || moved || resource.importing === true) listedByTerraform += 1;
   }
+  return { errors, notes, resources, listedByTerraform };
+}
+
+/** Reads a plan already parsed from JSON. */
+export function readPlanJson(document: unknown, options: PlanJsonOptions = {}): PlanJsonResult {
+  const parsed = PlanJsonSchema.safeParse(document);
+  if (!parsed.success) {
+    return failed(
+      "This is not the JSON of a Terraform plan",
+      `Expected the output of terraform show -json for a saved plan: ${issuesText(parsed.error)}.`,
+    );
+  }
+  const plan = parsed.data;
+  const { errors, notes, resources, listedByTerraform } = readResourceChanges(plan);
 
   if (plan.errored === true) {
     errors.push({
