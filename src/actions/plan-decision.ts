@@ -28,6 +28,7 @@ import {
   playUnknownWords,
 } from "../views/decision.js";
 import { PlayedResultSchema } from "../effect-results.js";
+import { anotherApproverWords, applyNotStartedWords } from "../views/request-notes.js";
 
 export interface PlanDecisionDeps {
   config: Config;
@@ -134,12 +135,7 @@ export async function checkDecisionBy(
     return undefined;
   }
   if (request.requester === user && !deps.config.access.allowSelfApproval) {
-    await tell(
-      client,
-      channel,
-      user,
-      `You asked for ${request.spec.name}, so another approver must ${verb} it.`,
-    );
+    await tell(client, channel, user, anotherApproverWords(request.spec.name, verb));
     return undefined;
   }
   if (request.status !== "awaiting_approval") {
@@ -286,7 +282,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
         "could not read the pipeline before playing; releasing the approval",
       );
       await release(
-        `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
+        applyNotStartedWords(found.spec.name, userMessage(error)),
         "pipeline_unreadable",
       );
       return;
@@ -312,10 +308,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     } catch (error) {
       if (gitlabRefused(error)) {
         log.warn({ err: error }, "GitLab refused to start the apply job; releasing the approval");
-        await release(
-          `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
-          "play_refused",
-        );
+        await release(applyNotStartedWords(found.spec.name, userMessage(error)), "play_refused");
         return;
       }
       // The answer was lost (timeout, reset, 5xx): GitLab may have started the job. Read it back.

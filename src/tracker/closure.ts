@@ -10,6 +10,7 @@ import type { RequestRecord, Store, TransitionIntent } from "../store/store.js";
 import { eraseRefusedWords, lateApplyEndWords, lateApplyWords } from "../views/decision.js";
 import { expiredWords } from "./review.js";
 import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
+import { cancelFailedWords, notCanceledWords } from "../views/request-notes.js";
 
 /**
  * What follows a rejection or an expiry. Canceling the pipeline is not enough: GitLab leaves a
@@ -181,17 +182,11 @@ export function createClosure(deps: ClosureDeps): Closure {
     try {
       const after = await cancel(request, pipelineId, fresh);
       if (!["canceled", "manual", "skipped", "failed", "success"].includes(after.status)) {
-        problems.push(
-          `its pipeline is ${after.status} in GitLab, not canceled${after.webUrl === undefined ? "" : `: <${after.webUrl}|check it>`}.`,
-        );
+        problems.push(notCanceledWords(after.status, after.webUrl));
       }
     } catch (error) {
       log.warn({ err: error, requestId: request.id }, "could not cancel the pipeline");
-      problems.push(
-        gitlabRefused(error)
-          ? `GitLab refused to cancel its pipeline. ${userMessage(error)}`
-          : `vmbot could not cancel its pipeline yet; it keeps trying in the background. ${userMessage(error)}`,
-      );
+      problems.push(cancelFailedWords(gitlabRefused(error), userMessage(error)));
     }
     if (request.review !== null) await eraseOrSay(request, request.review.planJobId, fresh);
     return problems;

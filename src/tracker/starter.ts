@@ -19,6 +19,7 @@ import {
   updateRequestMessage,
 } from "../slack/request-message.js";
 import { PipelineCreatedSchema, PostedResultSchema } from "../effect-results.js";
+import { notPostedWords, tookFirstPipelineNote } from "../views/request-notes.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -94,10 +95,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
     } catch (error) {
       deps.log.error({ err: error }, "could not post the request message");
       const reason = slackErrorCode(error);
-      const message =
-        reason === "not_in_channel" || reason === "channel_not_found"
-          ? `vmbot could not post your request for ${request.spec.name} in <#${request.channel}> (${reason}): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`
-          : `vmbot could not post your request for ${request.spec.name} (${reason ?? "Slack error"}), so no pipeline was started. Please try again.`;
+      const message = notPostedWords(request, reason);
       store.updateRequest(request.id, { status: "failed", error: message });
       store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
       store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
@@ -161,12 +159,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         },
       });
       const id = pipeline.id;
-      const notes = !pipeline.sure
-        ? [
-            ...request.notes,
-            `vmbot restarted while starting this request and took pipeline #${id}, the first one created after it, as its own: check that it is.`,
-          ]
-        : undefined;
+      const notes = !pipeline.sure ? [...request.notes, tookFirstPipelineNote(id)] : undefined;
       const updated = store.updateRequest(request.id, {
         pipelineId: id,
         pipelineUrl: pipeline.webUrl,
