@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import type { Store } from "./store/store.js";
 
 /**
@@ -10,6 +11,8 @@ import type { Store } from "./store/store.js";
 export type EffectResult = Record<string, unknown>;
 
 export interface EffectPlan<T extends EffectResult> {
+  /** The result's schema: a result read back from the store is checked against it. */
+  result: z.ZodType<T>;
   /**
    * Looks for the effect having already happened (only called after a crash left its intent
    * without a result): its result when it did, undefined when it did not.
@@ -44,6 +47,22 @@ export interface EffectsOptions {
   onCrashPoint?: (point: CrashPoint) => void;
 }
 
+/** A result read back from the store, checked against the step's schema. */
+function recordedResult<T extends EffectResult>(
+  subject: string,
+  step: string,
+  result: EffectResult | null | undefined,
+  plan: EffectPlan<T>,
+): T {
+  const parsed = plan.result.safeParse(result ?? {});
+  if (!parsed.success) {
+    throw new Error(`the recorded result of ${step} for ${subject} is not one that step writes`, {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data;
+}
+
 /** `reply:applied` → `reply`: crash points name the kind of step, not its instance. */
 const kind = (step: string) => step.split(":")[0] ?? step;
 
@@ -60,7 +79,7 @@ export function createEffects(options: EffectsOptions): Effects {
     plan: EffectPlan<T>,
   ): Promise<T> {
     const recorded = store.effect(subject, step);
-    if (recorded?.state === "done") return (recorded.result ?? {}) as T;
+    if (recorded?.state === "done") return recordedResult(subject, step, recorded.result, plan);
     if (recorded?.state === "intended" && plan.fresh !== true && plan.reconcile !== undefined) {
       const found = await plan.reconcile();
       if (found !== undefined) {

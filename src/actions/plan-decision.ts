@@ -4,7 +4,7 @@ import { notApproverWords } from "../views/refusals.js";
 import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
@@ -14,13 +14,15 @@ import { createClosure } from "../tracker/closure.js";
 import { createNotifier } from "../tracker/notify.js";
 import { readBackPlay } from "../tracker/play.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
-import { renderRequestMessage } from "../tracker/message-sync.js";
+import { renderRequestMessage } from "../slack/request-message.js";
 import {
   checkingWords,
   playConfirmedWords,
   playNotStartedWords,
   playUnknownWords,
 } from "../views/decision.js";
+import { PlayedResultSchema } from "../effect-results.js";
+import { anotherApproverWords, applyNotStartedWords } from "../views/request-notes.js";
 
 export interface PlanDecisionDeps {
   config: Config;
@@ -127,12 +129,7 @@ export async function checkDecisionBy(
     return undefined;
   }
   if (request.requester === user && !deps.config.access.allowSelfApproval) {
-    await tell(
-      client,
-      channel,
-      user,
-      `You asked for ${request.spec.name}, so another approver must ${verb} it.`,
-    );
+    await tell(client, channel, user, anotherApproverWords(request.spec.name, verb));
     return undefined;
   }
   if (request.status !== "awaiting_approval") {
@@ -279,7 +276,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
         "could not read the pipeline before playing; releasing the approval",
       );
       await release(
-        `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
+        applyNotStartedWords(found.spec.name, userMessage(error)),
         "pipeline_unreadable",
       );
       return;
@@ -287,6 +284,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     try {
       // Played already (in GitLab, or by the tracker finishing this approval): not again.
       await deps.effects.once(found.id, step, {
+        result: PlayedResultSchema,
         fresh: true,
         act: async () =>
           apply.status === "manual"
@@ -304,10 +302,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     } catch (error) {
       if (gitlabRefused(error)) {
         log.warn({ err: error }, "GitLab refused to start the apply job; releasing the approval");
-        await release(
-          `vmbot could not start the apply job, so ${found.spec.name} still awaits approval. ${userMessage(error)}`,
-          "play_refused",
-        );
+        await release(applyNotStartedWords(found.spec.name, userMessage(error)), "play_refused");
         return;
       }
       // The answer was lost (timeout, reset, 5xx): GitLab may have started the job. Read it back.

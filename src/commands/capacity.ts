@@ -1,7 +1,7 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt";
 import type { Access } from "../access.js";
 import { capacityRefusedWords } from "../views/refusals.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import type { Logger } from "../logger.js";
 import type { NodeDirectory } from "../proxmox/directory.js";
 import { capacityFailure, capacityMessage, capacityUsage } from "../views/capacity.js";

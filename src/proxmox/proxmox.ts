@@ -125,8 +125,12 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
       ca = readFileSync(options.caFile, "utf8");
     } catch (error) {
       throw new VmbotError(
-        "proxmox_tls",
-        `PROXMOX_CA_FILE (${options.caFile}) cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+        {
+          code: "proxmox_tls",
+          why: "ca_unreadable",
+          caFile: options.caFile,
+          reason: (error as NodeJS.ErrnoException).code ?? (error as Error).message,
+        },
         { cause: error },
       );
     }
@@ -182,55 +186,37 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
 
   function failure(error: unknown): VmbotError {
     if (error instanceof VmbotError) return error;
+    const options = { cause: error };
     if (error instanceof HttpStatus) {
       switch (error.status) {
         case 401:
-          return new VmbotError(
-            "proxmox_unauthorized",
-            `Proxmox at ${base} refused vmbot's API token (401): it is wrong, expired or deleted. Check PROXMOX_TOKEN or the \`api_token\` in Vault (user@realm!tokenid=secret).`,
-            { cause: error },
-          );
+          return new VmbotError({ code: "proxmox_unauthorized", url: base }, options);
         case 403:
-          return new VmbotError(
-            "proxmox_forbidden",
-            `Proxmox at ${base} did not let vmbot's API token list the nodes (403): give it the PVEAuditor role on / (Sys.Audit).`,
-            { cause: error },
-          );
+          return new VmbotError({ code: "proxmox_forbidden", url: base }, options);
         default:
           return new VmbotError(
-            "proxmox_failed",
-            `Proxmox at ${base} answered ${error.status} when vmbot asked for the nodes.`,
-            { cause: error },
+            { code: "proxmox_failed", url: base, status: error.status },
+            options,
           );
       }
     }
     if (error instanceof z.ZodError || error instanceof SyntaxError) {
-      return new VmbotError(
-        "proxmox_failed",
-        `Proxmox at ${base} answered with something that is not its node list; is PROXMOX_URL the API's address (https://host:8006)?`,
-        { cause: error },
-      );
+      return new VmbotError({ code: "proxmox_failed", url: base }, options);
     }
     const name = (error as Error | null)?.name;
     if (name === "TimeoutError" || name === "AbortError") {
-      return new VmbotError(
-        "proxmox_timeout",
-        `Proxmox at ${base} did not answer within ${Math.round(timeoutMs / 100) / 10} seconds.`,
-        { cause: error },
-      );
+      return new VmbotError({ code: "proxmox_timeout", url: base, timeoutMs }, options);
     }
     const tls = tlsReason(error);
     if (tls !== undefined) {
       return new VmbotError(
-        "proxmox_tls",
-        `Proxmox's TLS certificate at ${base} is not trusted (${tls}): set PROXMOX_CA_FILE to the cluster's CA (/etc/pve/pve-root-ca.pem on a node), or PROXMOX_INSECURE=true.`,
-        { cause: error },
+        { code: "proxmox_tls", why: "untrusted", url: base, reason: tls },
+        options,
       );
     }
     return new VmbotError(
-      "proxmox_unreachable",
-      `Proxmox at ${base} could not be reached (${networkReason(error) ?? "network error"}). Check that it is up and PROXMOX_URL is right.`,
-      { cause: error },
+      { code: "proxmox_unreachable", url: base, reason: networkReason(error) ?? "network error" },
+      options,
     );
   }
 

@@ -5,6 +5,7 @@ import type { Logger } from "../logger.js";
 import type { RequestRecord } from "../store/store.js";
 import { findMessage } from "./find.js";
 import { metadataOf } from "./metadata.js";
+import { PostedResultSchema } from "../effect-results.js";
 
 /**
  * Posts a reply in a request's thread once per (request, step): the reply carries metadata naming
@@ -22,6 +23,7 @@ export function createThreadPoster(deps: {
     const where = { channel: request.channel, threadTs: request.messageTs };
     try {
       await deps.effects.once(request.id, `reply_${step}`, {
+        result: PostedResultSchema,
         reconcile: () =>
           findMessage(deps.client, where, (message) => {
             const metadata = metadataOf(message);

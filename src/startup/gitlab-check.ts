@@ -1,5 +1,5 @@
 import type { Config } from "../config.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import { judgeGitlab } from "../gitlab/preflight.js";
 import type { Logger } from "../logger.js";

@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
-import { userMessage, VmbotError } from "../errors.js";
+import { VmbotError } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import type { Logger } from "../logger.js";
 import { createNodeDirectory, type NodeDirectory } from "../proxmox/directory.js";
 import { createProxmox } from "../proxmox/proxmox.js";
@@ -57,10 +58,11 @@ function proxmoxTokenFromVault(
     async get() {
       const token = await read();
       if (!PVE_TOKEN.test(token)) {
-        throw new VmbotError(
-          "vault_missing",
-          `The \`api_token\` in the Vault secret \`${mount}/${(chosen ?? preferred).path}\` does not look like a Proxmox API token (user@realm!tokenid=secret).`,
-        );
+        throw new VmbotError({
+          code: "vault_missing",
+          why: "not_proxmox_token",
+          path: `${mount}/${(chosen ?? preferred).path}`,
+        });
       }
       return token;
     },

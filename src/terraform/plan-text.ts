@@ -14,322 +14,53 @@
  * The parser takes one line at a time and keeps only what it reports (resources, counts, error
  * diagnostics of bounded size), so a long job log is read in little memory.
  */
+import {
+  deriveCounts,
+  countsMismatch,
+  type OutputChange,
+  type PlanCounts,
+  type PlanDiagnostic,
+  type PlanResource,
+  type PlanTextParser,
+  type PlanTextResult,
+} from "./plan-summary.js";
+import {
+  ATTRIBUTE_NAME,
+  BOX_CONTENT,
+  DEPOSED,
+  detached,
+  finishDiagnostic,
+  FORCES_REPLACEMENT,
+  HEADING,
+  HEADING_PHRASES,
+  HEREDOC_OPEN,
+  isSpace,
+  isWordCharacter,
+  LEGACY_ACTIONS_HEADER,
+  LEGACY_RESOURCE,
+  LEGACY_SYMBOLS,
+  MARKER,
+  MAX_DETAIL_CHARS,
+  MAX_DETAIL_LINES,
+  mayBeMarker,
+  MOVED_HEADING,
+  NO_CHANGES,
+  OTHER_HEADING,
+  OUTPUT_ENTRY,
+  OUTPUT_SYMBOLS,
+  OUTPUTS_HEADER,
+  PLAIN_DIAGNOSTIC,
+  PLAN_LINE,
+  REASON_COMMENT,
+  resourceReason,
+  UNFRAMED_BULLET,
+  WARNING_COMMENT,
+  type ResourceState,
+  type DiagnosticState,
+} from "./plan-text-lines.js";
 
-export type ResourceAction = "create" | "update" | "delete" | "replace" | "read" | "no-op";
-
-/** `delete-first` is Terraform's `-/+` (the default), `create-first` its `+/-`. */
-export type ReplaceOrder = "delete-first" | "create-first";
-
-export interface PlanResource {
-  address: string;
-  action: ResourceAction;
-  replaceOrder?: ReplaceOrder;
-  /** Why, in Terraform's words: "because x.y is not in configuration", "disk forces replacement". */
-  reason?: string;
-  /** The deposed object's key, for the leftover of an interrupted create-before-destroy. */
-  deposed?: string;
-  /** The resource is imported by this plan (Terraform 1.5+ import blocks). */
-  importing?: boolean;
-}
-
-/** Terraform's own counts, as on its `Plan:` line. */
-export interface PlanCounts {
-  add: number;
-  change: number;
-  destroy: number;
-  import?: number;
-  forget?: number;
-}
-
-/** Counts worked out from the resources; a replace is one add and one destroy, as Terraform counts. */
-export interface DerivedCounts {
-  add: number;
-  change: number;
-  destroy: number;
-  replace: number;
-  import: number;
-}
-
-export interface PlanDiagnostic {
-  summary: string;
-  detail: string;
-}
-
-export interface OutputChange {
-  name: string;
-  action: ResourceAction;
-}
-
-/** What both plan readers (text and JSON) report. */
-export interface PlanSummary {
-  resources: PlanResource[];
-  /** From Terraform's `Plan:` line(s); undefined when there is none. */
-  counts: PlanCounts | undefined;
-  derivedCounts: DerivedCounts;
-  /** Terraform said "No changes." and nothing else in the input plans a change. */
-  noChanges: boolean;
-  errors: PlanDiagnostic[];
-  /** A sentence for a person when the counts and the resources disagree. */
-  mismatch?: string;
-  outputChanges: OutputChange[];
-  /** Things a reader should know about how the result was put together. */
-  notes: string[];
-}
-
-export interface PlanTextResult extends PlanSummary {
-  /** How many `Plan:` lines were counted (several projects give several). */
-  planLines: number;
-}
-
-export interface PlanTextParser {
-  /** Feeds one line of output (a trailing `\r` is ignored). */
-  push(line: string): void;
-  /** What has been read so far; may be called at any time. */
-  result(): PlanTextResult;
-}
-
-/** Counts from the resources: a replace adds one and destroys one. */
-export function deriveCounts(resources: readonly PlanResource[]): DerivedCounts {
-  const counts: DerivedCounts = { add: 0, change: 0, destroy: 0, replace: 0, import: 0 };
-  for (const resource of resources) {
-    if (resource.importing === true) counts.import += 1;
-    switch (resource.action) {
-      case "create":
-        counts.add += 1;
-        break;
-      case "update":
-        counts.change += 1;
-        break;
-      case "delete":
-        counts.destroy += 1;
-        break;
-      case "replace":
-        counts.add += 1;
-        counts.destroy += 1;
-        counts.replace += 1;
-        break;
-      case "read":
-      case "no-op":
-        break;
-    }
-  }
-  return counts;
-}
-
-/** `1 to import, 2 to add, 0 to change, 1 to destroy`, as Terraform words it. */
-export function describeCounts(
-  counts: { add: number; change: number; destroy: number },
-  importing?: number,
-): string {
-  const head = importing !== undefined && importing > 0 ? `${importing} to import, ` : "";
-  return `${head}${counts.add} to add, ${counts.change} to change, ${counts.destroy} to destroy`;
-}
-
-/** A sentence when Terraform's counts and the listed resources disagree; undefined when they agree. */
-export function countsMismatch(
-  counts: PlanCounts | undefined,
-  derived: DerivedCounts,
-  countsSource: string,
-): string | undefined {
-  if (counts === undefined) {
-    if (derived.add + derived.change + derived.destroy === 0) return undefined;
-    return `Resources with changes were listed (${describeCounts(derived)}) but no "Plan:" line was found; the output may have been cut short.`;
-  }
-  const importDiffers = counts.import !== undefined && counts.import !== derived.import;
-  if (
-    counts.add === derived.add &&
-    counts.change === derived.change &&
-    counts.destroy === derived.destroy &&
-    !importDiffers
-  ) {
-    return undefined;
-  }
-  const shown = (c: { add: number; change: number; destroy: number }, importing?: number) =>
-    describeCounts(c, counts.import === undefined ? undefined : importing);
-  return `${countsSource} says ${shown(counts, counts.import)}, but the resources listed add up to ${shown(derived, derived.import)}.`;
-}
-
-const HEADING_PHRASES: Record<string, { action: ResourceAction | "forget"; reason?: string }> = {
-  "will be created": { action: "create" },
-  "will be read during apply": { action: "read" },
-  "will be updated in-place": { action: "update" },
-  "will be destroyed": { action: "delete" },
-  "must be replaced": { action: "replace" },
-  "is tainted, so must be replaced": { action: "replace", reason: "tainted" },
-  "will be replaced, as requested": { action: "replace", reason: "replacement requested" },
-  "will be replaced due to changes in replace_triggered_by": {
-    action: "replace",
-    reason: "due to changes in replace_triggered_by",
-  },
-  // Terraform counts this as an add: the old object stays, unmanaged (`destroy = false`).
-  "must be replaced, but the existing object will not be destroyed": {
-    action: "create",
-    reason: "replacement; the existing object will not be destroyed",
-  },
-  "will be imported": { action: "no-op" },
-  "will no longer be managed by Terraform, but will not be destroyed": { action: "forget" },
-  "will be removed from Terraform state, but will not be destroyed": { action: "forget" },
-};
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-
-const HEADING = new RegExp(
-  `^\\s*# (.+?) (${Object.keys(HEADING_PHRASES)
-    .sort((a, b) => b.length - a.length)
-    .map(escapeRegExp)
-    .join("|")})$`,
-);
-const MOVED_HEADING = /^\s*# (.+?) has moved to (.+)$/;
-/** Headings that describe something other than a planned action: drift, deferrals, actions. */
-const OTHER_HEADING =
-  /^\s*# \S.* (?:has changed|has been deleted|was deferred|will be invoked(?: .*)?)$/;
-const DEPOSED = /^(.+) \(deposed object ([^)\s]+)\)$/;
-const REASON_COMMENT = /^\s*#\s*\((.+)\)$/;
-const WARNING_COMMENT = /^\s*#\s*Warning: (.+)$/;
-const MARKER = /^\s*(?:(-\/\+|\+\/-|<=|[+~-])\s+)?(resource|data) "([^"]+)" "([^"]+)" \{/;
-const FORCES_REPLACEMENT = /#\s*forces replacement\s*$/;
-const ATTRIBUTE_NAME = /^\s*(?:(?:-\/\+|\+\/-|[+~-])\s+)?("(?:[^"\\]|\\.)*"|[\w.-]+)\s*(?:=|\{)/;
-const PLAN_LINE =
-  /^\s*Plan: (?:(\d+) to import, )?(\d+) to add, (\d+) to change, (\d+) to destroy(?:, (\d+) to forget)?\./;
-const NO_CHANGES = /^\s*No changes\./;
-const OUTPUTS_HEADER = /^\s*Changes to Outputs:\s*$/;
-const OUTPUT_ENTRY = /^ {0,2}([+~-]) +([^\s=]+) *=(?: |$)/;
-const PLAIN_DIAGNOSTIC = /^(Error|Warning): (.*)$/;
-const BOX_CONTENT = /^\s*│ ?(.*)$/;
-const UNFRAMED_BULLET = /^[*-] /;
-/**
- * A resource line of Terraform before 0.12, under "Terraform will perform the following actions:":
- * `  + aws_instance.web`, `-/+ aws_instance.db (tainted) (new resource required)`, ` <= data.x.y`.
- */
-const LEGACY_RESOURCE =
-  /^ {0,2}(-\/\+|\+\/-|<=|[+~-]) ([A-Za-z][\w-]*(?:\[[^\]]*\])?(?:\.[\w-]+(?:\[[^\]]*\])?)+)((?: \([^)]*\))*)$/;
-const LEGACY_ACTIONS_HEADER = /^\s*Terraform will perform the following actions:\s*$/;
-/** An attribute value that opens a heredoc: `<<EOT`, `<<-EOT`, `<<~EOT`, perhaps with a comment after. */
-const HEREDOC_OPEN = /<<[-~]?([A-Za-z_]\w*)(?:\s+#.*)?$/;
-
-const MAX_DETAIL_LINES = 200;
-const MAX_DETAIL_CHARS = 10_000;
-
-const LEGACY_SYMBOLS: Record<string, ResourceAction> = {
-  "+": "create",
-  "-": "delete",
-  "~": "update",
-  "<=": "read",
-  "-/+": "replace",
-  "+/-": "replace",
-};
-
-const OUTPUT_SYMBOLS: Record<string, ResourceAction> = {
-  "+": "create",
-  "-": "delete",
-  "~": "update",
-};
-
-interface ResourceState {
-  resource: PlanResource;
-  headingReason?: string;
-  comments: string[];
-  forcedBy: string[];
-}
-
-interface DiagnosticState {
-  framed: boolean;
-  kind?: "Error" | "Warning";
-  summary: string;
-  detail: string[];
-  chars: number;
-  truncated: boolean;
-  /** Unframed only: a paragraph of detail text has been read. */
-  sawDetailText: boolean;
-  /** Unframed only: the line before was blank. */
-  afterBlank: boolean;
-  /** Unframed only: the last line with text ended with `:`, introducing what follows. */
-  introduces: boolean;
-}
-
-/** `[A-Za-z0-9_]`, by character code: cheaper per line than a pattern. */
-function isWordCharacter(code: number): boolean {
-  return (
-    (code >= 97 && code <= 122) ||
-    (code >= 65 && code <= 90) ||
-    (code >= 48 && code <= 57) ||
-    code === 95
-  );
-}
-
-/**
- * Whether a character is white space as `trim` and the patterns' `\s` read it: ASCII space, tab
- * and line ends, no-break and other Unicode spaces, line and paragraph separators, and the BOM.
- */
-export function isSpace(code: number): boolean {
-  if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
-  if (code < 0xa0) return false;
-  return (
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000 ||
-    code === 0xfeff
-  );
-}
-
-/**
- * Whether the line may be a `MARKER` line, whose text begins `resource` or `data` after its
- * indentation and an optional symbol and spaces (`-/+ resource "type" "name" {`).
- */
-function mayBeMarker(text: string, start: number): boolean {
-  let at = start;
-  let code = text.charCodeAt(at);
-  if (code === 0x2d || code === 0x2b || code === 0x3c || code === 0x7e) {
-    // `-`, `+`, `<`, `~`: a symbol, then spaces.
-    while (at < text.length && !isSpace(text.charCodeAt(at))) at += 1;
-    const symbolEnd = at;
-    while (at < text.length && isSpace(text.charCodeAt(at))) at += 1;
-    if (at === symbolEnd) return false;
-    code = text.charCodeAt(at);
-  }
-  return (code === 0x72 || code === 0x64) && text.includes('" {');
-}
-
-/**
- * A copy of text read from a line, for keeping. A substring shares its parent's memory, and each
- * line is a piece of a chunk of the log: keeping an address as it was cut out would keep that
- * whole chunk alive, and over a long log nearly every chunk.
- */
-function detached(text: string): string {
-  // The joined string is laid out anew when it is cut, and the cut shares that copy, not the
-  // line: a copy made many times faster than `structuredClone`'s, which goes through a
-  // serializer.
-  return ` ${text}`.slice(1);
-}
-
-function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
-  const lines = [...state.detail];
-  while (lines.length > 0 && lines[0]?.trim() === "") lines.shift();
-  while (lines.length > 0 && lines[lines.length - 1]?.trim() === "") lines.pop();
-  if (state.truncated) lines.push("…");
-  return { summary: detached(state.summary), detail: detached(lines.join("\n")) };
-}
-
-function resourceReason(state: ResourceState): string | undefined {
-  const parts = [
-    ...(state.headingReason === undefined ? [] : [state.headingReason]),
-    ...state.comments,
-  ];
-  if (state.forcedBy.length > 0) {
-    const named = state.forcedBy.filter((name) => name !== "");
-    parts.push(
-      named.length > 0
-        ? `${[...new Set(named)].join(", ")} forces replacement`
-        : "forces replacement",
-    );
-  }
-  return parts.length > 0 ? parts.join("; ") : undefined;
-}
+export * from "./plan-summary.js";
+export { isSpace } from "./plan-text-lines.js";
 
 export function createPlanTextParser(): PlanTextParser {
   const resources: ResourceState[] = [];

@@ -1,7 +1,8 @@
 import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage, VmbotError } from "../errors.js";
+import { VmbotError } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
@@ -9,6 +10,8 @@ import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestRecord, Store, TransitionIntent } from "../store/store.js";
 import { eraseRefusedWords, lateApplyEndWords, lateApplyWords } from "../views/decision.js";
 import { expiredWords } from "./review.js";
+import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
+import { cancelFailedWords, notCanceledWords } from "../views/request-notes.js";
 
 /**
  * What follows a rejection or an expiry. Canceling the pipeline is not enough: GitLab leaves a
@@ -97,12 +100,15 @@ export function createClosure(deps: ClosureDeps): Closure {
   async function cancel(request: RequestRecord, pipelineId: number, fresh: boolean) {
     const settled = async () =>
       (await gitlab.pipelineJobs(pipelineId)).every((job) => !CANCELABLE.has(job.status));
-    return deps.effects.once<{ status: string; webUrl?: string }>(request.id, "cancel_pipeline", {
+    // One shape however it ends: the status and address GitLab gives when read back.
+    const readBack = async () => {
+      const read = await gitlab.pipeline(pipelineId);
+      return { status: read.status, webUrl: read.webUrl };
+    };
+    return deps.effects.once(request.id, "cancel_pipeline", {
+      result: CanceledResultSchema,
       fresh,
-      reconcile: async () => {
-        if (!(await settled())) return undefined;
-        return { status: (await gitlab.pipeline(pipelineId)).status };
-      },
+      reconcile: async () => ((await settled()) ? readBack() : undefined),
       act: async () => {
         try {
           await gitlab.cancelPipeline(pipelineId);
@@ -111,8 +117,7 @@ export function createClosure(deps: ClosureDeps): Closure {
           if (gitlabRefused(error) || !(await settled())) throw error;
         }
         // GitLab answers 200 to a cancel whatever the state: read it back to be sure.
-        const read = await gitlab.pipeline(pipelineId);
-        return { status: read.status, webUrl: read.webUrl };
+        return readBack();
       },
     });
   }
@@ -121,6 +126,7 @@ export function createClosure(deps: ClosureDeps): Closure {
   async function erase(request: RequestRecord, jobId: number, fresh: boolean) {
     const gone = async () => !(await gitlab.job(jobId)).hasArtifacts;
     return deps.effects.once(request.id, eraseStep(jobId), {
+      result: ErasedResultSchema,
       fresh,
       detail: { jobId },
       reconcile: async () => ((await gone()) ? { erased: true } : undefined),
@@ -177,17 +183,11 @@ export function createClosure(deps: ClosureDeps): Closure {
     try {
       const after = await cancel(request, pipelineId, fresh);
       if (!["canceled", "manual", "skipped", "failed", "success"].includes(after.status)) {
-        problems.push(
-          `its pipeline is ${after.status} in GitLab, not canceled${after.webUrl === undefined ? "" : `: <${after.webUrl}|check it>`}.`,
-        );
+        problems.push(notCanceledWords(after.status, after.webUrl));
       }
     } catch (error) {
       log.warn({ err: error, requestId: request.id }, "could not cancel the pipeline");
-      problems.push(
-        gitlabRefused(error)
-          ? `GitLab refused to cancel its pipeline. ${userMessage(error)}`
-          : `vmbot could not cancel its pipeline yet; it keeps trying in the background. ${userMessage(error)}`,
-      );
+      problems.push(cancelFailedWords(gitlabRefused(error), userMessage(error)));
     }
     if (request.review !== null) await eraseOrSay(request, request.review.planJobId, fresh);
     return problems;

@@ -3,6 +3,8 @@ import type { Effects } from "../effects.js";
 import type { GitlabPort, Pipeline } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
+import { LateCanceledResultSchema } from "../effect-results.js";
+import { latePipelineWords } from "../views/request-notes.js";
 
 /**
  * Pipelines GitLab made visible late. A create whose answer was lost (the bot was killed with
@@ -39,6 +41,7 @@ export function createLatePipelines(deps: LatePipelinesDeps): { sweep(): Promise
     const step = `cancel_late_pipeline:${late.id}`;
     if (store.effect(request.id, step)?.state === "done") return;
     const result = await deps.effects.once(request.id, step, {
+      result: LateCanceledResultSchema,
       reconcile: async () => {
         const read = await gitlab.pipeline(late.id);
         return ENDED.has(read.status) ? { status: read.status } : undefined;
@@ -56,13 +59,7 @@ export function createLatePipelines(deps: LatePipelinesDeps): { sweep(): Promise
       { requestId: request.id, pipelineId: late.id, kept },
       "canceled a pipeline GitLab created late for a request that has another",
     );
-    await deps.note(
-      request,
-      `late_pipeline:${late.id}`,
-      kept === null
-        ? `:warning: GitLab created pipeline #${late.id} for this request after vmbot had given up waiting for it. The request had ended, so vmbot canceled it.`
-        : `:warning: GitLab created a second pipeline for this request late (#${late.id}), after vmbot had started #${kept}. vmbot follows #${kept} and canceled #${late.id}.`,
-    );
+    await deps.note(request, `late_pipeline:${late.id}`, latePipelineWords(late.id, kept));
   }
 
   async function sweep(): Promise<void> {

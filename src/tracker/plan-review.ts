@@ -20,6 +20,7 @@ import { planFileCutNotes } from "../views/log-cut.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { approvalDeadline } from "./notify.js";
 import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
+import { UploadedResultSchema } from "../effect-results.js";
 
 export interface PlanReviewDeps {
   config: Config;
@@ -158,7 +159,8 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
       const spooled = await reading.file.finish(reading.last);
       // Slack takes no empty file, and an empty log has nothing to show.
       if (spooled.bytes === 0 && !reading.truncated) return "none";
-      await deps.effects.once<Record<string, unknown>>(request.id, `upload_plan:${job.id}`, {
+      await deps.effects.once(request.id, `upload_plan:${job.id}`, {
+        result: UploadedResultSchema,
         reconcile: () =>
           deps.findInThread(request, (message) =>
             (message.files ?? []).some((file) => file.name === filename),

@@ -1,10 +1,11 @@
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { checkingWords } from "../views/decision.js";
+import { PlayedResultSchema } from "../effect-results.js";
 
 /**
  * Playing an approved plan's apply job, and what to believe when GitLab's answer is lost: the job
@@ -100,6 +101,7 @@ export function createApprovalFinisher(deps: ApprovalFinisherDeps): ApprovalFini
     async playApproved(request, apply) {
       try {
         await deps.effects.once(request.id, playStep(request), {
+          result: PlayedResultSchema,
           act: async () => {
             const played = await deps.gitlab.playJob(apply.id);
             log.info({ requestId: request.id, jobId: apply.id }, "played the approved apply job");

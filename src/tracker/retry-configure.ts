@@ -1,12 +1,13 @@
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { retryNotTakenWords, retryStartedWords } from "../views/failure.js";
+import { RetriedResultSchema } from "../effect-results.js";
 
 /**
  * Retry configure: the failed configure job is run again through GitLab's job retry
@@ -107,7 +108,8 @@ export function createConfigureRetry(deps: ConfigureRetryDeps): ConfigureRetry {
       const step = retryStep(failedJobId, request.failure?.retries ?? 0);
       let result: { jobId: number; webUrl: string };
       try {
-        result = await deps.effects.once<{ jobId: number; webUrl: string }>(request.id, step, {
+        result = await deps.effects.once(request.id, step, {
+          result: RetriedResultSchema,
           fresh,
           detail: { jobId: failedJobId, by },
           reconcile: async () => {

@@ -1,7 +1,8 @@
 import type { webApi } from "@slack/bolt";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
-import { userMessage, VmbotError } from "../errors.js";
+import { VmbotError } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import { REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
@@ -11,7 +12,14 @@ import { metadataOf } from "../slack/metadata.js";
 import { requestMessage } from "../views/request-message.js";
 import { pipelineParams } from "../vm/spec.js";
 import { LATE_WATCH_MS } from "./late-pipelines.js";
-import { messageDigest, record, renderRequestMessage } from "./message-sync.js";
+import {
+  messageDigest,
+  postRequestMessage as postMessage,
+  record,
+  updateRequestMessage,
+} from "../slack/request-message.js";
+import { PipelineCreatedSchema, PostedResultSchema } from "../effect-results.js";
+import { notPostedWords, tookFirstPipelineNote } from "../views/request-notes.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -74,16 +82,9 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
   async function postRequestMessage(request: RequestRecord): Promise<RequestRecord | undefined> {
     try {
       const { ts } = await effects.once(request.id, "post_request_message", {
+        result: PostedResultSchema,
         reconcile: () => findRequestMessage(request),
-        act: async () => {
-          const posted = await client.chat.postMessage({
-            channel: request.channel,
-            ...requestMessage(request),
-            metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
-          });
-          if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");
-          return { ts: posted.ts };
-        },
+        act: () => postMessage(client, request),
       });
       const posted = store.updateRequest(request.id, { messageTs: ts });
       // What was posted is what the request held: the message is not behind.
@@ -94,10 +95,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
     } catch (error) {
       deps.log.error({ err: error }, "could not post the request message");
       const reason = slackErrorCode(error);
-      const message =
-        reason === "not_in_channel" || reason === "channel_not_found"
-          ? `vmbot could not post your request for ${request.spec.name} in <#${request.channel}> (${reason}): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`
-          : `vmbot could not post your request for ${request.spec.name} (${reason ?? "Slack error"}), so no pipeline was started. Please try again.`;
+      const message = notPostedWords(request, reason);
       store.transition(request.id, ["queued"], "failed", { error: message });
       store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
       store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
@@ -130,6 +128,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
     };
     try {
       const pipeline = await effects.once(request.id, "create_pipeline", {
+        result: PipelineCreatedSchema,
         reconcile: find,
         act: async () => {
           try {
@@ -166,12 +165,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         },
       });
       const id = pipeline.id;
-      const notes = !pipeline.sure
-        ? [
-            ...request.notes,
-            `vmbot restarted while starting this request and took pipeline #${id}, the first one created after it, as its own: check that it is.`,
-          ]
-        : undefined;
+      const notes = !pipeline.sure ? [...request.notes, tookFirstPipelineNote(id)] : undefined;
       const updated = store.updateRequest(request.id, {
         pipelineId: id,
         pipelineUrl: pipeline.webUrl,
@@ -242,31 +236,4 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       }
     },
   };
-}
-
-/**
- * Re-renders the request message in place. When Slack refuses the update, the requester is
- * told directly, so a failure never hides behind a message that looks like it is still working.
- */
-export async function updateRequestMessage(
-  client: SlackClient,
-  store: Store,
-  request: RequestRecord,
-  log: Logger,
-): Promise<void> {
-  if (request.messageTs === null) return;
-  if (!(await renderRequestMessage(client, store, request, log))) {
-    // The tracker renders it again on its next passes; meanwhile the requester knows.
-    const message = requestMessage(request);
-    log.error("could not update the request message; telling the requester");
-    await client.chat
-      .postMessage({
-        channel: request.requester,
-        text: `vmbot could not update the message of your request ${request.id}. Its status: ${message.text}.`,
-        blocks: message.blocks,
-      })
-      .catch((dmError: unknown) => {
-        log.error({ err: dmError }, "could not tell the requester either");
-      });
-  }
 }

@@ -1,5 +1,5 @@
 import type { Effects } from "../effects.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { UnlockedResultSchema, type UnlockedResult } from "../effect-results.js";
 import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import { STATE_NAME } from "../vm/state-name.js";
@@ -60,7 +61,8 @@ async function resumeOne(
   log: Logger,
 ): Promise<void> {
   const { state: name, lockedAt, holder, user, channel } = pending;
-  const result = await deps.effects.once<{ gone?: boolean }>(effect.subject, effect.step, {
+  const result = await deps.effects.once<UnlockedResult>(effect.subject, effect.step, {
+    result: UnlockedResultSchema,
     reconcile: async () => {
       const current = lockedState((await findState(deps.gitlab, name)).state);
       return current?.lockedAt === lockedAt ? undefined : { gone: true };

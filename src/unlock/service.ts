@@ -1,6 +1,7 @@
 import type { Access } from "../access.js";
+import { UnlockedResultSchema } from "../effect-results.js";
 import type { Effects } from "../effects.js";
-import { userMessage } from "../errors.js";
+import { userMessage } from "../views/errors.js";
 import type { Logger } from "../logger.js";
 import { notAdminWords } from "../views/refusals.js";
 import {
@@ -134,6 +135,7 @@ async function forceUnlock(
   const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
   deps.store.audit({ requestId: null, actor: user, action: "unlock_requested", detail });
   await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {
+    result: UnlockedResultSchema,
     detail: { ...detail, user, channel: channel ?? null },
     act: async () => {
       await removeLock(deps.gitlab, name, locked.lockedAt, log);

@@ -1,12 +1,20 @@
 import { readFile } from "node:fs/promises";
 import nodeVault from "node-vault";
 import type { VaultAuth } from "../config.js";
-import { VmbotError } from "../errors.js";
+import { VmbotError, type VaultAsk } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
 import { retrying, type Retryable } from "../retry.js";
 import type { SecretSource } from "../secrets.js";
-import { vaultError, type VaultCall } from "./errors.js";
+import { TokenFileUnreadable, vaultError, type VaultCall } from "./errors.js";
+import {
+  errorCodeOf,
+  KvSecretSchema,
+  LoginAnswerSchema,
+  statusOf,
+  TokenLookupSchema,
+  type AuthBlock,
+} from "./schemas.js";
 
 /**
  * Vault through node-vault: one login (token, AppRole or Kubernetes) kept alive by renewing the
@@ -48,25 +56,11 @@ const RETRY_MS = { min: 1_000, max: 60_000 };
 /** Node timers cannot wait longer than 2^31-1 ms; a day is well inside, and renews early enough. */
 const LONGEST_WAIT_MS = 24 * 3_600_000;
 
-interface AuthBlock {
-  client_token?: unknown;
-  lease_duration?: unknown;
-  renewable?: unknown;
-}
-
-const seconds = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
-
-const statusOf = (error: unknown): number | undefined => {
-  const status = (error as { response?: { statusCode?: unknown } } | null)?.response?.statusCode;
-  return typeof status === "number" ? status : undefined;
-};
-
 /** A read worth repeating: Vault's 500/502/504 or a dropped connection (not sealed, not a timeout). */
 const retryableRead: Retryable = (error) => {
   const status = statusOf(error);
   if (status !== undefined) return [500, 502, 504].includes(status) ? {} : undefined;
-  const code = (error as { code?: unknown } | null)?.code;
+  const code = errorCodeOf(error);
   return code === "ECONNRESET" || code === "EPIPE" || code === "ECONNREFUSED" ? {} : undefined;
 };
 
@@ -96,11 +90,11 @@ export function createVault(options: VaultOptions): Vault {
   // node-vault falls back to the process's VAULT_TOKEN; vmbot uses only the login it was given.
   client.token = auth.method === "token" ? auth.token : "";
 
-  const call = (doing: string, path?: string): VaultCall => ({
-    addr: options.addr,
-    doing,
-    timeoutMs,
-    ...(path === undefined ? {} : { path: `${options.kvMount}/${path}` }),
+  const call = (ask: VaultAsk): VaultCall => ({ addr: options.addr, ask, timeoutMs });
+  /** A read of the secret at `path` under the mount. */
+  const readOf = (path: string): VaultAsk => ({
+    what: "read",
+    path: `${options.kvMount}/${path}`,
   });
   const canLogIn = auth.method !== "token";
   /** Seconds the current token was last granted, to notice when renewal stops extending it. */
@@ -129,10 +123,10 @@ export function createVault(options: VaultOptions): Vault {
     later(wait, work);
   }
 
-  function adopt(block: AuthBlock | undefined): void {
+  function adopt(block: AuthBlock | null | undefined): void {
     const token = block?.client_token;
-    if (typeof token === "string" && token !== "") redactor.add(token);
-    grantedSeconds = seconds(block?.lease_duration);
+    if (token !== undefined && token !== "") redactor.add(token);
+    grantedSeconds = block?.lease_duration ?? 0;
     retryDelay = RETRY_MS.min;
     if (grantedSeconds === 0) return; // A token that never expires (root, or periodic 0).
     if (block?.renewable === false) {
@@ -145,17 +139,21 @@ export function createVault(options: VaultOptions): Vault {
 
   async function renew(): Promise<void> {
     try {
-      const result = (await client.tokenRenewSelf()) as { auth?: AuthBlock };
-      const granted = seconds(result.auth?.lease_duration);
+      const result = LoginAnswerSchema.parse(await client.tokenRenewSelf());
+      const granted = result.auth?.lease_duration ?? 0;
       log.debug({ ttlSeconds: granted }, "renewed the Vault token");
       // Renewal no longer extends the token (it reached its max TTL): a login gives a fresh one.
       if (canLogIn && granted < grantedSeconds) {
         await relogInInBackground();
         return;
       }
-      adopt({ ...result.auth, client_token: undefined });
+      adopt(
+        result.auth === undefined || result.auth === null
+          ? result.auth
+          : { ...result.auth, client_token: undefined },
+      );
     } catch (error) {
-      const failure = vaultError(error, call("renew its token"));
+      const failure = vaultError(error, call({ what: "renew_token" }));
       if (refused(error) && canLogIn) {
         log.info({ err: failure }, "Vault refused to renew the token; logging in again");
         await relogInInBackground();
@@ -173,29 +171,24 @@ export function createVault(options: VaultOptions): Vault {
 
   async function logIn(): Promise<void> {
     if (auth.method === "token") {
-      const lookup = (await client.tokenLookupSelf()) as {
-        data?: { ttl?: unknown; renewable?: unknown };
-      };
-      adopt({ lease_duration: lookup.data?.ttl, renewable: lookup.data?.renewable });
+      const lookup = TokenLookupSchema.parse(await client.tokenLookupSelf());
+      adopt({ lease_duration: lookup.data?.ttl ?? 0, renewable: lookup.data?.renewable });
       return;
     }
-    let response: { auth?: AuthBlock };
+    let answer: unknown;
     if (auth.method === "approle") {
-      response = (await client.approleLogin({
-        role_id: auth.roleId,
-        secret_id: auth.secretId,
-      })) as { auth?: AuthBlock };
+      answer = await client.approleLogin({ role_id: auth.roleId, secret_id: auth.secretId });
     } else {
       const jwt = await serviceAccountToken(auth.jwtFile);
       redactor.add(jwt);
-      response = (await client.kubernetesLogin({
+      answer = await client.kubernetesLogin({
         // node-vault builds this path from the arguments alone: without it, /auth//login.
         mount_point: "kubernetes",
         role: auth.role,
         jwt,
-      })) as { auth?: AuthBlock };
+      });
     }
-    adopt(response.auth);
+    adopt(LoginAnswerSchema.parse(answer).auth);
     log.info({ method: auth.method, ttlSeconds: grantedSeconds }, "logged in to Vault");
   }
 
@@ -212,7 +205,7 @@ export function createVault(options: VaultOptions): Vault {
       await relogin();
     } catch (error) {
       log.error(
-        { err: vaultError(error, call("log in again")), retryInMs: retryDelay },
+        { err: vaultError(error, call({ what: "log_in_again" })), retryInMs: retryDelay },
         "could not log in to Vault; trying again",
       );
       backOff(relogInInBackground);
@@ -233,18 +226,19 @@ export function createVault(options: VaultOptions): Vault {
   const reading = new Map<string, Promise<Record<string, unknown>>>();
 
   async function readOnce(path: string): Promise<Record<string, unknown>> {
-    const response = (await retrying(
+    const response: unknown = await retrying(
       () => client.read(`${encodePath(options.kvMount)}/data/${encodePath(path)}`),
       retryableRead,
-    )) as { data?: { data?: unknown } };
-    const data = response.data?.data;
-    if (data === null || typeof data !== "object") {
-      throw new VmbotError(
-        "vault_failed",
-        `The Vault secret \`${options.kvMount}/${path}\` is not a KV version 2 secret: check VAULT_KV_MOUNT.`,
-      );
+    );
+    const parsed = KvSecretSchema.safeParse(response);
+    if (!parsed.success) {
+      throw new VmbotError({
+        code: "vault_failed",
+        why: "not_kv2",
+        path: `${options.kvMount}/${path}`,
+      });
     }
-    return data as Record<string, unknown>;
+    return parsed.data.data.data;
   }
 
   async function read(path: string): Promise<Record<string, unknown>> {
@@ -254,13 +248,13 @@ export function createVault(options: VaultOptions): Vault {
     } catch (error) {
       // Permission denied is also what an expired token reads as: log in again only then.
       if (statusOf(error) !== 403 || !canLogIn || (await tokenIsGood())) {
-        throw vaultError(error, call("read", path));
+        throw vaultError(error, call(readOf(path)));
       }
       try {
         await relogin();
         data = await readOnce(path);
       } catch (again) {
-        throw vaultError(again, call("read", path));
+        throw vaultError(again, call(readOf(path)));
       }
     }
     cache.set(path, { data, at: now() });
@@ -294,7 +288,7 @@ export function createVault(options: VaultOptions): Vault {
     const data = await secretData(path, fresh);
     const value = data[key];
     if (typeof value !== "string" || value === "") {
-      throw vaultError(new Error(`missing key ${key}`), { ...call("read", path), key });
+      throw vaultError(new Error(`missing key ${key}`), { ...call(readOf(path)), key });
     }
     redactor.add(value);
     return value;
@@ -305,7 +299,7 @@ export function createVault(options: VaultOptions): Vault {
       try {
         await relogin();
       } catch (error) {
-        throw vaultError(error, call(auth.method === "token" ? "check VAULT_TOKEN" : "log in"));
+        throw vaultError(error, call({ what: auth.method === "token" ? "check_token" : "log_in" }));
       }
     },
     secret: (path, key) => secret(path, key),
@@ -331,8 +325,9 @@ async function serviceAccountToken(file: string): Promise<string> {
   try {
     return (await readFile(file, "utf8")).trim();
   } catch (error) {
-    throw new Error(
-      `the Kubernetes service-account token cannot be read from ${file} (VAULT_K8S_TOKEN_FILE): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    throw new TokenFileUnreadable(
+      file,
+      (error as NodeJS.ErrnoException).code ?? (error as Error).message,
       { cause: error },
     );
   }

@@ -243,3 +243,15 @@ export function requestMessage(request: RequestRecord): { text: string; blocks: 
   }
   return { text: requestTitle(request), blocks };
 }
+
+/** Told to the requester directly when Slack refused to update their request's message. */
+export function couldNotUpdateWords(request: RequestRecord): {
+  text: string;
+  blocks: KnownBlock[];
+} {
+  const message = requestMessage(request);
+  return {
+    text: `vmbot could not update the message of your request ${request.id}. Its status: ${message.text}.`,
+    blocks: message.blocks,
+  };
+}

@@ -112,6 +112,11 @@ describe("the requester withdraws their request", () => {
       "the cancel to be settled",
     );
     expect(cancels(h, pipelineId)).toHaveLength(1);
+    // Settled by reading the jobs back, the result has the one shape every cancel records.
+    expect(h.bot.store.effect(requestId, "cancel_pipeline")?.result).toEqual({
+      status: expect.any(String) as string,
+      webUrl: expect.stringContaining(`/pipelines/${pipelineId}`) as string,
+    });
     // GitLab leaves a pipeline that waits on its manual job "manual" after a cancel: the plan's
     // artifacts are deleted all the same, and the requester is told of no problem.
     await eventually(

@@ -2,7 +2,7 @@ import { GitbeakerRequestError } from "@gitbeaker/rest";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseAnsibleOutput, type AnsibleRun } from "../../src/ansible/recap.js";
-import { userMessage } from "../../src/errors.js";
+import { userMessage } from "../../src/views/errors.js";
 import { gitlabError } from "../../src/gitlab/errors.js";
 import { REQUEST_STATUSES, type RequestRecord } from "../../src/store/store.js";
 import { deriveCounts, type PlanResource } from "../../src/terraform/plan-text.js";
@@ -136,7 +136,7 @@ function gitlabRefusal(status: number, description: string, project: string): st
     gitlabError(error, {
       url: GITLAB,
       project,
-      doing: "create the pipeline",
+      ask: { what: "create_pipeline" },
       timeoutMs: 10_000,
     }),
   );

@@ -1,0 +1,115 @@
+import { createHash } from "node:crypto";
+import type { webApi } from "@slack/bolt";
+import { REQUEST_EVENT_TYPE } from "../ids.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { renderRequest } from "../views/render.js";
+import { couldNotUpdateWords, requestMessage } from "../views/request-message.js";
+
+type SlackClient = webApi.WebClient;
+
+/**
+ * The one place that posts and updates a request's message. Every update records the revision
+ * it showed; an update Slack refused leaves the message behind, and the tracker's next pass
+ * renders it again. Replies in the request's thread go through `createThreadPoster`
+ * (`./thread.ts`), once per step.
+ */
+
+/** Slack's answers after which no later edit of the message can succeed: not retried. */
+const UNEDITABLE = new Set([
+  "message_not_found",
+  "channel_not_found",
+  "is_archived",
+  "cant_update_message",
+  "edit_window_closed",
+]);
+
+const slackErrorCode = (error: unknown): string | undefined => {
+  const data = (error as { data?: { error?: unknown } } | undefined)?.data;
+  return typeof data?.error === "string" ? data.error : undefined;
+};
+
+/** A digest of a rendered message, to tell whether the message already shows it. */
+export function messageDigest(message: ReturnType<typeof renderRequest>): string {
+  return createHash("sha256").update(JSON.stringify(message)).digest("hex").slice(0, 32);
+}
+
+/** Records that the message shows `request` as it is (digest `digest`); never throws. */
+export function record(store: Store, request: RequestRecord, digest: string, log: Logger): void {
+  try {
+    store.markRendered(request.id, request.revision, digest);
+  } catch (error) {
+    // The message is right; the next pass renders it once more, which is harmless.
+    log.warn({ err: error, requestId: request.id }, "could not record what the message shows");
+  }
+}
+
+/** Posts the request's message in its channel, with the metadata that finds it after a crash. */
+export async function postRequestMessage(
+  client: SlackClient,
+  request: RequestRecord,
+): Promise<{ ts: string }> {
+  const posted = await client.chat.postMessage({
+    channel: request.channel,
+    ...requestMessage(request),
+    metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
+  });
+  if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");
+  return { ts: posted.ts };
+}
+
+/**
+ * Renders `request` into its message in place. False when Slack refused: the message stays
+ * behind the store, and a later pass renders it again.
+ */
+export async function renderRequestMessage(
+  client: SlackClient,
+  store: Store,
+  request: RequestRecord,
+  log: Logger,
+): Promise<boolean> {
+  if (request.messageTs === null) return true;
+  const message = renderRequest(request);
+  const digest = messageDigest(message);
+  try {
+    await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
+  } catch (error) {
+    const code = slackErrorCode(error);
+    if (code !== undefined && UNEDITABLE.has(code)) {
+      log.warn(
+        { err: error, requestId: request.id, code },
+        "the request message can no longer be edited; giving up on it",
+      );
+      record(store, request, digest, log);
+    } else {
+      log.error(
+        { err: error, requestId: request.id },
+        "could not update the request message; trying again on the next pass",
+      );
+    }
+    return false;
+  }
+  record(store, request, digest, log);
+  return true;
+}
+
+/**
+ * Re-renders the request message in place. When Slack refuses the update, the requester is
+ * told directly, so a failure never hides behind a message that looks like it is still working.
+ */
+export async function updateRequestMessage(
+  client: SlackClient,
+  store: Store,
+  request: RequestRecord,
+  log: Logger,
+): Promise<void> {
+  if (request.messageTs === null) return;
+  if (await renderRequestMessage(client, store, request, log)) return;
+  // The tracker renders it again on its next passes; meanwhile the requester knows.
+  log.error("could not update the request message; telling the requester");
+  await client.chat
+    .postMessage({ channel: request.requester, ...couldNotUpdateWords(request) })
+    .catch((dmError: unknown) => {
+      log.error({ err: dmError }, "could not tell the requester either");
+    });
+}

@@ -1,0 +1,138 @@
+/**
+ * What a plan reader returns, the same from the text and the JSON: resources, counts, diagnostics
+ * and output changes, and how counts are derived and compared.
+ */
+
+export type ResourceAction = "create" | "update" | "delete" | "replace" | "read" | "no-op";
+
+/** `delete-first` is Terraform's `-/+` (the default), `create-first` its `+/-`. */
+export type ReplaceOrder = "delete-first" | "create-first";
+
+export interface PlanResource {
+  address: string;
+  action: ResourceAction;
+  replaceOrder?: ReplaceOrder;
+  /** Why, in Terraform's words: "because x.y is not in configuration", "disk forces replacement". */
+  reason?: string;
+  /** The deposed object's key, for the leftover of an interrupted create-before-destroy. */
+  deposed?: string;
+  /** The resource is imported by this plan (Terraform 1.5+ import blocks). */
+  importing?: boolean;
+}
+
+/** Terraform's own counts, as on its `Plan:` line. */
+export interface PlanCounts {
+  add: number;
+  change: number;
+  destroy: number;
+  import?: number;
+  forget?: number;
+}
+
+/** Counts worked out from the resources; a replace is one add and one destroy, as Terraform counts. */
+export interface DerivedCounts {
+  add: number;
+  change: number;
+  destroy: number;
+  replace: number;
+  import: number;
+}
+
+export interface PlanDiagnostic {
+  summary: string;
+  detail: string;
+}
+
+export interface OutputChange {
+  name: string;
+  action: ResourceAction;
+}
+
+/** What both plan readers (text and JSON) report. */
+export interface PlanSummary {
+  resources: PlanResource[];
+  /** From Terraform's `Plan:` line(s); undefined when there is none. */
+  counts: PlanCounts | undefined;
+  derivedCounts: DerivedCounts;
+  /** Terraform said "No changes." and nothing else in the input plans a change. */
+  noChanges: boolean;
+  errors: PlanDiagnostic[];
+  /** A sentence for a person when the counts and the resources disagree. */
+  mismatch?: string;
+  outputChanges: OutputChange[];
+  /** Things a reader should know about how the result was put together. */
+  notes: string[];
+}
+
+export interface PlanTextResult extends PlanSummary {
+  /** How many `Plan:` lines were counted (several projects give several). */
+  planLines: number;
+}
+
+export interface PlanTextParser {
+  /** Feeds one line of output (a trailing `\r` is ignored). */
+  push(line: string): void;
+  /** What has been read so far; may be called at any time. */
+  result(): PlanTextResult;
+}
+
+/** Counts from the resources: a replace adds one and destroys one. */
+export function deriveCounts(resources: readonly PlanResource[]): DerivedCounts {
+  const counts: DerivedCounts = { add: 0, change: 0, destroy: 0, replace: 0, import: 0 };
+  for (const resource of resources) {
+    if (resource.importing === true) counts.import += 1;
+    switch (resource.action) {
+      case "create":
+        counts.add += 1;
+        break;
+      case "update":
+        counts.change += 1;
+        break;
+      case "delete":
+        counts.destroy += 1;
+        break;
+      case "replace":
+        counts.add += 1;
+        counts.destroy += 1;
+        counts.replace += 1;
+        break;
+      case "read":
+      case "no-op":
+        break;
+    }
+  }
+  return counts;
+}
+
+/** `1 to import, 2 to add, 0 to change, 1 to destroy`, as Terraform words it. */
+export function describeCounts(
+  counts: { add: number; change: number; destroy: number },
+  importing?: number,
+): string {
+  const head = importing !== undefined && importing > 0 ? `${importing} to import, ` : "";
+  return `${head}${counts.add} to add, ${counts.change} to change, ${counts.destroy} to destroy`;
+}
+
+/** A sentence when Terraform's counts and the listed resources disagree; undefined when they agree. */
+export function countsMismatch(
+  counts: PlanCounts | undefined,
+  derived: DerivedCounts,
+  countsSource: string,
+): string | undefined {
+  if (counts === undefined) {
+    if (derived.add + derived.change + derived.destroy === 0) return undefined;
+    return `Resources with changes were listed (${describeCounts(derived)}) but no "Plan:" line was found; the output may have been cut short.`;
+  }
+  const importDiffers = counts.import !== undefined && counts.import !== derived.import;
+  if (
+    counts.add === derived.add &&
+    counts.change === derived.change &&
+    counts.destroy === derived.destroy &&
+    !importDiffers
+  ) {
+    return undefined;
+  }
+  const shown = (c: { add: number; change: number; destroy: number }, importing?: number) =>
+    describeCounts(c, counts.import === undefined ? undefined : importing);
+  return `${countsSource} says ${shown(counts, counts.import)}, but the resources listed add up to ${shown(derived, derived.import)}.`;
+}

@@ -1,0 +1,191 @@
+/**
+ * The lines of a human plan the text reader recognises, and the small pure pieces it is built
+ * from: `plan-text.ts` reads a plan with them.
+ */
+import type { PlanDiagnostic, PlanResource, ResourceAction } from "./plan-summary.js";
+
+export const HEADING_PHRASES: Record<
+  string,
+  { action: ResourceAction | "forget"; reason?: string }
+> = {
+  "will be created": { action: "create" },
+  "will be read during apply": { action: "read" },
+  "will be updated in-place": { action: "update" },
+  "will be destroyed": { action: "delete" },
+  "must be replaced": { action: "replace" },
+  "is tainted, so must be replaced": { action: "replace", reason: "tainted" },
+  "will be replaced, as requested": { action: "replace", reason: "replacement requested" },
+  "will be replaced due to changes in replace_triggered_by": {
+    action: "replace",
+    reason: "due to changes in replace_triggered_by",
+  },
+  // Terraform counts this as an add: the old object stays, unmanaged (`destroy = false`).
+  "must be replaced, but the existing object will not be destroyed": {
+    action: "create",
+    reason: "replacement; the existing object will not be destroyed",
+  },
+  "will be imported": { action: "no-op" },
+  "will no longer be managed by Terraform, but will not be destroyed": { action: "forget" },
+  "will be removed from Terraform state, but will not be destroyed": { action: "forget" },
+};
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+export const HEADING = new RegExp(
+  `^\\s*# (.+?) (${Object.keys(HEADING_PHRASES)
+    .sort((a, b) => b.length - a.length)
+    .map(escapeRegExp)
+    .join("|")})$`,
+);
+export const MOVED_HEADING = /^\s*# (.+?) has moved to (.+)$/;
+/** Headings that describe something other than a planned action: drift, deferrals, actions. */
+export const OTHER_HEADING =
+  /^\s*# \S.* (?:has changed|has been deleted|was deferred|will be invoked(?: .*)?)$/;
+export const DEPOSED = /^(.+) \(deposed object ([^)\s]+)\)$/;
+export const REASON_COMMENT = /^\s*#\s*\((.+)\)$/;
+export const WARNING_COMMENT = /^\s*#\s*Warning: (.+)$/;
+export const MARKER = /^\s*(?:(-\/\+|\+\/-|<=|[+~-])\s+)?(resource|data) "([^"]+)" "([^"]+)" \{/;
+export const FORCES_REPLACEMENT = /#\s*forces replacement\s*$/;
+export const ATTRIBUTE_NAME =
+  /^\s*(?:(?:-\/\+|\+\/-|[+~-])\s+)?("(?:[^"\\]|\\.)*"|[\w.-]+)\s*(?:=|\{)/;
+export const PLAN_LINE =
+  /^\s*Plan: (?:(\d+) to import, )?(\d+) to add, (\d+) to change, (\d+) to destroy(?:, (\d+) to forget)?\./;
+export const NO_CHANGES = /^\s*No changes\./;
+export const OUTPUTS_HEADER = /^\s*Changes to Outputs:\s*$/;
+export const OUTPUT_ENTRY = /^ {0,2}([+~-]) +([^\s=]+) *=(?: |$)/;
+export const PLAIN_DIAGNOSTIC = /^(Error|Warning): (.*)$/;
+export const BOX_CONTENT = /^\s*│ ?(.*)$/;
+export const UNFRAMED_BULLET = /^[*-] /;
+/**
+ * A resource line of Terraform before 0.12, under "Terraform will perform the following actions:":
+ * `  + aws_instance.web`, `-/+ aws_instance.db (tainted) (new resource required)`, ` <= data.x.y`.
+ */
+export const LEGACY_RESOURCE =
+  /^ {0,2}(-\/\+|\+\/-|<=|[+~-]) ([A-Za-z][\w-]*(?:\[[^\]]*\])?(?:\.[\w-]+(?:\[[^\]]*\])?)+)((?: \([^)]*\))*)$/;
+export const LEGACY_ACTIONS_HEADER = /^\s*Terraform will perform the following actions:\s*$/;
+/** An attribute value that opens a heredoc: `<<EOT`, `<<-EOT`, `<<~EOT`, perhaps with a comment after. */
+export const HEREDOC_OPEN = /<<[-~]?([A-Za-z_]\w*)(?:\s+#.*)?$/;
+
+export const MAX_DETAIL_LINES = 200;
+export const MAX_DETAIL_CHARS = 10_000;
+
+export const LEGACY_SYMBOLS: Record<string, ResourceAction> = {
+  "+": "create",
+  "-": "delete",
+  "~": "update",
+  "<=": "read",
+  "-/+": "replace",
+  "+/-": "replace",
+};
+
+export const OUTPUT_SYMBOLS: Record<string, ResourceAction> = {
+  "+": "create",
+  "-": "delete",
+  "~": "update",
+};
+
+export interface ResourceState {
+  resource: PlanResource;
+  headingReason?: string;
+  comments: string[];
+  forcedBy: string[];
+}
+
+export interface DiagnosticState {
+  framed: boolean;
+  kind?: "Error" | "Warning";
+  summary: string;
+  detail: string[];
+  chars: number;
+  truncated: boolean;
+  /** Unframed only: a paragraph of detail text has been read. */
+  sawDetailText: boolean;
+  /** Unframed only: the line before was blank. */
+  afterBlank: boolean;
+  /** Unframed only: the last line with text ended with `:`, introducing what follows. */
+  introduces: boolean;
+}
+
+/** `[A-Za-z0-9_]`, by character code: cheaper per line than a pattern. */
+export function isWordCharacter(code: number): boolean {
+  return (
+    (code >= 97 && code <= 122) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 48 && code <= 57) ||
+    code === 95
+  );
+}
+
+/**
+ * Whether a character is white space as `trim` and the patterns' `\s` read it: ASCII space, tab
+ * and line ends, no-break and other Unicode spaces, line and paragraph separators, and the BOM.
+ */
+export function isSpace(code: number): boolean {
+  if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
+  if (code < 0xa0) return false;
+  return (
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
+}
+
+/**
+ * Whether the line may be a `MARKER` line, whose text begins `resource` or `data` after its
+ * indentation and an optional symbol and spaces (`-/+ resource "type" "name" {`).
+ */
+export function mayBeMarker(text: string, start: number): boolean {
+  let at = start;
+  let code = text.charCodeAt(at);
+  if (code === 0x2d || code === 0x2b || code === 0x3c || code === 0x7e) {
+    // `-`, `+`, `<`, `~`: a symbol, then spaces.
+    while (at < text.length && !isSpace(text.charCodeAt(at))) at += 1;
+    const symbolEnd = at;
+    while (at < text.length && isSpace(text.charCodeAt(at))) at += 1;
+    if (at === symbolEnd) return false;
+    code = text.charCodeAt(at);
+  }
+  return (code === 0x72 || code === 0x64) && text.includes('" {');
+}
+
+/**
+ * A copy of text read from a line, for keeping. A substring shares its parent's memory, and each
+ * line is a piece of a chunk of the log: keeping an address as it was cut out would keep that
+ * whole chunk alive, and over a long log nearly every chunk.
+ */
+export function detached(text: string): string {
+  // The joined string is laid out anew when it is cut, and the cut shares that copy, not the
+  // line: a copy made many times faster than `structuredClone`'s, which goes through a
+  // serializer.
+  return ` ${text}`.slice(1);
+}
+
+export function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
+  const lines = [...state.detail];
+  while (lines.length > 0 && lines[0]?.trim() === "") lines.shift();
+  while (lines.length > 0 && lines[lines.length - 1]?.trim() === "") lines.pop();
+  if (state.truncated) lines.push("…");
+  return { summary: detached(state.summary), detail: detached(lines.join("\n")) };
+}
+
+export function resourceReason(state: ResourceState): string | undefined {
+  const parts = [
+    ...(state.headingReason === undefined ? [] : [state.headingReason]),
+    ...state.comments,
+  ];
+  if (state.forcedBy.length > 0) {
+    const named = state.forcedBy.filter((name) => name !== "");
+    parts.push(
+      named.length > 0
+        ? `${[...new Set(named)].join(", ")} forces replacement`
+        : "forces replacement",
+    );
+  }
+  return parts.length > 0 ? parts.join("; ") : undefined;
+}
