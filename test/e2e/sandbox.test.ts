@@ -13,6 +13,7 @@ import { chromium, type Browser, type Locator, type Page } from "playwright-core
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runBot, type BotProcess } from "../support/process.js";
+import { waitFor } from "../support/wait.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 /**
@@ -47,20 +48,6 @@ function describeWithChromium(name: string, fn: () => void): void {
   const reason = `Chromium not found at ${CHROMIUM} (${INSTALL_CHROMIUM}, or set CHROMIUM_PATH)`;
   if (process.env.CI === "true") throw new Error(`${name}: ${reason}; in CI it is required`);
   describe.skip(`${name} [skipped: ${reason}]`, fn);
-}
-
-async function waitFor<T>(
-  what: string,
-  probe: () => T | undefined,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** The request message of `vm`: the top-level message whose header names it. */
@@ -164,11 +151,15 @@ describeWithChromium("the sandbox in a browser", () => {
       entry: "start",
     });
     bot = started;
-    url = await waitFor("the sandbox banner", () => {
-      const exited = started.child.exitCode;
-      if (exited !== null) throw new Error(`the sandbox exited (${exited}): ${started.stderr()}`);
-      return /vmbot sandbox: open (http:\/\/localhost:\d+\/)/.exec(started.stdout())?.[1];
-    });
+    url = await waitFor(
+      () => {
+        const exited = started.child.exitCode;
+        if (exited !== null) throw new Error(`the sandbox exited (${exited}): ${started.stderr()}`);
+        return /vmbot sandbox: open (http:\/\/localhost:\d+\/)/.exec(started.stdout())?.[1];
+      },
+      "the sandbox banner",
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
     url = url.replace("localhost", "127.0.0.1");
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   }, 180_000);

@@ -7,13 +7,13 @@ import {
   APPROVER,
   askForVm,
   CHANNEL,
-  eventually,
   harnessPerTest,
   PROJECT_PATH,
   REQUESTER,
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * Who may do what, through the wire: every action × every kind of person, each asserting what
@@ -81,7 +81,7 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
       channelId: CHANNEL,
     });
     // Either the form opens, or the refusal comes back through the response_url.
-    return eventually(() => {
+    return waitFor(() => {
       if (h.slack.callsTo("views.open").length > 0) return true;
       return h.slack.responses.some((post) => post.url === delivery.responseUrl)
         ? false
@@ -100,7 +100,7 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
     // A refusal is the form's own answer (field errors); an accepted form is a request whose
     // pipeline follows.
     if (delivery.body.includes('"response_action":"errors"')) return false;
-    return eventually(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
+    return waitFor(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
   },
   async "/vm capacity"(h, userId) {
     return (await command(h, "capacity", userId)).startsWith("Proxmox capacity:");
@@ -111,7 +111,7 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
   async approve(h, userId) {
     const { pipelineId, message } = await plannedRequest(h);
     await h.signer.blockAction({ message, userId, actionId: "plan_approve" });
-    await eventually(
+    await waitFor(
       () =>
         h.slack.callsTo("chat.postEphemeral").length > 0 ||
         h.gitlab.job(pipelineId, "tf:apply").status !== "manual"
@@ -126,7 +126,7 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
     const opens = h.slack.callsTo("views.open").length;
     const clicked = await h.signer.blockAction({ message, userId, actionId: "plan_reject" });
     // Refused at the click (privately), or asked why in a form, which is then sent.
-    await eventually(
+    await waitFor(
       () =>
         h.slack.callsTo("chat.postEphemeral").length > 0 ||
         h.slack.callsTo("views.open").length > opens
@@ -139,7 +139,7 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
       const view = h.slack.views.at(-1)!;
       await h.signer.viewSubmission({ view, values: stateValuesFor(view, {}), userId });
     }
-    await eventually(
+    await waitFor(
       () =>
         h.slack.callsTo("chat.postEphemeral").length > 0 ||
         h.bot.store.listAudit().some((entry) => entry.action === "rejected")

@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite.js";
+import { WATCH_STEP } from "../../src/tracker/closure.js";
 import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
@@ -27,20 +28,25 @@ import {
   REQUESTER,
   reject,
 } from "../support/harness.js";
-import { runBot, type BotProcess } from "../support/process.js";
+import { portOf, runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * Crash tests: the real bot, as a process, kills itself (SIGKILL, nothing flushed) at one crash
  * point of one outside effect, just before or just after it; it is started again on the same
  * database file, and the flow is finished. Over the whole flow there must be no duplicate
- * pipeline, message, thread reply, upload or play, and no lost request.
+ * pipeline, message, thread reply, upload or play, and no lost request. Each test has its own
+ * simulators, bot and store, so they run at the same time.
  */
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+/**
+ * How long one step may take before the test fails: generous, as the tests run side by side on
+ * a machine that may be busy; a test passes as soon as what it waits for is there.
+ */
+const WAIT_MS = 40_000;
+/** A whole test, two bot starts included. */
+const TEST_MS = 120_000;
 
 /** Every crash point the flows below pass through, each exercised by one test. */
 const APPROVE_FLOW_POINTS = [
@@ -53,7 +59,12 @@ const APPROVE_FLOW_POINTS = [
   "reply_configured",
   "reply_notify_requester",
 ] as const;
-const exercised = new Set<string>();
+/** The crash points of the rejection (after a plan) and of the unlock. */
+const REJECT_FLOW_POINTS = ["cancel_pipeline", "erase_plan"] as const;
+const UNLOCK_POINTS = ["unlock"] as const;
+const MOMENTS = ["before", "after"] as const;
+/** The crash points a test below is declared for, filled as they are declared. */
+const declared: string[] = [];
 
 interface World {
   slack: FakeSlack;
@@ -65,26 +76,15 @@ interface World {
   crashes: number;
   /** Restarts after a crash that are up and answering. */
   restarts: number;
+  /**
+   * A restart after a crash that failed: the next `until` fails with it, instead of timing out.
+   * A restart cut short because the test is over (its world closing) is no failure.
+   */
+  restartFailure: Error | undefined;
+  /** Stops the bot (SIGTERM) and waits for it to exit: nothing more can happen after it. */
+  stopBot(): Promise<void>;
   close(): Promise<void>;
 }
-
-async function portOf(bot: BotProcess): Promise<number> {
-  const started = Date.now();
-  while (Date.now() - started < 20_000) {
-    for (const line of bot.stdout().split("\n")) {
-      if (line.includes('"vmbot is running"')) return (JSON.parse(line) as { port: number }).port;
-    }
-    if (bot.child.exitCode !== null || bot.child.signalCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
-}
-
-/**
- * A restart after a crash that failed: the next `until` fails with it, instead of timing out. A
- * restart cut short because the test is over (its world closing) is no failure.
- */
-let restartFailure: Error | undefined;
 
 async function startWorld(
   crashAt: string | undefined,
@@ -96,7 +96,6 @@ async function startWorld(
     projects: [{ id: 42, path: PROJECT_PATH, role: "maintainer", inputs: VM_PIPELINE_INPUTS }],
   });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-crash-"));
-  dirs.push(dir);
   const db = join(dir, "vmbot.sqlite");
   const env = fakeBotEnv({ slack, gitlab }, db, {
     POLL_INTERVAL_MS: "500",
@@ -111,21 +110,25 @@ async function startWorld(
     });
   // The first bot dies at the crash point (the crash tests' own entry); restarts run the bot's.
   const bot = runBot(env, dir, crashAt === undefined ? {} : { entry: "crash", args: [crashAt] });
-  restartFailure = undefined;
   let closing = false;
   const world: World = {
     slack,
     gitlab,
     db,
     bot,
-    signer: signerFor(await portOf(bot)),
+    signer: signerFor(await portOf(bot, WAIT_MS)),
     crashes: 0,
     restarts: 0,
-    async close() {
+    restartFailure: undefined,
+    async stopBot() {
       closing = true;
       world.bot.child.kill("SIGTERM");
       await world.bot.exited;
+    },
+    async close() {
+      await world.stopBot();
       await Promise.all([slack.close(), gitlab.close()]);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
   // When the bot dies at its crash point, start it again (without the crash point), at once.
@@ -136,11 +139,13 @@ async function startWorld(
         world.crashes += 1;
         world.bot = runBot(env, dir);
         watch(world.bot);
-        world.signer = signerFor(await portOf(world.bot));
+        world.signer = signerFor(await portOf(world.bot, WAIT_MS));
         world.restarts += 1;
       })
       .catch((error: unknown) => {
-        if (!closing) restartFailure = error instanceof Error ? error : new Error(String(error));
+        if (!closing) {
+          world.restartFailure = error instanceof Error ? error : new Error(String(error));
+        }
       });
   };
   watch(bot);
@@ -148,15 +153,27 @@ async function startWorld(
 }
 
 /** Waits for `check` while the bot may crash and restart underneath. */
-async function until<T>(check: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    if (restartFailure !== undefined) throw restartFailure;
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+const until = <T>(w: World, check: () => T | undefined, what: string): Promise<T> =>
+  waitFor(check, what, { timeoutMs: WAIT_MS, intervalMs: 25, failure: () => w.restartFailure });
+
+/**
+ * Waits until the bot has nothing left to finish (every outside effect it intended has its
+ * result), then stops it: what it did is final from then on, so counting it shows whether
+ * anything was done twice.
+ */
+async function settled(w: World): Promise<void> {
+  // A closed request's pipeline stays followed for its apply job (a watch, not an effect).
+  const unfinished = () => pending(w).filter((e) => e.step !== WATCH_STEP);
+  await waitFor(() => (unfinished().length === 0 ? true : undefined), "every effect to be done", {
+    timeoutMs: WAIT_MS,
+    intervalMs: 25,
+    failure: () => w.restartFailure,
+    detail: () =>
+      `still pending: ${unfinished()
+        .map((e) => `${e.subject} ${e.step}`)
+        .join(", ")}`,
+  });
+  await w.stopBot();
 }
 
 const requestMessages = (w: World) =>
@@ -181,40 +198,53 @@ function settle(w: World, pipelineId: number, job: string): void {
 /** `/vm create`, the form, and the request message showing its pipeline. */
 async function ask(w: World): Promise<{ message: FakeMessage; pipelineId: number }> {
   await w.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
-  await w.slack.waitFor("views.open");
+  await w.slack.waitFor("views.open", undefined, WAIT_MS);
   const view = w.slack.views.at(-1)!;
   await w.signer.viewSubmission({
     view,
     values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
     userId: REQUESTER,
   });
-  const pipelineId = await until(() => w.gitlab.pipelines[0]?.id, "the pipeline");
-  const message = await until(() => {
-    const m = requestMessage(w);
-    return m !== undefined && JSON.stringify(m.blocks).includes(`pipeline #${pipelineId}`)
-      ? m
-      : undefined;
-  }, "the request message with its pipeline");
+  const pipelineId = await until(w, () => w.gitlab.pipelines[0]?.id, "the pipeline");
+  const message = await until(
+    w,
+    () => {
+      const m = requestMessage(w);
+      return m !== undefined && JSON.stringify(m.blocks).includes(`pipeline #${pipelineId}`)
+        ? m
+        : undefined;
+    },
+    "the request message with its pipeline",
+  );
   return { message, pipelineId };
 }
 
 async function planned(w: World, pipelineId: number): Promise<FakeMessage> {
   settle(w, pipelineId, "tf:plan");
-  return until(() => {
-    const m = requestMessage(w);
-    return m?.text.endsWith("Awaiting approval") === true ? m : undefined;
-  }, "the plan message");
+  return until(
+    w,
+    () => {
+      const m = requestMessage(w);
+      return m?.text.endsWith("Awaiting approval") === true ? m : undefined;
+    },
+    "the plan message",
+  );
 }
 
-function audit(w: World): { requestId: string | null; action: string }[] {
-  // The bot may be running: read its store without taking it.
+/** Reads the bot's store without taking it (the bot may be running). */
+function readStore<T>(w: World, read: (store: ReturnType<typeof openSqliteStore>) => T): T {
   const store = openSqliteStore(w.db, { readOnly: true });
   try {
-    return store.listAudit();
+    return read(store);
   } finally {
     store.close();
   }
 }
+
+const audit = (w: World): { requestId: string | null; action: string }[] =>
+  readStore(w, (store) => store.listAudit());
+/** Outside effects whose intent is recorded and their result not yet. */
+const pending = (w: World) => readStore(w, (store) => store.pendingEffects());
 
 async function approveFlow(crashAt: string | undefined) {
   const w = await startWorld(crashAt);
@@ -222,31 +252,35 @@ async function approveFlow(crashAt: string | undefined) {
     const { pipelineId } = await ask(w);
     const plan = await planned(w, pipelineId);
     await until(
+      w,
       () => (threadOf(w, plan).some((m) => m.text.startsWith(":eyes:")) ? true : undefined),
       "the approvers to be called in",
     );
     if (crashAt?.startsWith("reply_notify_approvers:") === true) {
       // The notice is the last thing before the crash: the click waits for the bot to be back.
-      await until(() => (w.restarts >= 1 ? true : undefined), "the bot to restart");
+      await until(w, () => (w.restarts >= 1 ? true : undefined), "the bot to restart");
     }
     await w.signer.blockAction({ message: plan, userId: APPROVER, actionId: "plan_approve" });
     await until(
+      w,
       () => (w.gitlab.job(pipelineId, "tf:apply").status !== "manual" ? true : undefined),
       "the apply job to start",
     );
     settle(w, pipelineId, "tf:apply");
     settle(w, pipelineId, "ansible:configure");
     await until(
+      w,
       () => (requestMessage(w)?.text.endsWith("Ready") === true ? true : undefined),
       "the request to be ready",
     );
     await until(
+      w,
       () =>
         threadOf(w, requestMessage(w)!).some((m) => m.text.includes("is ready")) ? true : undefined,
       "the requester to be told",
     );
-    // A few more passes: nothing may be posted twice after the end either.
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    // Nothing may be posted twice after the end either.
+    await settled(w);
 
     expect(w.gitlab.pipelines).toHaveLength(1);
     expect(requestMessages(w)).toHaveLength(1);
@@ -275,161 +309,212 @@ async function approveFlow(crashAt: string | undefined) {
   }
 }
 
-describe("crash between the intent and the result of each outside effect", () => {
-  it("runs the whole flow without a crash as the baseline", async () => {
-    expect(await approveFlow(undefined)).toBe(0);
-  }, 60_000);
+describe.concurrent("crash between the intent and the result of each outside effect", () => {
+  it(
+    "runs the whole flow without a crash as the baseline",
+    async () => {
+      expect(await approveFlow(undefined)).toBe(0);
+    },
+    TEST_MS,
+  );
 
   for (const point of APPROVE_FLOW_POINTS) {
-    for (const moment of ["before", "after"] as const) {
-      it(`crashes at ${point}:${moment}, restarts, and finishes with nothing twice`, async () => {
-        const crashes = await approveFlow(`${point}:${moment}`);
-        expect(crashes).toBeGreaterThanOrEqual(1);
-        exercised.add(`${point}:${moment}`);
-      }, 60_000);
+    for (const moment of MOMENTS) {
+      declared.push(`${point}:${moment}`);
+      it(
+        `crashes at ${point}:${moment}, restarts, and finishes with nothing twice`,
+        async () => {
+          const crashes = await approveFlow(`${point}:${moment}`);
+          expect(crashes).toBeGreaterThanOrEqual(1);
+        },
+        TEST_MS,
+      );
     }
   }
 
-  for (const moment of ["before", "after"] as const) {
-    it(`crashes at cancel_pipeline:${moment} after a rejection, and the pipeline is canceled`, async () => {
-      const w = await startWorld(`cancel_pipeline:${moment}`);
+  for (const moment of MOMENTS) {
+    declared.push(`cancel_pipeline:${moment}`, `erase_plan:${moment}`, `unlock:${moment}`);
+    it(
+      `crashes at cancel_pipeline:${moment} after a rejection, and the pipeline is canceled`,
+      async () => {
+        const w = await startWorld(`cancel_pipeline:${moment}`);
+        try {
+          const { pipelineId } = await ask(w);
+          const plan = await planned(w, pipelineId);
+          await reject(w, plan, APPROVER);
+          await until(w, () => (w.crashes >= 1 ? true : undefined), "the crash");
+          await until(
+            w,
+            () => (w.gitlab.requestsTo("POST", /\/cancel$/).length >= 1 ? true : undefined),
+            "the cancel",
+          );
+          await until(
+            w,
+            () => (requestMessage(w)?.text.endsWith("Rejected") === true ? true : undefined),
+            "the request message to say it was rejected",
+          );
+          await settled(w);
+          // Canceled once, or again after the restart: GitLab's cancel is idempotent, and a
+          // pipeline waiting on its manual job reads the same before and after one.
+          expect(w.gitlab.requestsTo("POST", /\/cancel$/).length).toBeLessThanOrEqual(2);
+          expect(w.gitlab.pipeline(pipelineId).status).not.toBe("running");
+          expect(requestMessage(w)?.text.endsWith("Rejected")).toBe(true);
+          expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(0);
+          expect(requestMessages(w)).toHaveLength(1);
+        } finally {
+          await w.close();
+        }
+      },
+      TEST_MS,
+    );
+
+    it(
+      `crashes at erase_plan:${moment} after a rejection: the plan is deleted once, and an apply played later fails`,
+      async () => {
+        const w = await startWorld(`erase_plan:${moment}`);
+        try {
+          const { pipelineId } = await ask(w);
+          const plan = await planned(w, pipelineId);
+          await reject(w, plan, APPROVER);
+          await until(w, () => (w.crashes >= 1 ? true : undefined), "the crash");
+          await until(
+            w,
+            () => (w.gitlab.job(pipelineId, "tf:plan").artifacts.size === 0 ? true : undefined),
+            "the plan's artifacts to be deleted",
+          );
+          await until(
+            w,
+            () => (audit(w).some((entry) => entry.action === "plan_erased") ? true : undefined),
+            "the deletion in the audit",
+          );
+          await until(
+            w,
+            () => (requestMessage(w)?.text.endsWith("Rejected") === true ? true : undefined),
+            "the request message to say it was rejected",
+          );
+          // The restarted bot still follows the pipeline: an apply played in GitLab is reported once.
+          w.gitlab.playJob(pipelineId, "tf:apply");
+          settle(w, pipelineId, "tf:apply");
+          expect(w.gitlab.job(pipelineId, "tf:apply").status).toBe("failed");
+          const alarm = await until(
+            w,
+            () =>
+              threadOf(w, requestMessage(w)!).find((m) =>
+                m.text.includes("was played in GitLab after the request was rejected"),
+              ),
+            "the apply to be posted in the thread",
+          );
+          expect(alarm.text).toContain("Terraform has no plan to apply");
+          // Passes after the deletion reported the apply; once the bot is settled and stopped,
+          // nothing was deleted, audited or reported twice.
+          await settled(w);
+          expect(w.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/)).toHaveLength(1);
+          expect(audit(w).filter((entry) => entry.action === "plan_erased")).toHaveLength(1);
+          expect(audit(w).filter((entry) => entry.action === "rejected")).toHaveLength(1);
+          expect(requestMessage(w)?.text.endsWith("Rejected")).toBe(true);
+          expect(
+            threadOf(w, requestMessage(w)!).filter((m) => m.text.includes("was played in GitLab")),
+          ).toHaveLength(1);
+          expect(requestMessages(w)).toHaveLength(1);
+        } finally {
+          await w.close();
+        }
+      },
+      TEST_MS,
+    );
+
+    it(
+      `crashes at unlock:${moment}, and the unlock is finished and told once`,
+      async () => {
+        const w = await startWorld(`unlock:${moment}`);
+        try {
+          w.gitlab.addUser({ username: "alice" });
+          w.gitlab.addTerraformState(PROJECT_PATH, "general", {
+            lockedBy: "alice",
+            lockedAt: new Date(Math.floor(Date.now() / 1000 - 3600) * 1000),
+          });
+          const command = await w.signer.slashCommand({
+            text: "unlock",
+            userId: ADMIN,
+            channelId: CHANNEL,
+          });
+          const prompt = await w.slack.waitForResponse(
+            (post) => post.url === command.responseUrl,
+            WAIT_MS,
+          );
+          await w.signer.blockAction({
+            message: {
+              channel: CHANNEL,
+              ts: "1796205600.000100",
+              text: prompt.body.text as string,
+              blocks: prompt.body.blocks as FakeMessage["blocks"],
+              user: w.slack.identity.botUserId,
+              bot_id: w.slack.identity.botId,
+              app_id: w.slack.identity.appId,
+            },
+            ephemeral: true,
+            actionId: "unlock_confirm",
+            userId: ADMIN,
+          });
+          await until(w, () => (w.crashes >= 1 ? true : undefined), "the crash");
+          const notice = await until(
+            w,
+            () => w.slack.messages.find((m) => m.text.includes("force-unlocked")),
+            "the channel to be told",
+          );
+          // The restarted bot finishes an interrupted unlock once, at its start.
+          await settled(w);
+          expect(notice.channel).toBe(CHANNEL);
+          expect(w.slack.messages.filter((m) => m.text.includes("force-unlocked"))).toHaveLength(1);
+          expect(w.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
+          expect(w.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
+          expect(audit(w).filter((entry) => entry.action === "unlocked")).toHaveLength(1);
+        } finally {
+          await w.close();
+        }
+      },
+      TEST_MS,
+    );
+  }
+
+  it(
+    "without VMBOT_REQUEST_ID, adopts the first pipeline after the request and says it is not sure",
+    async () => {
+      const w = await startWorld("create_pipeline:after", { GITLAB_REQUEST_ID_VARIABLE: "false" });
       try {
         const { pipelineId } = await ask(w);
-        const plan = await planned(w, pipelineId);
-        await reject(w, plan, APPROVER);
-        await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
-        await until(
-          () => (w.gitlab.requestsTo("POST", /\/cancel$/).length >= 1 ? true : undefined),
-          "the cancel",
+        expect(w.crashes).toBe(1);
+        expect(w.gitlab.pipelines).toHaveLength(1);
+        expect(w.gitlab.pipeline(pipelineId).variables.map((v) => v.key)).not.toContain(
+          "VMBOT_REQUEST_ID",
         );
-        await new Promise((resolve) => setTimeout(resolve, 1_200));
-        // Canceled once, or again after the restart: GitLab's cancel is idempotent, and a
-        // pipeline waiting on its manual job reads the same before and after one.
-        expect(w.gitlab.requestsTo("POST", /\/cancel$/).length).toBeLessThanOrEqual(2);
-        expect(w.gitlab.pipeline(pipelineId).status).not.toBe("running");
-        expect(requestMessage(w)?.text.endsWith("Rejected")).toBe(true);
-        expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(0);
-        expect(requestMessages(w)).toHaveLength(1);
-        exercised.add(`cancel_pipeline:${moment}`);
-      } finally {
-        await w.close();
-      }
-    }, 60_000);
-
-    it(`crashes at erase_plan:${moment} after a rejection: the plan is deleted once, and an apply played later fails`, async () => {
-      const w = await startWorld(`erase_plan:${moment}`);
-      try {
-        const { pipelineId } = await ask(w);
-        const plan = await planned(w, pipelineId);
-        await reject(w, plan, APPROVER);
-        await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
-        await until(
-          () => (w.gitlab.job(pipelineId, "tf:plan").artifacts.size === 0 ? true : undefined),
-          "the plan's artifacts to be deleted",
-        );
-        await until(
-          () => (audit(w).some((entry) => entry.action === "plan_erased") ? true : undefined),
-          "the deletion in the audit",
-        );
-        // A few more passes: nothing is deleted or audited twice.
-        await new Promise((resolve) => setTimeout(resolve, 1_200));
-        expect(w.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/)).toHaveLength(1);
-        expect(audit(w).filter((entry) => entry.action === "plan_erased")).toHaveLength(1);
-        expect(audit(w).filter((entry) => entry.action === "rejected")).toHaveLength(1);
-        expect(requestMessage(w)?.text.endsWith("Rejected")).toBe(true);
-        // The restarted bot still follows the pipeline: an apply played in GitLab is reported once.
-        w.gitlab.playJob(pipelineId, "tf:apply");
-        settle(w, pipelineId, "tf:apply");
-        expect(w.gitlab.job(pipelineId, "tf:apply").status).toBe("failed");
-        const alarm = await until(
-          () =>
-            threadOf(w, requestMessage(w)!).find((m) =>
-              m.text.includes("was played in GitLab after the request was rejected"),
-            ),
-          "the apply to be posted in the thread",
-        );
-        expect(alarm.text).toContain("Terraform has no plan to apply");
-        await new Promise((resolve) => setTimeout(resolve, 1_200));
-        expect(
-          threadOf(w, requestMessage(w)!).filter((m) => m.text.includes("was played in GitLab")),
-        ).toHaveLength(1);
-        expect(requestMessages(w)).toHaveLength(1);
-        exercised.add(`erase_plan:${moment}`);
-      } finally {
-        await w.close();
-      }
-    }, 60_000);
-
-    it(`crashes at unlock:${moment}, and the unlock is finished and told once`, async () => {
-      const w = await startWorld(`unlock:${moment}`);
-      try {
-        w.gitlab.addUser({ username: "alice" });
-        w.gitlab.addTerraformState(PROJECT_PATH, "general", {
-          lockedBy: "alice",
-          lockedAt: new Date(Math.floor(Date.now() / 1000 - 3600) * 1000),
-        });
-        const command = await w.signer.slashCommand({
-          text: "unlock",
-          userId: ADMIN,
-          channelId: CHANNEL,
-        });
-        const prompt = await w.slack.waitForResponse((post) => post.url === command.responseUrl);
-        await w.signer.blockAction({
-          message: {
-            channel: CHANNEL,
-            ts: "1796205600.000100",
-            text: prompt.body.text as string,
-            blocks: prompt.body.blocks as FakeMessage["blocks"],
-            user: w.slack.identity.botUserId,
-            bot_id: w.slack.identity.botId,
-            app_id: w.slack.identity.appId,
+        const message = await until(
+          w,
+          () => {
+            const m = requestMessage(w);
+            return JSON.stringify(m?.blocks ?? []).includes("restarted while starting")
+              ? m
+              : undefined;
           },
-          ephemeral: true,
-          actionId: "unlock_confirm",
-          userId: ADMIN,
-        });
-        await until(() => (w.crashes >= 1 ? true : undefined), "the crash");
-        const notice = await until(
-          () => w.slack.messages.find((m) => m.text.includes("force-unlocked")),
-          "the channel to be told",
+          "the note in the request message",
         );
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
-        expect(notice.channel).toBe(CHANNEL);
-        expect(w.slack.messages.filter((m) => m.text.includes("force-unlocked"))).toHaveLength(1);
-        expect(w.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
-        expect(w.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
-        expect(audit(w).filter((entry) => entry.action === "unlocked")).toHaveLength(1);
-        exercised.add(`unlock:${moment}`);
+        expect(JSON.stringify(message.blocks)).toContain(
+          `vmbot restarted while starting this request and took pipeline #${pipelineId}, the first one created after it, as its own: check that it is.`,
+        );
       } finally {
         await w.close();
       }
-    }, 60_000);
-  }
+    },
+    TEST_MS,
+  );
 
-  it("without VMBOT_REQUEST_ID, adopts the first pipeline after the request and says it is not sure", async () => {
-    const w = await startWorld("create_pipeline:after", { GITLAB_REQUEST_ID_VARIABLE: "false" });
-    try {
-      const { pipelineId } = await ask(w);
-      expect(w.crashes).toBe(1);
-      expect(w.gitlab.pipelines).toHaveLength(1);
-      expect(w.gitlab.pipeline(pipelineId).variables.map((v) => v.key)).not.toContain(
-        "VMBOT_REQUEST_ID",
-      );
-      const message = await until(() => {
-        const m = requestMessage(w);
-        return JSON.stringify(m?.blocks ?? []).includes("restarted while starting") ? m : undefined;
-      }, "the note in the request message");
-      expect(JSON.stringify(message.blocks)).toContain(
-        `vmbot restarted while starting this request and took pipeline #${pipelineId}, the first one created after it, as its own: check that it is.`,
-      );
-    } finally {
-      await w.close();
-    }
-  }, 60_000);
-
-  it("exercised every crash point", () => {
-    // 6 effects of the approval flow, the rejection's cancel and plan deletion, and the unlock,
-    // each before and after.
-    expect(exercised.size).toBe((APPROVE_FLOW_POINTS.length + 3) * 2);
+  it("has a test for every crash point, before and after, each asserting its crash", () => {
+    // 8 effects of the approval flow, the rejection's cancel and plan deletion, and the unlock,
+    // each before and after; every test above fails unless the bot crashed where it asked.
+    const points = [...APPROVE_FLOW_POINTS, ...REJECT_FLOW_POINTS, ...UNLOCK_POINTS];
+    expect([...declared].sort()).toEqual(
+      points.flatMap((point) => MOMENTS.map((moment) => `${point}:${moment}`)).sort(),
+    );
+    expect(new Set(declared).size).toBe((APPROVE_FLOW_POINTS.length + 3) * 2);
   });
 });

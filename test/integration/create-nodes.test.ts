@@ -3,13 +3,8 @@ import { fakeNode } from "../../sandbox/simulators/proxmox/index.js";
 import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import type { FakeView } from "../../sandbox/simulators/slack/index.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
-import {
-  CHANNEL,
-  eventually,
-  harnessPerTest,
-  REQUESTER,
-  type Harness,
-} from "../support/harness.js";
+import { CHANNEL, harnessPerTest, REQUESTER, type Harness } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 
@@ -122,7 +117,7 @@ describe("the create form's node list", () => {
       userId: REQUESTER,
     });
     expect(delivery.json).toBeUndefined();
-    const pipeline = await eventually(() => h.gitlab.pipelines.at(-1), "the pipeline");
+    const pipeline = await waitFor(() => h.gitlab.pipelines.at(-1), "the pipeline");
     expect(pipeline.inputs.proxmox_node).toBe("pve1");
   });
 
@@ -143,7 +138,7 @@ describe("the create form's node list", () => {
         h.signer.slashCommand({ text: `create web-0${n}`, userId: REQUESTER, channelId: CHANNEL }),
       ),
     );
-    await eventually(
+    await waitFor(
       () => (h.slack.callsTo("views.open").length === 3 ? true : undefined),
       "three forms",
     );
@@ -159,7 +154,7 @@ describe("the create form's node list", () => {
       userId: REQUESTER,
     });
     expect(delivery.json).toBeUndefined();
-    const pipeline = await eventually(() => h.gitlab.pipelines.at(-1), "the pipeline");
+    const pipeline = await waitFor(() => h.gitlab.pipelines.at(-1), "the pipeline");
     expect(pipeline.inputs.proxmox_node).toBe("pve1");
   });
 

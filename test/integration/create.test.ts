@@ -6,7 +6,6 @@ import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import type { FakeView } from "../../sandbox/simulators/slack/index.js";
 import {
   CHANNEL,
-  eventually,
   PLATFORM_INPUTS,
   REQUESTER,
   harnessPerTest,
@@ -14,6 +13,7 @@ import {
   type HarnessOptions,
 } from "../support/harness.js";
 import { moveTo } from "../support/lifecycle.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 
@@ -195,7 +195,7 @@ describe("/vm create", () => {
     const free = await openAnother(h, "web-02");
     const accepted = await submit(h, free, { ...goodEntries, vm_name: "web-02" });
     expect(accepted.body).toBe("");
-    await eventually(() => (allRequests(h).length === 2 ? true : undefined), "the second request");
+    await waitFor(() => (allRequests(h).length === 2 ? true : undefined), "the second request");
   });
 
   it("refuses an over-long name on the field with the limit, and never cuts it", async () => {
@@ -279,7 +279,7 @@ describe("/vm create", () => {
         expect((await submit(h, view, { ...goodEntries, vm_name: name, vm_ip: ip })).status).toBe(
           200,
         );
-        await eventually(() => h.gitlab.pipelines.length > before || undefined, "the pipeline");
+        await waitFor(() => h.gitlab.pipelines.length > before || undefined, "the pipeline");
       }
     };
 
@@ -419,7 +419,7 @@ describe("/vm create", () => {
       }),
     ]);
     await h.slack.waitFor("chat.update");
-    await eventually(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
+    await waitFor(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
     expect(allRequests(h)).toHaveLength(1);
     expect(h.gitlab.pipelines).toHaveLength(1);
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(1);

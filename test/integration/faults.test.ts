@@ -3,12 +3,12 @@ import { describe, expect, it } from "vitest";
 import {
   askForVm,
   CHANNEL,
-  eventually,
   harnessPerTest,
   REQUESTER,
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 
 /**
@@ -32,7 +32,7 @@ async function submitForm(h: Harness, name = "web-01") {
     }),
     userId: REQUESTER,
   });
-  return eventually(
+  return waitFor(
     () => h.bot.store.listAudit().find((e) => ["pipeline_created", "failed"].includes(e.action)),
     "the request to start or fail",
     20_000,
@@ -88,7 +88,7 @@ describe("GitLab faults", () => {
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
-    await eventually(
+    await waitFor(
       () => (messageOf(h)?.text === "VM web-01 — Awaiting approval" ? true : undefined),
       "the plan message",
     );

@@ -8,14 +8,9 @@ import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { captureLogs } from "../support/logs.js";
-import {
-  CHANNEL,
-  eventually,
-  harnessPerTest,
-  REQUESTER,
-  type Harness,
-} from "../support/harness.js";
+import { CHANNEL, harnessPerTest, REQUESTER, type Harness } from "../support/harness.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 
@@ -112,7 +107,7 @@ describe("GET /healthz", () => {
     try {
       const refused =
         "Slack refused SLACK_BOT_TOKEN (token_revoked): reinstall the app and copy its Bot User OAuth Token.";
-      await eventually(
+      await waitFor(
         () => (bot.health().reason === refused ? true : undefined),
         "the health check to say Slack refused the token",
       );

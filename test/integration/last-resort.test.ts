@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { startBotProcess } from "../support/bot-process.js";
-import { eventually } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 
 const TIMEOUT = 60_000;
 const cleanups: (() => Promise<void>)[] = [];
@@ -27,7 +27,7 @@ describe("an error nothing caught", () => {
     async () => {
       const { bot, port } = await startBot();
       bot.child.kill("SIGUSR2");
-      await eventually(
+      await waitFor(
         () => (bot.stdout().includes("a failure nothing waited for") ? true : undefined),
         "the stray rejection's log line",
       );

@@ -6,7 +6,8 @@ import { openSqliteStore } from "../../src/store/sqlite.js";
 import { startFakeGitlab, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/gitlab/index.js";
 import { createSlackSigner, stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { startFakeSlack } from "../../sandbox/simulators/slack/index.js";
-import { CHANNEL, eventually, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
+import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 import { portOf, runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
@@ -51,7 +52,7 @@ describe("a pipeline create in flight across a SIGKILL", () => {
         values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
         userId: REQUESTER,
       });
-      await eventually(
+      await waitFor(
         () => (gitlab.requestsTo("POST", /\/pipeline$/).length === 1 ? true : undefined),
         "the create to be in flight",
         15_000,
@@ -63,7 +64,7 @@ describe("a pipeline create in flight across a SIGKILL", () => {
       bot = runBot(env, dir);
       await portOf(bot);
       // The restarted bot looks, finds nothing yet, and creates the request's pipeline.
-      const adopted = await eventually(
+      const adopted = await waitFor(
         () => gitlab.pipelines[0],
         "the restarted bot's pipeline",
         15_000,
@@ -74,9 +75,9 @@ describe("a pipeline create in flight across a SIGKILL", () => {
 
       // Now the first create lands, carrying the same request ID.
       land();
-      const late = await eventually(() => gitlab.pipelines[1], "the late pipeline", 15_000);
+      const late = await waitFor(() => gitlab.pipelines[1], "the late pipeline", 15_000);
       expect(late.variables).toContainEqual(expect.objectContaining({ key: "VMBOT_REQUEST_ID" }));
-      await eventually(
+      await waitFor(
         () => (gitlab.pipeline(late.id).status === "canceled" ? true : undefined),
         "the late pipeline to be canceled",
         15_000,
@@ -86,7 +87,7 @@ describe("a pipeline create in flight across a SIGKILL", () => {
       expect(gitlab.job(late.id, "tf:apply").status).toBe("canceled");
       expect(gitlab.job(late.id, "tf:plan").status).toBe("canceled");
       expect(gitlab.pipeline(adopted.id).status).not.toBe("canceled");
-      const note = await eventually(
+      const note = await waitFor(
         () => slack.messages.find((m) => m.text.includes(`(#${late.id})`)),
         "the note in the request's thread",
         15_000,

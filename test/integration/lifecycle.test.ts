@@ -13,8 +13,9 @@ import {
   PROJECT_PATH,
   REQUESTER,
 } from "../support/harness.js";
-import { runBot, type BotProcess } from "../support/process.js";
+import { portOf, runBot } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { waitFor } from "../support/wait.js";
 
 let slack: FakeSlack;
 let gitlab: FakeGitlab;
@@ -36,19 +37,6 @@ afterAll(async () => {
 
 function botEnv(db: string, extra: Record<string, string> = {}): Record<string, string> {
   return fakeBotEnv({ slack, gitlab }, db, extra);
-}
-
-/** Reads the port from the bot's "vmbot is running" log line. */
-async function portOf(bot: BotProcess): Promise<number> {
-  const started = Date.now();
-  while (Date.now() - started < 15_000) {
-    for (const line of bot.stdout().split("\n")) {
-      if (!line.includes('"vmbot is running"')) continue;
-      return (JSON.parse(line) as { port: number }).port;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
 }
 
 describe("the bot as a process", () => {
@@ -111,7 +99,7 @@ describe("the bot as a process", () => {
       values: stateValuesFor(view, { vm_name: "db-01", vm_ip: "192.168.1.60/24" }),
       userId: REQUESTER,
     });
-    const pipeline = await waitUntil(() => gitlab.pipelines[pipelinesBefore], "the pipeline");
+    const pipeline = await waitFor(() => gitlab.pipelines[pipelinesBefore], "the pipeline");
     // The plan starts; the bot notices it is planning, then dies without any cleanup.
     gitlab.advance(pipeline.id);
     gitlab.advance(pipeline.id);
@@ -131,7 +119,13 @@ describe("the bot as a process", () => {
       (call) => call.args.text === "VM db-01 — Awaiting approval",
       10_000,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1_500)); // a few more passes
+    // A few more passes (each lists the project's pipelines while the request waits): the plan
+    // had its chances to be posted twice.
+    const listed = () => gitlab.requestsTo("GET", /\/pipelines$/).length;
+    const listedBefore = listed();
+    await waitFor(() => (listed() >= listedBefore + 3 ? true : undefined), "three more passes", {
+      timeoutMs: 10_000,
+    });
     second.child.kill("SIGTERM");
     await second.exited;
 
@@ -154,13 +148,3 @@ describe("the bot as a process", () => {
     store.close();
   });
 });
-
-async function waitUntil<T>(check: () => T | undefined, what: string): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() - started > 5_000) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * Which mode the process runs in: each test runs `npm start`'s entry (`sandbox/main.ts`), or the
@@ -47,14 +48,18 @@ function start(
 
 /** The port in the sandbox's banner, once it is printed. */
 async function bannerPort(bot: BotProcess): Promise<number> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    const match = BANNER.exec(bot.stdout());
-    if (match) return Number(match[1]);
-    if (bot.child.exitCode !== null || bot.child.signalCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the sandbox printed no banner:\n${bot.stdout()}\n${bot.stderr()}`);
+  const failed = () =>
+    new Error(`the sandbox printed no banner:\n${bot.stdout()}\n${bot.stderr()}`);
+  return waitFor(
+    () => {
+      const match = BANNER.exec(bot.stdout());
+      if (match) return Number(match[1]);
+      if (bot.child.exitCode !== null || bot.child.signalCode !== null) throw failed();
+      return undefined;
+    },
+    "the sandbox's banner",
+    { timeoutMs: 20_000, intervalMs: 50, detail: () => failed().message },
+  );
 }
 
 /** Polls /healthz until it answers 200 or the deadline passes; returns the last answer. */

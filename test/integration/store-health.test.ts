@@ -15,6 +15,7 @@ import {
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 
@@ -45,12 +46,14 @@ describe("a store that cannot take a write", () => {
     const lock = holdWriteLock(h);
     try {
       // A write that worked is trusted for a moment: wait for the next probe.
-      let answer = await health(h);
-      const deadline = Date.now() + 10_000;
-      while (answer.status !== 503 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        answer = await health(h);
-      }
+      const answer = await waitFor(
+        async () => {
+          const current = await health(h);
+          return current.status === 503 ? current : undefined;
+        },
+        "/healthz to answer 503",
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
       expect(answer.status).toBe(503);
       expect(answer.body).toEqual({
         status: "unavailable",

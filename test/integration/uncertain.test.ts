@@ -5,7 +5,6 @@ import {
   APPROVER,
   CHANNEL,
   PROJECT_PATH,
-  eventually,
   click,
   reject,
   harnessPerTest,
@@ -15,6 +14,7 @@ import {
   type HarnessOptions,
 } from "../support/harness.js";
 import { testClock } from "../support/clock.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * GitLab does the thing, and its answer is lost (a timeout, a dropped connection, a proxy's 5xx)
@@ -230,7 +230,7 @@ describe("a cancel and a deletion whose answers are lost", () => {
       { afterEffect: { status: 502 } },
     );
     await reject(h, message(), APPROVER);
-    await eventually(
+    await waitFor(
       () =>
         h.bot.store.effect(requestId, `erase_plan:${h.gitlab.job(pipelineId, "tf:plan").id}`)
           ?.state === "done"
@@ -258,7 +258,7 @@ describe("a cancel and a deletion whose answers are lost", () => {
     // user has since been made a Developer.
     h.gitlab.setRole(42, "developer");
     await reject(h, message(), APPROVER);
-    const warning = await eventually(
+    const warning = await waitFor(
       () =>
         threadOf(h, message()).find((m) => m.text.includes("could not make this plan unusable")),
       "the warning in the thread",
@@ -305,7 +305,7 @@ describe("a lock removal whose answer and read back are both lost", () => {
     const before = h.slack.responses.length;
     await confirm(h, prompt);
     // While GitLab holds the answer back, its GraphQL endpoint starts failing too.
-    await eventually(
+    await waitFor(
       () => (h.gitlab.requestsTo("DELETE", /\/lock$/).length === 1 ? true : undefined),
       "the unlock request",
     );
@@ -333,7 +333,7 @@ describe("a rejected or expired plan cannot be applied", () => {
   it("after Reject, an apply played in GitLab fails for want of the plan and is posted in the thread in one pass", async () => {
     const { h, pipelineId, requestId, message } = await planned();
     await reject(h, message(), APPROVER);
-    await eventually(
+    await waitFor(
       () => (h.gitlab.job(pipelineId, "tf:plan").artifacts.size === 0 ? true : undefined),
       "the plan's artifacts to be deleted",
     );

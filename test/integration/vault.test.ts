@@ -12,7 +12,6 @@ import { fakeNode } from "../../sandbox/simulators/proxmox/index.js";
 import {
   askForVm,
   CHANNEL,
-  eventually,
   harnessPerTest,
   PROJECT_PATH,
   REQUESTER,
@@ -20,6 +19,7 @@ import {
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
 const start = harnessPerTest();
@@ -125,7 +125,7 @@ describe("secrets from Vault", () => {
     }, 250);
     try {
       const login = /^\/v1\/auth\/approle\/login$/;
-      await eventually(
+      await waitFor(
         () => (h.vault!.requestsTo("POST", login).length >= 2 ? true : undefined),
         "a second login after the token reached its max TTL",
         10_000,
@@ -155,7 +155,7 @@ describe("secrets from Vault", () => {
       },
     });
     h.vault!.refuseRenewal("permission-denied");
-    await eventually(
+    await waitFor(
       () =>
         h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/).length >= 2 ? true : undefined,
       "a login after the refused renewal",
@@ -223,7 +223,7 @@ describe("keeping the Vault login healthy", () => {
       },
     });
     h.vault!.failNext({ path: /renew-self$/ }, { status: 500 });
-    await eventually(
+    await waitFor(
       () =>
         h.vault!.requestsTo("POST", /^\/v1\/auth\/token\/renew-self$/).length >= 2
           ? true
@@ -374,7 +374,7 @@ describe("Vault failures name the path and the cause, never the secret", () => {
     });
     expect(await capacityText(h)).toContain("is sealed (503)");
     h.vault!.unseal();
-    await eventually(
+    await waitFor(
       () =>
         h.vault!.requestsTo("POST", /^\/v1\/auth\/approle\/login$/).length >= 2 ? true : undefined,
       "a login once Vault is unsealed",

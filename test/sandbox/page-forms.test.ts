@@ -13,6 +13,7 @@ import { CREATE_MODAL } from "../../src/ids.js";
 import { PEOPLE } from "../../sandbox/platform.js";
 import { startSandbox, type RunningSandbox } from "../../sandbox/sandbox.js";
 import { captureLogs } from "../support/logs.js";
+import { waitFor } from "../support/wait.js";
 
 const REQUESTER = PEOPLE.requester.id;
 
@@ -98,14 +99,7 @@ async function waitForState<T>(
   what: string,
   probe: (current: State) => T | undefined,
 ): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const current = await state(s);
-    const found = probe(current);
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return waitFor(async () => probe(await state(s)), what, { timeoutMs: 20_000, intervalMs: 50 });
 }
 
 const createForm = (current: State) =>

@@ -16,6 +16,7 @@ import { startSandbox, type RunningSandbox } from "../../sandbox/sandbox.js";
 import type { FakeMessage, FakeView } from "../../sandbox/simulators/slack/index.js";
 import { slackSignature } from "../../sandbox/simulators/slack/signer.js";
 import { captureLogs } from "../support/logs.js";
+import { waitFor } from "../support/wait.js";
 
 const REQUESTER = PEOPLE.requester.id;
 const APPROVER = PEOPLE.approver.id;
@@ -140,16 +141,15 @@ async function waitForState<T>(
   probe: (state: Snapshot) => T | undefined,
   timeoutMs = 20_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const state = await snapshot(s);
-    const found = probe(state);
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}; last snapshot: ${JSON.stringify(state)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  let last: Snapshot | undefined;
+  return waitFor(
+    async () => {
+      last = await snapshot(s);
+      return probe(last);
+    },
+    what,
+    { timeoutMs, intervalMs: 100, detail: () => `last snapshot: ${JSON.stringify(last)}` },
+  );
 }
 
 const header = (message: FakeMessage): string => {

@@ -22,11 +22,13 @@ function leaksIn(texts: readonly string[]): string[] {
 // a test credential, a planted secret or anything shaped like a secret. Running in every file
 // makes this a scan of the whole suite's logs.
 afterAll(() => {
-  expect(leaksIn(capturedLogLines), "log lines that contain a secret").toEqual([]);
+  const lines = capturedLogLines.splice(0);
+  expect(leaksIn(lines), "log lines that contain a secret").toEqual([]);
 });
 
 // The same for everything the bots of the file sent to Slack: messages, views, ephemeral
 // answers and uploaded files.
 afterAll(() => {
-  expect(leaksIn(capturedSlackPayloads), "Slack payloads that contain a secret").toEqual([]);
+  const payloads = capturedSlackPayloads.splice(0);
+  expect(leaksIn(payloads), "Slack payloads that contain a secret").toEqual([]);
 });

@@ -39,6 +39,7 @@ import {
 } from "../../sandbox/simulators/http.js";
 import { parseAnsibleOutput } from "../../src/ansible/recap.js";
 import { parsePlanText } from "../../src/terraform/plan-text.js";
+import { waitFor } from "../support/wait.js";
 
 const token = TEST_SECRETS.gitlabToken;
 
@@ -901,11 +902,11 @@ describe("fake GitLab: the simulated runner", () => {
   it("moves every pipeline on its own with autoAdvance, until stopped", async () => {
     const { fake, id } = await startWithPipeline();
     fake.autoAdvance({ intervalMs: 5 });
-    const started = Date.now();
-    while (fake.pipeline(id).status !== "manual") {
-      if (Date.now() - started > 2_000) throw new Error("the pipeline never blocked");
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitFor(
+      () => (fake.pipeline(id).status === "manual" ? true : undefined),
+      "the pipeline to wait on its manual job",
+      { timeoutMs: 2_000, intervalMs: 5 },
+    );
     fake.stopAutoAdvance();
     fake.playJob(id, "tf:apply");
     await new Promise((resolve) => setTimeout(resolve, 30));

@@ -38,6 +38,7 @@ import {
 } from "../../sandbox/simulators/vault/index.js";
 import { captureLogs, recordSlackPayload } from "./logs.js";
 import { TEST_SECRETS } from "./secrets.js";
+import { waitFor } from "./wait.js";
 
 export const REQUESTER = "U0REQUESTER";
 export const APPROVER = "U0APPROVER";
@@ -235,21 +236,6 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
 }
 
-/** Polls until `check` returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(
-  check: () => T | undefined,
-  what: string,
-  timeoutMs = 5_000,
-): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /**
  * One harness per test, closed after it: `const start = harnessPerTest();` at the top of a test
  * file, then `const h = await start(options)` in each test.
@@ -336,7 +322,7 @@ export async function askForVm(h: Harness, name = "web-01"): Promise<number> {
     values: stateValuesFor(view, { vm_name: name, vm_ip: `192.168.1.${50 + earlier}/24` }),
     userId: REQUESTER,
   });
-  return eventually(() => {
+  return waitFor(() => {
     const created = h.gitlab.pipelines.length > before;
     const recorded = h.bot.store.listActive().every((r) => r.pipelineId !== null);
     return created && recorded ? h.gitlab.pipelines.at(-1)!.id : undefined;

@@ -2,6 +2,7 @@ import type { FakeGitlab } from "../../sandbox/simulators/gitlab/index.js";
 import { stateValuesFor, type SlackSigner } from "../../sandbox/simulators/slack/signer.js";
 import type { FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { CHANNEL, REQUESTER } from "./harness.js";
+import { waitFor } from "./wait.js";
 
 /** The `i`-th load request's address: hosts of 192.168.0.0/16, where the default gateway is. */
 const loadAddress = (i: number) => `192.168.${1 + Math.floor(i / 250)}.${(i % 250) + 2}/16`;
@@ -32,14 +33,6 @@ export interface LoadResult {
   elapsedMs: number;
 }
 
-async function until(check: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /**
  * Slack's traffic at a burst: `count` signed `/vm create` commands at once, then `count` form
  * submissions at once; waits until every request has its pipeline (or `timeoutMs`).
@@ -63,8 +56,8 @@ export async function runLoad(
   );
   const commandsAcked = commands.filter((delivery) => delivery.status === 200).length;
   // Every acknowledged command leads to one views.open call, which Slack accepts or refuses.
-  await until(
-    () => slack.callsTo("views.open").length - opensBefore >= commandsAcked,
+  await waitFor(
+    () => slack.callsTo("views.open").length - opensBefore >= commandsAcked || undefined,
     "a views.open call for every command",
     timeoutMs,
   );
@@ -94,10 +87,11 @@ export async function runLoad(
     (delivery) => delivery.status === 200 && !delivery.body.includes('"errors"'),
   ).length;
   const recorded = () => target.requestsWithPipeline() - recordedBefore;
-  await until(
+  await waitFor(
     () =>
-      gitlab.pipelines.length - pipelinesBefore >= submissionsAcked &&
-      recorded() >= submissionsAcked,
+      (gitlab.pipelines.length - pipelinesBefore >= submissionsAcked &&
+        recorded() >= submissionsAcked) ||
+      undefined,
     "every request's pipeline",
     timeoutMs,
   );

@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { inject } from "vitest";
 import { recordOutput } from "./logs.js";
+import { waitFor } from "./wait.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href;
@@ -26,12 +28,18 @@ const ENTRIES = {
   crash: { source: "test/support/crash-entry.ts", built: undefined },
 } as const;
 
+/** The bot's entry point and the preload modules, compiled once for the run (test/setup). */
+function bundled(file: string): string {
+  return resolve(inject("botBundle"), file.replace(/\.ts$/, ".js"));
+}
+
 /**
  * Runs an entry point (`src/main.ts` unless `entry: "start"`) in a child process with only the
  * given environment (plus PATH). Its output is recorded for the suite's secret scan.
  * `built: true` runs its compiled JavaScript (`npm run build`, or `npm run build:sandbox` for
  * `npm start`'s, first); `preload` modules (paths from the repository's root) are imported
- * before it.
+ * before it. The bot's own entry runs as compiled once for the test run, in plain Node; `npm
+ * start`'s (which serves the sandbox's page from its sources) through tsx's loader.
  */
 export function runBot(
   env: Record<string, string>,
@@ -50,14 +58,23 @@ export function runBot(
   }
   // Node itself with tsx's loader, not the tsx command: signals then reach the bot directly
   // (the command relays them and kills a child that is slow to acknowledge).
+  const fromBundle = options.entry !== "start";
   const preload = (options.preload ?? []).flatMap((file) => [
     "--import",
-    pathToFileURL(resolve(ROOT, file)).href,
+    pathToFileURL(fromBundle ? bundled(file) : resolve(ROOT, file)).href,
   ]);
   const args =
     options.built === true
       ? [resolve(ROOT, entry.built ?? entry.source), ...(options.args ?? [])]
-      : ["--import", TSX_LOADER, ...preload, resolve(ROOT, entry.source), ...(options.args ?? [])];
+      : fromBundle
+        ? [...preload, bundled(entry.source), ...(options.args ?? [])]
+        : [
+            "--import",
+            TSX_LOADER,
+            ...preload,
+            resolve(ROOT, entry.source),
+            ...(options.args ?? []),
+          ];
   const child = spawn(process.execPath, args, {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },
@@ -82,14 +99,17 @@ export function runBot(
 }
 
 /** The port a bot process listens on, once it logs that it is running. */
-export async function portOf(bot: BotProcess, timeoutMs = 20_000): Promise<number> {
-  const started = Date.now();
-  while (Date.now() - started < timeoutMs) {
-    for (const line of bot.stdout().split("\n")) {
-      if (line.includes('"vmbot is running"')) return (JSON.parse(line) as { port: number }).port;
-    }
-    if (bot.child.exitCode !== null || bot.child.signalCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
+export function portOf(bot: BotProcess, timeoutMs = 20_000): Promise<number> {
+  const failed = () => new Error(`the bot did not start:\n${bot.stdout()}\n${bot.stderr()}`);
+  return waitFor(
+    () => {
+      for (const line of bot.stdout().split("\n")) {
+        if (line.includes('"vmbot is running"')) return (JSON.parse(line) as { port: number }).port;
+      }
+      if (bot.child.exitCode !== null || bot.child.signalCode !== null) throw failed();
+      return undefined;
+    },
+    "the bot to start",
+    { timeoutMs, intervalMs: 25, detail: () => failed().message },
+  );
 }

@@ -6,7 +6,6 @@ import {
   APPROVER,
   REQUESTER,
   click,
-  eventually,
   harnessPerTest,
   planRequest,
   reject,
@@ -15,6 +14,7 @@ import {
   type HarnessOptions,
 } from "../support/harness.js";
 import { testClock } from "../support/clock.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 
@@ -218,7 +218,7 @@ describe("approving and rejecting a plan", () => {
     expect(shown).toMatch(/Rejected by <@U0APPROVER> at <!date\^\d+\^/);
     const cancels = () =>
       h.gitlab.requestsTo("POST", new RegExp(`/pipelines/${pipelineId}/cancel$`));
-    await eventually(() => cancels().length > 0 || undefined, "the pipeline's cancel");
+    await waitFor(() => cancels().length > 0 || undefined, "the pipeline's cancel");
     // A pass after it: the reject is finished, and nothing cancels twice.
     await h.bot.tracker.tick();
     expect(cancels()).toHaveLength(1);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
-import { CHANNEL, REQUESTER, eventually, harnessPerTest } from "../support/harness.js";
+import { CHANNEL, REQUESTER, harnessPerTest } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 
@@ -28,7 +29,7 @@ describe("a pipeline GitLab creates after the bot gave up on it", () => {
 
     // GitLab creates it after all.
     for (const resolve of release) resolve();
-    const late = await eventually(() => h.gitlab.pipelines[0], "the late pipeline");
+    const late = await waitFor(() => h.gitlab.pipelines[0], "the late pipeline");
     await h.bot.tracker.tick();
 
     expect(h.gitlab.pipeline(late.id).status).toBe("canceled");

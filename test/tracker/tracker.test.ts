@@ -221,5 +221,5 @@ describe("the tracker", () => {
       perTick.push(h.gitlab.requests.length - before);
     }
     expect(perTick).toEqual([1, 1]);
-  });
+  }, 60_000);
 });

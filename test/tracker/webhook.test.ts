@@ -1,13 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { sameSecret } from "../../src/gitlab/webhook.js";
 import { readFixture } from "../support/fixtures.js";
-import {
-  eventually,
-  askForVm,
-  harnessPerTest,
-  runUntilSettled,
-  type Harness,
-} from "../support/harness.js";
+import { askForVm, harnessPerTest, runUntilSettled, type Harness } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
 const start = harnessPerTest();
@@ -35,7 +30,7 @@ describe("POST /gitlab/webhook", () => {
     });
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.gitlab.settled();
-    const request = await eventually(
+    const request = await waitFor(
       () => h.bot.store.listActive().find((r) => r.status === "awaiting_approval"),
       "the plan to be posted after the webhook",
     );
@@ -57,7 +52,7 @@ describe("POST /gitlab/webhook", () => {
 
     const hook = JSON.stringify({ object_kind: "build", pipeline_id: pipelineId, build_id: 1 });
     expect((await post(h, TEST_SECRETS.webhookSecret, hook)).status).toBe(200);
-    await eventually(
+    await waitFor(
       () => jobReads().length > before || undefined,
       "the named pipeline's jobs to be read",
     );

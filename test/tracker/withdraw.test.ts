@@ -4,13 +4,13 @@ import {
   CHANNEL,
   REQUESTER,
   askForVm,
-  eventually,
   click,
   harnessPerTest,
   planRequest,
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 
@@ -35,7 +35,7 @@ describe("the requester withdraws their request", () => {
     const before = structuredClone(message());
     await click(h, message(), REQUESTER, "request_withdraw");
     await withdrawnShown(h);
-    await eventually(
+    await waitFor(
       () =>
         h.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/).length > 0 ? true : undefined,
       "the plan's artifacts to be deleted",
@@ -70,7 +70,7 @@ describe("the requester withdraws their request", () => {
     await click(h, message(), REQUESTER, "request_withdraw");
     await withdrawnShown(h);
     expect(h.bot.store.getRequest(requestId)?.status).toBe("withdrawn");
-    await eventually(() => (cancels(h, pipelineId).length > 0 ? true : undefined), "the cancel");
+    await waitFor(() => (cancels(h, pipelineId).length > 0 ? true : undefined), "the cancel");
   });
 
   it("refuses anyone else, approvers included, and changes nothing", async () => {
@@ -94,7 +94,7 @@ describe("the requester withdraws their request", () => {
     expect(JSON.stringify(message.blocks)).toContain("request_withdraw");
     await click(h, message, REQUESTER, "request_withdraw");
     await withdrawnShown(h);
-    await eventually(() => (cancels(h, pipelineId).length > 0 ? true : undefined), "the cancel");
+    await waitFor(() => (cancels(h, pipelineId).length > 0 ? true : undefined), "the cancel");
     expect(h.gitlab.job(pipelineId, "tf:plan").status).toBe("canceled");
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
@@ -107,7 +107,7 @@ describe("the requester withdraws their request", () => {
     h.gitlab.failNext({ method: "POST", path: /\/cancel$/ }, { afterEffect: "reset" });
     await click(h, message(), REQUESTER, "request_withdraw");
     await withdrawnShown(h);
-    await eventually(
+    await waitFor(
       () => (h.bot.store.effect(requestId, "cancel_pipeline")?.state === "done" ? true : undefined),
       "the cancel to be settled",
     );
@@ -119,7 +119,7 @@ describe("the requester withdraws their request", () => {
     });
     // GitLab leaves a pipeline that waits on its manual job "manual" after a cancel: the plan's
     // artifacts are deleted all the same, and the requester is told of no problem.
-    await eventually(
+    await waitFor(
       () =>
         h.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/).length > 0 ? true : undefined,
       "the plan's artifacts to be deleted",

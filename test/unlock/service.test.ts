@@ -8,9 +8,10 @@ import type { Store } from "../../src/store/store.js";
 import { createUnlockService, type UnlockService } from "../../src/unlock/service.js";
 import type { Reply } from "../../src/views/unlock.js";
 import { startFakeGitlab, type FakeGitlab } from "../../sandbox/simulators/gitlab/index.js";
-import { ADMIN, eventually, PROJECT_PATH } from "../support/harness.js";
+import { ADMIN, PROJECT_PATH } from "../support/harness.js";
 import { captureLogs } from "../support/logs.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The unlock service alone, given only what it uses: GitLab's states (the real client against
@@ -26,7 +27,7 @@ afterEach(async () => {
 
 /** The first DELETE of the lock has reached GitLab (where it is held). */
 async function atGitlab(w: { fake: FakeGitlab }): Promise<void> {
-  await eventually(
+  await waitFor(
     () => (w.fake.requestsTo("DELETE", LOCK).length > 0 ? true : undefined),
     "the unlock to reach GitLab",
   );
