@@ -20,6 +20,7 @@ import type { Config } from "./config.js";
 import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
+import type { PolicySource } from "./policy/source.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { redactAcks, redactingFetch } from "./slack/outgoing.js";
@@ -39,6 +40,8 @@ export interface AppDeps {
   access?: Access;
   /** What every text sent to Slack passes; shapes only when not given. */
   redact?: Redactor;
+  /** The request policy in force; the access lists when not given. */
+  policy?: PolicySource;
 }
 
 export interface VmbotApp {
@@ -119,7 +122,17 @@ export function createApp(deps: AppDeps): VmbotApp {
     return Promise.resolve();
   });
 
-  const access = deps.access ?? createAccess({ lists: config.access, client: app.client, log });
+  const access =
+    deps.access ??
+    createAccess({
+      lists: config.access,
+      client: app.client,
+      log,
+      ...(deps.policy === undefined ? {} : { policy: deps.policy.current }),
+      audit: (entry) => {
+        deps.store.audit(entry);
+      },
+    });
   const starter = createRequestStarter({
     config,
     store: deps.store,

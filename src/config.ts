@@ -315,6 +315,7 @@ const EnvSchema = z.object({
   ),
   ALLOW_SELF_APPROVAL: boolean(false),
   NOTIFY_APPROVERS: boolean(true),
+  VMBOT_POLICY: optionalString(),
   VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
   VMBOT_CRASH_AT: z.preprocess(
     blankToUndefined,
@@ -468,6 +469,8 @@ export interface Config {
     /** Mention the approvers in the request's thread when a plan awaits them. */
     notifyApprovers: boolean;
   };
+  /** The request policy file (VMBOT_POLICY); without it the access lists are the policy. */
+  policyPath: string | undefined;
   dbPath: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** For crash tests only: the process kills itself at this point (e.g. `create_pipeline:after`). */
@@ -560,6 +563,7 @@ function toConfig(env: Env): Config {
       allowSelfApproval: env.ALLOW_SELF_APPROVAL,
       notifyApprovers: env.NOTIFY_APPROVERS,
     },
+    policyPath: env.VMBOT_POLICY,
     dbPath: env.VMBOT_DB,
     logLevel: env.LOG_LEVEL,
     crashAt: env.VMBOT_CRASH_AT,

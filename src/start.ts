@@ -11,6 +11,7 @@ import { judgeGitlab } from "./gitlab/preflight.js";
 import { createWebhookHandler } from "./gitlab/webhook.js";
 import { boltLogger, createLogger, type Logger } from "./logger.js";
 import { createNodeDirectory, type NodeDirectory } from "./proxmox/directory.js";
+import { createPolicySource, policyRefusedNote, type PolicySource } from "./policy/source.js";
 import { createProxmox } from "./proxmox/proxmox.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { fixedSecret, type SecretSource } from "./secrets.js";
@@ -271,6 +272,17 @@ export async function startVmbot(
     redactor,
     ...(options.logDestination ? { destination: options.logDestination } : {}),
   });
+  // A policy file that does not pass stops the start, with every problem named.
+  let policy: PolicySource;
+  try {
+    policy = createPolicySource({
+      path: config.policyPath,
+      lists: config.access,
+      log: log.child({ component: "policy" }),
+    });
+  } catch (error) {
+    throw new StartupError((error as Error).message, { cause: error });
+  }
   // The store first: a second bot on the same store, or a damaged one, stops here, before
   // anything is asked of Vault, Slack or GitLab.
   let store: Store;
@@ -289,6 +301,7 @@ export async function startVmbot(
     platform = await connectPlatform(config, options, log, redactor);
   } catch (error) {
     store.close();
+    policy.stop();
     throw error;
   }
   const gitlab = createGitlab({
@@ -304,6 +317,7 @@ export async function startVmbot(
     await checkGitlab(gitlab, config, log);
   } catch (error) {
     store.close();
+    policy.stop();
     platform.vault?.stop();
     throw error;
   }
@@ -319,6 +333,7 @@ export async function startVmbot(
     effects,
     nodes: platform.nodes,
     redact: redactor,
+    policy,
   });
   const tracker = createTracker({
     config,
@@ -344,6 +359,11 @@ export async function startVmbot(
   const slack = { connected: false, reason: "connecting to Slack" };
   let stopping = false;
   const health = (): Health => {
+    const refused = policy.refused();
+    if (refused !== undefined) return { ...healthNow(), policy: policyRefusedNote(refused) };
+    return healthNow();
+  };
+  const healthNow = (): Health => {
     if (stopping) return { ok: false, reason: "shutting down" };
     if (!store.isOpen()) return { ok: false, reason: "the store is closed" };
     const writable = store.writable();
@@ -446,6 +466,7 @@ export async function startVmbot(
     if (vmbot.socket) await vmbot.app.stop().catch(() => undefined);
     platform.vault?.stop();
     store.close();
+    policy.stop();
     throw error;
   }
 
@@ -497,6 +518,7 @@ export async function startVmbot(
       server.closeAllConnections();
       await closed;
       platform.vault?.stop();
+      policy.stop();
       store.close();
       log.info("stopped");
       log.flush();
