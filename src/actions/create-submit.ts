@@ -17,6 +17,7 @@ import type { Store } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues } from "../vm/spec.js";
+import { checkRequest } from "../policy/request-check.js";
 import { findConflicts, HOLDING } from "../vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 
@@ -74,6 +75,8 @@ export interface CreateSubmitDeps {
 
 /** How long a submission waits for Proxmox's node list (it is usually cached from the form). */
 const NODE_CHECK_BUDGET_MS = 1_500;
+/** How long a submission waits for the policy check (user groups are usually cached by then). */
+const POLICY_CHECK_BUDGET_MS = 1_000;
 
 /**
  * The nodes a submission may name: VM_NODES, and the nodes Proxmox reports online (the form
@@ -181,6 +184,12 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       });
       return;
     }
+    // Inside what the policy lets this person ask for, and inside their quotas: else on the field.
+    const verdict = await checkRequest(deps, userId, result.spec, POLICY_CHECK_BUDGET_MS);
+    if (!verdict.ok) {
+      await ack({ response_action: "errors", errors: fieldErrors(verdict.errors) });
+      return;
+    }
     let stored: ReturnType<Store["createRequest"]>;
     try {
       stored = deps.store.createRequest({
@@ -209,7 +218,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
         requestId: request.id,
         actor: userId,
         action: "requested",
-        detail: { spec: result.spec },
+        detail: { spec: result.spec, rule: verdict.decision.rule },
       });
     }
     await ack();

@@ -56,3 +56,6 @@ export function quotaWords(
   const holding = `${plural(held.vms, "VM")} with ${plural(held.cores, "core")}, ${gib(held.memoryGib)} of memory and ${gib(held.diskGib)} of disk`;
   return `Over quota: ${scope} may hold at most ${limit} in all, and ${scope === "you" ? "you hold" : "it holds"} ${holding} (requests on their way included); this VM would make it ${after}. Destroy a VM you no longer need, or ask ${askWords(admins)}.`;
 }
+
+export const policyLateWords =
+  "Slack did not confirm your groups in time, so vmbot could not check this request against the policy. Nothing was created: please press Create again.";

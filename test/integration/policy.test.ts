@@ -1,0 +1,171 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeView } from "../../sandbox/simulators/slack/index.js";
+import {
+  CHANNEL,
+  eventually,
+  harnessPerTest,
+  REQUESTER,
+  type Harness,
+} from "../support/harness.js";
+
+/**
+ * The request policy through the wire: the real bot with VMBOT_POLICY, Slack's and GitLab's
+ * simulators, signed requests in.
+ */
+
+const start = harnessPerTest();
+const PLATFORM = ["U0PLAT1", "U0PLAT2", "U0PLAT3", "U0PLAT4", "U0PLAT5"];
+const SECURITY = ["U0SEC1", "U0SEC2", "U0SEC3", "U0SEC4"];
+const SECURITY_GROUP = "S0SECURITY";
+const SECURITY_MEMBER = "U0SEC5";
+
+export const POLICY = `
+version: 1
+groups:
+  devs: [${REQUESTER}]
+  platform: [${PLATFORM.join(", ")}]
+  security: [${SECURITY.join(", ")}, ${SECURITY_GROUP}]
+roles:
+  requesters: [devs, platform]
+  approvers: [platform, security]
+  admins: [platform]
+requests:
+  - group: devs
+    templates: [ubuntu]
+    max: { cores: 32 }
+quotas:
+  - group: devs
+    max: { vms: 2 }
+approvals:
+  - name: big VMs
+    when: { cores_over: 16 }
+    require: [{ group: platform }, { group: security }]
+`;
+
+const dirs: string[] = [];
+afterEach(() => {
+  dirs.splice(0).forEach((dir) => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+function policyFile(text = POLICY): string {
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-policy-it-"));
+  dirs.push(dir);
+  const path = join(dir, "policy.yaml");
+  writeFileSync(path, text);
+  return path;
+}
+
+export async function withPolicy(text = POLICY) {
+  const path = policyFile(text);
+  const h = await start({ env: { VMBOT_POLICY: path } });
+  h.slack.addUsergroup(SECURITY_GROUP, [SECURITY_MEMBER]);
+  return { h, path };
+}
+
+async function openForm(h: Harness, name: string): Promise<FakeView> {
+  const delivery = await h.signer.slashCommand({
+    text: `create ${name}`,
+    userId: REQUESTER,
+    channelId: CHANNEL,
+  });
+  await h.slack.waitFor("views.open", (call) => call.args.trigger_id === delivery.triggerId);
+  return h.slack.views.at(-1)!;
+}
+
+async function submit(h: Harness, name: string, entries: Record<string, string> = {}) {
+  const view = await openForm(h, name);
+  const taken = h.bot.store.listActive().length;
+  const delivery = await h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, {
+      vm_name: name,
+      vm_ip: `192.168.1.${String(50 + taken)}/24`,
+      vm_cores: "2",
+      ...entries,
+    }),
+    userId: REQUESTER,
+  });
+  return delivery.json as { response_action?: string; errors?: Record<string, string> } | undefined;
+}
+
+const denials = (h: Harness) =>
+  h.bot.store.listAudit().filter((entry) => entry.action === "policy_denied");
+
+describe("a request checked against the policy before anything runs", () => {
+  it("refuses a template the requester may not use, on its field, and creates nothing", async () => {
+    const { h } = await withPolicy();
+    const answer = await submit(h, "web-01", { vm_template: "9001" });
+    expect(answer).toEqual({
+      response_action: "errors",
+      errors: {
+        vm_template:
+          "You may not ask for the debian template: you may use ubuntu. Ask someone in platform if you need it.",
+      },
+    });
+    expect(h.gitlabSinceStart()).toHaveLength(0);
+    expect(h.bot.store.listActive()).toHaveLength(0);
+    expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
+    expect(denials(h)).toEqual([
+      expect.objectContaining({
+        actor: REQUESTER,
+        detail: expect.objectContaining({ action: "create", rule: "requests.0" }) as unknown,
+      }),
+    ]);
+  });
+
+  it("refuses a size over the requester's limit on its field", async () => {
+    const { h } = await withPolicy();
+    const answer = await submit(h, "web-01", { vm_cores: "48" });
+    expect(answer?.errors).toEqual({
+      vm_cores:
+        "48 cores is more cores than you may ask for in one VM: your limit is 32 cores. Ask someone in platform if you need more.",
+    });
+    expect(h.gitlabSinceStart()).toHaveLength(0);
+  });
+
+  it("refuses a request over quota, counting requests on their way, with the limit and what is held", async () => {
+    const { h } = await withPolicy();
+    expect(await submit(h, "web-01")).toBeUndefined();
+    expect(await submit(h, "web-02")).toBeUndefined();
+    await eventually(
+      () => (h.gitlab.pipelines.length === 2 ? true : undefined),
+      "the two pipelines",
+    );
+    const answer = await submit(h, "web-03");
+    expect(answer?.errors?.vm_name).toMatch(
+      /^Over quota: you may hold at most 2 VMs in all, and you hold 2 VMs with 4 cores, .* \(requests on their way included\); this VM would make it 3 VMs\. Destroy a VM you no longer need, or ask someone in platform\.$/,
+    );
+    expect(h.gitlab.pipelines).toHaveLength(2);
+    expect(h.bot.store.listActive()).toHaveLength(2);
+    expect(denials(h).map((entry) => entry.detail.rule)).toEqual(["quotas.0"]);
+  });
+});
+
+describe("reloading the policy", () => {
+  it("refuses a broken file with its problems named, says so in /healthz, and the old policy keeps deciding", async () => {
+    const { h, path } = await withPolicy();
+    writeFileSync(path, POLICY.replace("templates: [ubuntu]", "templates: ubuntu"));
+    process.kill(process.pid, "SIGHUP");
+    const note = await eventually(() => h.bot.health().policy, "the refusal in the health");
+    expect(note).toMatch(/requests\.0\.templates: .*the policy loaded before still decides/);
+    const answered = (await (await fetch(`${h.baseUrl}/healthz`)).json()) as { policy?: string };
+    expect(answered.policy).toBe(note);
+    expect(h.logs.some((line) => line.includes("the changed policy file was refused"))).toBe(true);
+    const answer = await submit(h, "web-01", { vm_template: "9001" });
+    expect(answer?.errors?.vm_template).toMatch(/you may use ubuntu/);
+
+    writeFileSync(path, POLICY.replace("templates: [ubuntu]", "templates: [ubuntu, debian]"));
+    process.kill(process.pid, "SIGHUP");
+    await eventually(
+      () => (h.bot.health().policy === undefined ? true : undefined),
+      "the good reload",
+    );
+    expect(await submit(h, "web-01", { vm_template: "9001" })).toBeUndefined();
+  });
+});
