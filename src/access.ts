@@ -15,6 +15,8 @@ export interface AccessLists {
   requesters: readonly string[];
   approvers: readonly string[];
   admins: readonly string[];
+  /** Whether a requester may approve their own request (ALLOW_SELF_APPROVAL). */
+  allowSelfApproval?: boolean;
 }
 
 export type Role = "requester" | "approver" | "admin";
@@ -79,7 +81,10 @@ export function createAccess(options: {
   const now = options.now ?? Date.now;
   const groups = new Map<string, { users: Set<string>; at: number }>();
   const pending = new Map<string, Promise<Set<string>>>();
-  const fromLists = policyFromLists({ ...options.lists, allowSelfApproval: false });
+  const fromLists = policyFromLists({
+    ...options.lists,
+    allowSelfApproval: options.lists.allowSelfApproval ?? false,
+  });
   const policy = options.policy ?? (() => fromLists);
 
   async function fetchMembers(groupId: string): Promise<Set<string>> {

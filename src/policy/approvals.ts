@@ -147,12 +147,16 @@ export function tally(
   };
 }
 
-/** "1 of 2 from platform, 0 of 1 from security" */
+/** "1 of 2 approvals: 1 of 1 from platform, 0 of 1 from security" */
 export function tallyWords(result: Tally): string {
-  return result.requirements
-    .map(
-      (need) =>
-        `${String(need.by.length)} of ${String(need.count)} from ${need.group === "everyone" ? "the approvers" : need.group}`,
-    )
-    .join(", ");
+  const given = result.requirements.reduce(
+    (n, need) => n + Math.min(need.by.length, need.count),
+    0,
+  );
+  const needed = result.requirements.reduce((n, need) => n + need.count, 0);
+  const parts = result.requirements.map(
+    (need) =>
+      `${String(need.by.length)} of ${String(need.count)} from ${need.group === "everyone" ? "the approvers" : need.group}`,
+  );
+  return `${String(given)} of ${String(needed)} approvals: ${parts.join(", ")}`;
 }

@@ -8,6 +8,7 @@ import { DecisionSchema, PlanReviewRecordSchema } from "../tracker/review.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
 import { claimStore, type StoreOwnership } from "./owner.js";
+import { createSqliteApprovals } from "./approvals.js";
 import { createSqliteInventory } from "./inventory.js";
 import { checkIntegrity, createWriteProbe, guardWrite } from "./sqlite-checks.js";
 import {
@@ -335,6 +336,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   return {
     inventory: createSqliteInventory(db, clock),
+    approvals: createSqliteApprovals(db),
 
     createRequest(request: NewRequest) {
       const now = clock().toISOString();

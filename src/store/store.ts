@@ -1,3 +1,4 @@
+import type { Approvals } from "./approvals.js";
 import type { Inventory } from "./inventory.js";
 import type { FailureRecord } from "../tracker/failure-cause.js";
 import type { Decision, PlanReviewRecord } from "../tracker/review.js";
@@ -154,6 +155,8 @@ export interface Store {
   /** Creates the request, or returns the one already created for the same submission. */
   /** Every VM vmbot made. */
   readonly inventory: Inventory;
+  /** Approvals given on each plan job. */
+  readonly approvals: Approvals;
   createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;

@@ -59,3 +59,25 @@ export function quotaWords(
 
 export const policyLateWords =
   "Slack did not confirm your groups in time, so vmbot could not check this request against the policy. Nothing was created: please press Create again.";
+
+/** Under a plan's buttons: "Approvals: 1 of 2 from platform, 0 of 1 from security · so far <@U1>". */
+export function approvalsSoFarWords(approvals: { tally: string; by: string[]; notes: string[] }) {
+  const by =
+    approvals.by.length === 0
+      ? ""
+      : ` · approved so far by ${approvals.by.map((u) => `<@${u}>`).join(", ")}`;
+  const notes = approvals.notes.length === 0 ? "" : `\n${approvals.notes.join("\n")}`;
+  return `:busts_in_silhouette: Approvals: ${approvals.tally}${by}${notes}`;
+}
+
+export const approvalRecordedWords = (tally: string) =>
+  `Your approval is recorded. This plan needs ${tally}; the apply starts when the rest approve.`;
+
+export const approvalNotCountingWords = (tally: string) =>
+  `Your approval does not add to what this plan needs (${tally}): another approval from the same group, or from a group the rule does not ask for, does not count.`;
+
+export const earlierPlanResetWords =
+  "The plan was run again: approvals given on the earlier plan were reset, this plan needs its own.";
+
+export const lapsedWords = (users: readonly string[], after: string) =>
+  `${users.map((u) => `<@${u}>`).join(", ")}: approval older than ${after} lapsed and was removed.`;

@@ -3,9 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
-import type { FakeView } from "../../sandbox/simulators/slack/index.js";
+import type { FakeMessage, FakeView } from "../../sandbox/simulators/slack/index.js";
 import {
   CHANNEL,
+  click,
+  runUntilSettled,
   eventually,
   harnessPerTest,
   REQUESTER,
@@ -167,5 +169,117 @@ describe("reloading the policy", () => {
       "the good reload",
     );
     expect(await submit(h, "web-01", { vm_template: "9001" })).toBeUndefined();
+  });
+});
+
+/** A 20-core VM asked by REQUESTER, planned and awaiting approval: the big-VM rule applies. */
+async function bigPlan(h: Harness, name = "big-01") {
+  expect(await submit(h, name, { vm_cores: "20" })).toBeUndefined();
+  const pipelineId = await eventually(
+    () => h.bot.store.listActive().find((r) => r.spec.name === name)?.pipelineId ?? undefined,
+    "the pipeline",
+  );
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "tf:plan");
+  await h.bot.tracker.tick();
+  const request = h.bot.store.listActive().find((r) => r.spec.name === name)!;
+  expect(request.status).toBe("awaiting_approval");
+  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
+  return { pipelineId, requestId: request.id, message };
+}
+
+const plays = (h: Harness) => h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/).length;
+
+async function approve(h: Harness, message: FakeMessage, user: string) {
+  const before = h.slack.callsTo("chat.postEphemeral").filter((c) => c.args.user === user).length;
+  await click(h, message, user, "plan_approve");
+  const call = await eventually(
+    () => h.slack.callsTo("chat.postEphemeral").filter((c) => c.args.user === user)[before],
+    `the answer to ${user}`,
+  );
+  return String(call.args.text);
+}
+
+const text = (message: FakeMessage) => JSON.stringify(message.blocks);
+
+describe("approvals from several groups", () => {
+  it("needs one from platform and one from security: a second from platform does not count, security's plays once", async () => {
+    const { h } = await withPolicy();
+    const { pipelineId, requestId, message } = await bigPlan(h);
+    expect(await approve(h, message(), PLATFORM[0]!)).toBe(
+      "Your approval is recorded. This plan needs 1 of 2 approvals: 1 of 1 from platform, 0 of 1 from security; the apply starts when the rest approve.",
+    );
+    await eventually(
+      () => (text(message()).includes("1 of 2 approvals") ? true : undefined),
+      "the message showing 1 of 2",
+    );
+    expect(text(message())).toContain("approved so far by <@U0PLAT1>");
+    expect(text(message())).toContain("plan_approve");
+    expect(await approve(h, message(), PLATFORM[1]!)).toMatch(
+      /does not add to what this plan needs \(1 of 2 approvals/,
+    );
+    expect(plays(h)).toBe(0);
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    await click(h, message(), SECURITY_MEMBER, "plan_approve");
+    await eventually(
+      () =>
+        h.bot.store.getRequest(requestId)?.status === "applying" && plays(h) === 1
+          ? true
+          : undefined,
+      "the apply played",
+    );
+    const approved = h.bot.store.listAudit(requestId).find((e) => e.action === "approved");
+    expect(approved).toMatchObject({ actor: SECURITY_MEMBER, detail: { rule: "big VMs" } });
+  });
+
+  it("ten approvers from both groups clicking at once play the apply once", async () => {
+    const { h } = await withPolicy();
+    const { requestId, message } = await bigPlan(h);
+    const shown = structuredClone(message());
+    const people = [...PLATFORM, ...SECURITY, SECURITY_MEMBER].slice(0, 10);
+    await Promise.all(people.map((user) => click(h, shown, user, "plan_approve")));
+    await eventually(
+      () =>
+        people.every(
+          (user) =>
+            h.slack.callsTo("chat.postEphemeral").some((c) => c.args.user === user) ||
+            h.bot.store.getRequest(requestId)?.decision?.by === user,
+        )
+          ? true
+          : undefined,
+      "every click answered",
+    );
+    await eventually(() => (plays(h) === 1 ? true : undefined), "the play");
+    // A later click is answered as already decided: the bot had every chance to play twice.
+    await approve(h, shown, PLATFORM[4]!);
+    expect(plays(h)).toBe(1);
+    expect(h.bot.store.listAudit(requestId).filter((e) => e.action === "approved")).toHaveLength(1);
+  });
+
+  it("a re-run plan resets the approvals and says so", async () => {
+    const { h } = await withPolicy();
+    const { pipelineId, requestId, message } = await bigPlan(h);
+    await approve(h, message(), PLATFORM[0]!);
+    // The plan job runs again in GitLab: the next click finds it out, and vmbot posts the new plan.
+    h.gitlab.retryJob(pipelineId, "tf:plan");
+    expect(await approve(h, message(), SECURITY[1]!)).toMatch(/^The plan was run again in GitLab/);
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    const request = await eventually(() => {
+      const current = h.bot.store.getRequest(requestId);
+      return current?.status === "awaiting_approval" ? current : undefined;
+    }, "the new plan");
+    expect(await approve(h, message(), SECURITY[0]!)).toMatch(
+      /^Your approval is recorded\. This plan needs 1 of 2 approvals: 0 of 1 from platform, 1 of 1 from security/,
+    );
+    expect(plays(h)).toBe(0);
+    expect(request.review?.planJobId).toBeGreaterThan(0);
+    await eventually(
+      () =>
+        text(message()).includes("approvals given on the earlier plan were reset")
+          ? true
+          : undefined,
+      "the reset note",
+    );
   });
 });
