@@ -5,6 +5,7 @@ import { answerHelp } from "./help.js";
 import { createCapacityCommand, type CapacityDeps } from "./capacity.js";
 import { createCreateCommand, type CreateCommandDeps } from "./create.js";
 import { createListCommand, type ListDeps } from "./list.js";
+import { createPolicyCommand } from "./policy.js";
 import { createUnlockCommand, type UnlockDeps } from "./unlock.js";
 
 /** Splits `/vm` text into a subcommand and its argument: `create web-01` → ["create", "web-01"]. */
@@ -42,6 +43,7 @@ export function registerVmCommand(
   const unlock = createUnlockCommand(deps);
   const capacity = createCapacityCommand(deps);
   const list = createListCommand(deps);
+  const policy = createPolicyCommand(deps);
   app.command(VM_COMMAND, async (args) => {
     if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
       deps.log.info(
@@ -64,6 +66,9 @@ export function registerVmCommand(
         return;
       case "list":
         await list(args, arg);
+        return;
+      case "policy":
+        await policy(args);
         return;
       case "":
       case "help":

@@ -283,3 +283,35 @@ describe("approvals from several groups", () => {
     );
   });
 });
+
+describe("/vm policy", () => {
+  async function policyAnswer(h: Harness, userId: string) {
+    const delivery = await h.signer.slashCommand({ text: "policy", userId, channelId: CHANNEL });
+    return JSON.parse(delivery.body) as { response_type: string; text: string };
+  }
+
+  it("shows a requester what they may ask for, their quota use and the approvals needed", async () => {
+    const { h } = await withPolicy();
+    expect(await submit(h, "web-01")).toBeUndefined();
+    const answer = await policyAnswer(h, REQUESTER);
+    expect(answer.response_type).toBe("ephemeral");
+    expect(answer.text).toContain("*Your groups:* devs");
+    expect(answer.text).toContain("• as devs: templates ubuntu; nodes any; up to 32 cores per VM");
+    expect(answer.text).toContain("• you: 1 of 2 VMs");
+    expect(answer.text).toContain(
+      "• create with more than 16 cores: 1 from platform and 1 from security",
+    );
+    expect(answer.text).not.toContain("The whole policy");
+  });
+
+  it("shows an admin the whole policy's summary", async () => {
+    const { h } = await withPolicy();
+    const answer = await policyAnswer(h, PLATFORM[0]!);
+    expect(answer.text).toContain("*The whole policy*");
+    expect(answer.text).toContain("• group security: <@U0SEC1>");
+    expect(answer.text).toContain("<!subteam^S0SECURITY>");
+    expect(answer.text).toContain(
+      "requesters: devs, platform; approvers: platform, security; admins: platform",
+    );
+  });
+});
