@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parsePolicy, policyFromLists } from "../../src/policy/schema.js";
 
@@ -111,6 +113,22 @@ approvals:
     expect(policy.groups).toEqual({ approvers: ["U0A", "S0TEAM"], admins: ["U0ADMIN"] });
     expect(policy.approvals).toEqual([
       expect.objectContaining({ require: [{ group: "approvers", count: 1 }], self_approval: true }),
+    ]);
+  });
+});
+
+describe("the example policy", () => {
+  it("passes, with two groups that approve, a quota and a two-group rule for big VMs", () => {
+    const parsed = parsePolicy(
+      readFileSync(join(import.meta.dirname, "../../examples/policy/policy.yaml"), "utf8"),
+    );
+    expect(parsed.ok ? [] : parsed.problems).toEqual([]);
+    if (!parsed.ok) return;
+    expect(parsed.policy.roles.approvers).toEqual(["platform", "security"]);
+    expect(parsed.policy.quotas.length).toBeGreaterThan(0);
+    expect(parsed.policy.approvals[0]?.require.map((need) => need.group)).toEqual([
+      "platform",
+      "security",
     ]);
   });
 });
