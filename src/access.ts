@@ -1,11 +1,22 @@
 import type { webApi } from "@slack/bolt";
 import type { Logger } from "./logger.js";
+import {
+  ACTION_ROLE,
+  decide as decidePolicy,
+  type DecisionInput,
+  type PolicyAction,
+  type PolicyDecision,
+} from "./policy/decide.js";
+import { policyFromLists, type Policy } from "./policy/schema.js";
+import type { AuditEntry } from "./store/store.js";
 
 export interface AccessLists {
   /** Empty means everyone may ask. */
   requesters: readonly string[];
   approvers: readonly string[];
   admins: readonly string[];
+  /** Whether a requester may approve their own request (ALLOW_SELF_APPROVAL). */
+  allowSelfApproval?: boolean;
 }
 
 export type Role = "requester" | "approver" | "admin";
@@ -13,6 +24,7 @@ export type Role = "requester" | "approver" | "admin";
 /**
  * Every action a person can take and the role it needs: the one table of who may do what.
  * Requesters may see capacity too (it is what they need to choose a node); `/vm help` is open.
+ * The policy decides who holds each role (src/policy/decide.ts).
  */
 export const ACTION_ROLES = {
   create: "requester",
@@ -44,19 +56,36 @@ export interface Access {
    * someone refused. Empty for requesters means everyone.
    */
   who(action: Action): readonly string[];
+  /** The policy in force now. */
+  policy(): Policy;
+  /** The policy groups `userId` belongs to, user groups expanded. */
+  groupsOf(userId: string): Promise<string[]>;
+  /** The policy's decision for `userId`, with its reason and rule; denials are audited. */
+  check(input: Omit<DecisionInput, "groups">): Promise<PolicyDecision>;
 }
 
 const GROUP_CACHE_MS = 5 * 60_000;
+
+const ROLE_ACTION = { requester: "create", approver: "approve", admin: "admin" } as const;
 
 export function createAccess(options: {
   lists: AccessLists;
   client: Pick<webApi.WebClient, "usergroups">;
   log: Logger;
   now?: () => number;
+  /** The policy in force; the access lists (one approval) when not given. */
+  policy?: () => Policy;
+  /** Where decisions are audited. */
+  audit?: (entry: AuditEntry) => void;
 }): Access {
   const now = options.now ?? Date.now;
   const groups = new Map<string, { users: Set<string>; at: number }>();
   const pending = new Map<string, Promise<Set<string>>>();
+  const fromLists = policyFromLists({
+    ...options.lists,
+    allowSelfApproval: options.lists.allowSelfApproval ?? false,
+  });
+  const policy = options.policy ?? (() => fromLists);
 
   async function fetchMembers(groupId: string): Promise<Set<string>> {
     const cached = groups.get(groupId);
@@ -86,29 +115,54 @@ export function createAccess(options: {
     return inflight;
   }
 
-  const listFor = (role: Role) =>
-    role === "requester"
-      ? options.lists.requesters
-      : role === "approver"
-        ? options.lists.approvers
-        : options.lists.admins;
+  async function groupsOf(userId: string): Promise<string[]> {
+    const entries = Object.entries(policy().groups);
+    const found = await Promise.all(
+      entries.map(async ([name, ids]) => {
+        if (ids.includes(userId)) return name;
+        const expanded = await Promise.all(ids.filter((id) => id.startsWith("S")).map(members));
+        return expanded.some((users) => users.has(userId)) ? name : undefined;
+      }),
+    );
+    return found.filter((name): name is string => name !== undefined);
+  }
 
-  const allows = async (role: Role, userId: string) => {
-    const list = listFor(role);
-    if (role === "requester" && list.length === 0) return true;
-    if (list.includes(userId)) return true;
-    const groups = await Promise.all(list.filter((id) => id.startsWith("S")).map(members));
-    return groups.some((users) => users.has(userId));
-  };
+  async function check(input: Omit<DecisionInput, "groups">): Promise<PolicyDecision> {
+    const current = policy();
+    const decision = decidePolicy(current, { ...input, groups: await groupsOf(input.person) });
+    if (!decision.allowed) audit(input.person, input.action, decision);
+    return decision;
+  }
 
-  const decide = async (role: Role, userId: string, budgetMs: number): Promise<Decision> => {
+  function audit(person: string, action: PolicyAction, decision: PolicyDecision) {
+    try {
+      options.audit?.({
+        requestId: null,
+        actor: person,
+        action: "policy_denied",
+        detail: { action, rule: decision.rule, reason: decision.reason },
+      });
+    } catch (error) {
+      options.log.warn({ err: error }, "could not audit a policy decision");
+    }
+  }
+
+  const allowsAction = async (action: PolicyAction, userId: string) =>
+    (await check({ person: userId, action })).allowed;
+  const allows = (role: Role, userId: string) => allowsAction(ROLE_ACTION[role], userId);
+
+  const within = async (
+    action: PolicyAction,
+    userId: string,
+    budgetMs: number,
+  ): Promise<Decision> => {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"unknown">((resolve) => {
       timer = setTimeout(() => {
         resolve("unknown");
       }, budgetMs);
     });
-    const answer = allows(role, userId).then((ok): Decision => (ok ? "allowed" : "denied"));
+    const answer = allowsAction(action, userId).then((ok): Decision => (ok ? "allowed" : "denied"));
     try {
       return await Promise.race([answer, late]);
     } finally {
@@ -116,11 +170,28 @@ export function createAccess(options: {
     }
   };
 
+  /** The Slack IDs of the people and user groups in the role's policy groups. */
+  const who = (action: Action) => {
+    const current = policy();
+    const role = ACTION_ROLE[action];
+    const names =
+      role === "requester"
+        ? current.roles.requesters
+        : role === "approver"
+          ? current.roles.approvers
+          : current.roles.admins;
+    if (names === undefined || names.includes("everyone")) return [];
+    return [...new Set(names.flatMap((name) => current.groups[name] ?? []))];
+  };
+
   return {
     allows,
-    decide,
-    may: (action, userId) => allows(ACTION_ROLES[action], userId),
-    mayWithin: (action, userId, budgetMs) => decide(ACTION_ROLES[action], userId, budgetMs),
-    who: (action) => listFor(ACTION_ROLES[action]),
+    decide: (role, userId, budgetMs) => within(ROLE_ACTION[role], userId, budgetMs),
+    may: allowsAction,
+    mayWithin: within,
+    who,
+    policy,
+    groupsOf,
+    check,
   };
 }

@@ -14,6 +14,7 @@ import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
 import { registerListeners } from "./listeners/index.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
+import type { PolicySource } from "./policy/source.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { redactAcks, redactingFetch } from "./slack/outgoing.js";
@@ -36,6 +37,8 @@ export interface AppDeps {
   redact?: Redactor;
   /** What time it is; the machine's clock by default. */
   now?: Clock;
+  /** The request policy in force; the access lists when not given. */
+  policy?: PolicySource;
 }
 
 export interface VmbotApp {
@@ -129,7 +132,17 @@ export function createApp(deps: AppDeps): VmbotApp {
     return Promise.resolve();
   });
 
-  const access = deps.access ?? createAccess({ lists: config.access, client: app.client, log });
+  const access =
+    deps.access ??
+    createAccess({
+      lists: config.access,
+      client: app.client,
+      log,
+      ...(deps.policy === undefined ? {} : { policy: deps.policy.current }),
+      audit: (entry) => {
+        deps.store.audit(entry);
+      },
+    });
   const starter = createRequestStarter({
     config,
     store: deps.store,

@@ -111,6 +111,8 @@ const ConfigSchema = EnvSchema.transform((env) => ({
     /** Mention the approvers in the request's thread when a plan awaits them. */
     notifyApprovers: env.NOTIFY_APPROVERS,
   },
+  /** The request policy file (VMBOT_POLICY); without it the access lists are the policy. */
+  policyPath: env.VMBOT_POLICY,
   dbPath: env.VMBOT_DB,
   logLevel: env.LOG_LEVEL,
 }));

@@ -12,6 +12,8 @@ export interface Health {
   ok: boolean;
   /** Why not, when not ok. */
   reason?: string;
+  /** Set while a changed policy file is refused and the one before it still decides. */
+  policy?: string;
 }
 
 /** A route's handler: whatever it throws or rejects with is answered 500 and logged. */
@@ -64,11 +66,15 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers = 
 /** What `GET /healthz` answers for `health`: 200 when ready, else 503 with the reason. */
 export function healthAnswer(health: Health): {
   status: 200 | 503;
-  body: { status: "ok" } | { status: "unavailable"; reason: string };
+  body: ({ status: "ok" } | { status: "unavailable"; reason: string }) & { policy?: string };
 } {
+  const policy = health.policy === undefined ? {} : { policy: health.policy };
   return health.ok
-    ? { status: 200, body: { status: "ok" } }
-    : { status: 503, body: { status: "unavailable", reason: health.reason ?? "not ready" } };
+    ? { status: 200, body: { status: "ok", ...policy } }
+    : {
+        status: 503,
+        body: { status: "unavailable", reason: health.reason ?? "not ready", ...policy },
+      };
 }
 
 /** The path of a request-target, or undefined when it is not one (`//%`). */

@@ -4,6 +4,7 @@ import { configSecrets, type Config } from "./config.js";
 import { createEffects } from "./effects.js";
 import { createGitlab, type GitlabPort } from "./gitlab/gitlab.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createPolicySource, policyRefusedNote, type PolicySource } from "./policy/source.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import type { Health } from "./server.js";
 import { StartupError } from "./startup/errors.js";
@@ -86,12 +87,12 @@ interface Parts {
 /** The Bolt app with every listener, the pipeline tracker and the inventory check; starts nothing. */
 function buildParts(
   config: Config,
-  connected: { store: Store; gitlab: GitlabPort; platform: Platform },
+  connected: { store: Store; gitlab: GitlabPort; platform: Platform; policy: PolicySource },
   options: StartOptions,
   log: Logger,
   redactor: Redactor,
 ): Parts {
-  const { store, gitlab, platform } = connected;
+  const { store, gitlab, platform, policy } = connected;
   const effects = createEffects({
     store,
     ...(options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint }),
@@ -104,6 +105,7 @@ function buildParts(
     effects,
     nodes: platform.nodes,
     redact: redactor,
+    policy,
     now: options.clock ?? systemClock,
   });
   const tracker = createTracker({
@@ -129,9 +131,17 @@ function buildParts(
   return { vmbot, tracker, inventory };
 }
 
-/** `/healthz`: the store takes a write and the bot is connected to Slack. */
-function healthOf(store: Store, slack: SlackLink, stopping: () => boolean): () => Health {
-  return () => {
+/**
+ * `/healthz`: the store takes a write and the bot is connected to Slack; a changed policy file
+ * that was refused (the one before it still deciding) is named alongside.
+ */
+function healthOf(
+  store: Store,
+  slack: SlackLink,
+  policy: PolicySource,
+  stopping: () => boolean,
+): () => Health {
+  const now = (): Health => {
     if (stopping()) return { ok: false, reason: "shutting down" };
     if (!store.isOpen()) return { ok: false, reason: "the store is closed" };
     const writable = store.writable();
@@ -139,6 +149,23 @@ function healthOf(store: Store, slack: SlackLink, stopping: () => boolean): () =
     const link = slack.state();
     return link.connected ? { ok: true } : { ok: false, reason: link.reason };
   };
+  return () => {
+    const refused = policy.refused();
+    return refused === undefined ? now() : { ...now(), policy: policyRefusedNote(refused) };
+  };
+}
+
+/** The request policy (VMBOT_POLICY): a file that does not pass stops the start, every problem named. */
+function openPolicy(config: Config, log: Logger): PolicySource {
+  try {
+    return createPolicySource({
+      path: config.policyPath,
+      lists: config.access,
+      log: log.child({ component: "policy" }),
+    });
+  } catch (error) {
+    throw new StartupError((error as Error).message, { cause: error });
+  }
 }
 
 /** What start-up undoes, last first, when a later step fails. */
@@ -171,6 +198,10 @@ export async function startVmbot(
   const undo = undoList();
   let stopping = false;
   try {
+    const policy = openPolicy(config, log);
+    undo.push(() => {
+      policy.stop();
+    });
     const store = openStore(config, options.clock ?? systemClock);
     undo.push(() => {
       store.close();
@@ -180,7 +211,7 @@ export async function startVmbot(
       platform.vault?.stop();
     });
     const gitlab = await connectGitlab(config, platform, options, log);
-    const parts = buildParts(config, { store, gitlab, platform }, options, log, redactor);
+    const parts = buildParts(config, { store, gitlab, platform, policy }, options, log, redactor);
     const { vmbot, tracker, inventory } = parts;
     const slack = createSlackLink({
       config,
@@ -192,7 +223,7 @@ export async function startVmbot(
     undo.push(() => {
       slack.stop();
     });
-    const health = healthOf(store, slack, () => stopping);
+    const health = healthOf(store, slack, policy, () => stopping);
     const wake = (pipelineId: number | undefined) => {
       tracker.wake(pipelineId);
     };
@@ -216,6 +247,7 @@ export async function startVmbot(
       await background.stop();
       await stopServing(server, vmbot, graceMs, log);
       platform.vault?.stop();
+      policy.stop();
       store.close();
       log.info("stopped");
       log.flush();

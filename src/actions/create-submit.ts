@@ -12,6 +12,7 @@ import type { Store } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues } from "../vm/spec.js";
+import { checkRequest } from "../policy/request-check.js";
 import { findConflicts, HOLDING } from "../vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 
@@ -69,6 +70,8 @@ export interface CreateSubmitDeps {
 
 /** How long a submission waits for Proxmox's node list (it is usually cached from the form). */
 const NODE_CHECK_BUDGET_MS = 1_500;
+/** How long a submission waits for the policy check (user groups are usually cached by then). */
+const POLICY_CHECK_BUDGET_MS = 1_000;
 
 /**
  * The nodes a submission may name: VM_NODES, and the nodes Proxmox reports online (the form
@@ -182,6 +185,12 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       });
       return;
     }
+    // Inside what the policy lets this person ask for, and inside their quotas: else on the field.
+    const verdict = await checkRequest(deps, userId, result.spec, POLICY_CHECK_BUDGET_MS);
+    if (!verdict.ok) {
+      await ack({ response_action: "errors", errors: fieldErrors(verdict.errors) });
+      return;
+    }
     let stored: ReturnType<Store["createRequest"]>;
     try {
       stored = deps.store.createRequest({
@@ -210,7 +219,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
         requestId: request.id,
         actor: userId,
         action: "requested",
-        detail: { spec: result.spec },
+        detail: { spec: result.spec, rule: verdict.decision.rule },
       });
     }
     await ack();

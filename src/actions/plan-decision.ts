@@ -7,6 +7,7 @@ import type { Effects } from "../effects.js";
 import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
+import { recordApproval } from "../policy/approval-step.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
@@ -207,6 +208,13 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     if (!found) return;
     const user = args.body.user.id;
     const log = deps.log.child({ requestId: found.id, user, command: "approve" });
+    // The policy's approval rule: this click may be one of several the plan needs.
+    const approval = await recordApproval(deps, found, user, now());
+    if (approval.kind === "waiting") {
+      await tell(args.client, args.body.channel?.id ?? "", user, approval.words);
+      if (approval.request) await render(args.client, deps.store, approval.request, log);
+      return;
+    }
     const decision = { kind: "approved" as const, by: user, at: now().toISOString() };
     // The claim, the intent to play and the audit's "approved" are one write: who approved is
     // on record whatever GitLab answers, and after a crash the tracker finishes the play.
@@ -217,7 +225,7 @@ export function createApproveAction(deps: PlanDecisionDeps) {
       "applying",
       { decision },
       { step },
-      { actor: user, action: "approved" },
+      { actor: user, action: "approved", detail: { rule: approval.rule, tally: approval.tally } },
     );
     if (!claimed) {
       const current = deps.store.getRequest(found.id) ?? found;

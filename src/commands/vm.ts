@@ -4,6 +4,7 @@ import { answerHelp } from "./help.js";
 import { createCapacityCommand, type CapacityDeps } from "./capacity.js";
 import { createCreateCommand, type CreateCommandDeps } from "./create.js";
 import { createListCommand, type ListDeps } from "./list.js";
+import { createPolicyCommand, type PolicyCommandDeps } from "./policy.js";
 
 /** Splits `/vm` text into a subcommand and its argument: `create web-01` → ["create", "web-01"]. */
 export function parseVmCommand(text: string): { sub: string; arg: string | undefined } {
@@ -38,12 +39,13 @@ export type Subcommand = (args: CommandArgs, arg: string | undefined) => Promise
  * twice (a replayed request, or Slack trying again) is acknowledged and acts only once.
  */
 export function createVmCommand(
-  deps: CreateCommandDeps & CapacityDeps & ListDeps,
+  deps: CreateCommandDeps & CapacityDeps & ListDeps & PolicyCommandDeps,
   features: { unlock: Subcommand },
 ) {
   const create = createCreateCommand(deps);
   const capacity = createCapacityCommand(deps);
   const list = createListCommand(deps);
+  const policy = createPolicyCommand(deps);
   const { unlock } = features;
   return async (args: CommandArgs): Promise<void> => {
     if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
@@ -67,6 +69,9 @@ export function createVmCommand(
         return;
       case "list":
         await list(args, arg);
+        return;
+      case "policy":
+        await policy(args);
         return;
       case "":
       case "help":

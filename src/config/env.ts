@@ -195,6 +195,7 @@ export const EnvSchema = z.object({
   ),
   ALLOW_SELF_APPROVAL: boolean(false),
   NOTIFY_APPROVERS: boolean(true),
+  VMBOT_POLICY: optionalString(),
   VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
   /** Read on its own by chooseMode, before the rest: the sandbox needs none of the others. */
   VMBOT_MODE: z.preprocess(

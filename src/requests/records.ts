@@ -66,6 +66,10 @@ export const PlanReviewRecordSchema = z.object({
   expiresAt: z.string().optional(),
   /** Who may approve it (Slack user and user-group IDs), as the message shows it. */
   approvers: z.array(z.string()).optional(),
+  /** The approvals the policy needs and those given on this plan so far, as the message shows. */
+  approvals: z
+    .object({ tally: z.string(), by: z.array(z.string()), notes: z.array(z.string()) })
+    .optional(),
 });
 export type PlanReviewRecord = z.infer<typeof PlanReviewRecordSchema>;
 

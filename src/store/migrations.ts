@@ -2,6 +2,7 @@
  * Versioned schema migrations, applied in order; `PRAGMA user_version` records how many ran.
  * Append new ones; never edit one that has shipped.
  */
+import { APPROVALS_MIGRATION } from "./approvals.js";
 import { INVENTORY_MIGRATION, STATES_SEEN_MIGRATION } from "./inventory.js";
 
 export const MIGRATIONS: readonly string[] = [
@@ -86,4 +87,5 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN stage_times TEXT;
   `,
+  APPROVALS_MIGRATION,
 ];

@@ -12,6 +12,7 @@ import {
 import { VmSpecSchema } from "../vm/spec.js";
 import { MIGRATIONS } from "./migrations.js";
 import { claimStore, type StoreOwnership } from "./owner.js";
+import { createSqliteApprovals } from "./approvals.js";
 import { createSqliteInventory } from "./inventory.js";
 import { checkIntegrity, createWriteProbe, guardWrite } from "./sqlite-checks.js";
 import {
@@ -340,6 +341,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   return {
     inventory: createSqliteInventory(db, clock),
+    approvals: createSqliteApprovals(db),
 
     createRequest(request: NewRequest) {
       const now = clock().toISOString();

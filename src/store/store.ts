@@ -1,3 +1,4 @@
+import type { Approvals } from "./approvals.js";
 import type { Inventory } from "./inventory.js";
 import type { RequestStatus } from "../requests/lifecycle.js";
 import type { Decision, FailureRecord, PlanReviewRecord } from "../requests/records.js";
@@ -140,6 +141,8 @@ export interface Store {
   /** Creates the request, or returns the one already created for the same submission. */
   /** Every VM vmbot made. */
   readonly inventory: Inventory;
+  /** Approvals given on each plan job. */
+  readonly approvals: Approvals;
   createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;

@@ -6,6 +6,7 @@ import type { PlanResource, PlanSummary, ResourceAction } from "../terraform/pla
 import { orderNodes, type NodeUsage } from "../vm/nodes.js";
 import { planLogCutWarning } from "./log-cut.js";
 import { approvalWindowWords, approverMentions } from "./notify.js";
+import { approvalsSoFarWords } from "./policy-words.js";
 import {
   durationsBlocks,
   nextStepBlocks,
@@ -309,6 +310,12 @@ export function planMessage(
             text: approvalWindowWords(approverMentions(window.approvers ?? []), window.expiresAt),
           },
         ],
+      });
+    }
+    if (window?.approvals !== undefined) {
+      blocks.push({
+        type: "context",
+        elements: [{ type: "mrkdwn", text: truncate(approvalsSoFarWords(window.approvals), 2000) }],
       });
     }
     blocks.push({

@@ -1,0 +1,43 @@
+import type { Access } from "../access.js";
+import type { CreateField } from "../ids.js";
+import type { Logger } from "../logger.js";
+import { within } from "../proxmox/directory.js";
+import type { Store } from "../store/store.js";
+import type { VmSpec } from "../vm/spec.js";
+import { policyLateWords } from "../views/policy-words.js";
+import type { PolicyDecision } from "./decide.js";
+import { askOf, quotaStateOf } from "./usage.js";
+
+/**
+ * A create form's request checked against the policy and the quotas before anything is stored
+ * or started: the refusal goes under the field it is about.
+ */
+
+export type RequestVerdict =
+  | { ok: true; decision: PolicyDecision }
+  | { ok: false; errors: Partial<Record<CreateField, string>> };
+
+export async function checkRequest(
+  deps: { access: Access; store: Pick<Store, "inventory" | "listByStatus">; log: Logger },
+  person: string,
+  spec: VmSpec,
+  budgetMs: number,
+): Promise<RequestVerdict> {
+  const { access } = deps;
+  const decided = await within(
+    (async () => {
+      const quota = await quotaStateOf(deps.store, access.policy(), person, (user) =>
+        access.groupsOf(user),
+      );
+      return access.check({ person, action: "create", request: askOf(spec), quota });
+    })(),
+    budgetMs,
+  );
+  if (decided === "late") {
+    deps.log.warn("the policy check of a create form did not finish in time");
+    return { ok: false, errors: { name: policyLateWords } };
+  }
+  if (decided.allowed) return { ok: true, decision: decided };
+  deps.log.info({ rule: decided.rule, field: decided.field }, "create form refused by the policy");
+  return { ok: false, errors: { [decided.field ?? "name"]: decided.reason } };
+}

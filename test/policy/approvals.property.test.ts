@@ -1,0 +1,161 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { Access } from "../../src/access.js";
+import { recordApproval } from "../../src/policy/approval-step.js";
+import type { ApprovalRule, Policy } from "../../src/policy/schema.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { Store } from "../../src/store/store.js";
+import type { PlanReviewRecord } from "../../src/tracker/review.js";
+import type { VmSpec } from "../../src/vm/spec.js";
+
+/**
+ * For random policies (groups, an approval rule) and random click orders, the apply is played
+ * (the one conditional claim won) exactly when the rule is met, and never twice.
+ */
+
+const PEOPLE = ["U0P0", "U0P1", "U0P2", "U0P3", "U0P4", "U0P5"];
+const GROUPS = ["g0", "g1", "g2"];
+const REQUESTER = "U0P0";
+
+const SPEC: VmSpec = {
+  name: "web-01",
+  node: "pve",
+  templateId: 9000,
+  templateName: "ubuntu",
+  cores: 4,
+  memoryMb: 4096,
+  diskGb: 40,
+  ip: "192.168.1.50/24",
+  gateway: "192.168.1.1",
+  dns: "192.168.1.1",
+  vmId: 0,
+  vlanId: 0,
+};
+
+const REVIEW: PlanReviewRecord = {
+  plan: {
+    resources: [],
+    derivedCounts: { add: 1, change: 0, destroy: 0, replace: 0, import: 0 },
+    noChanges: false,
+    errors: [],
+    outputChanges: [],
+    notes: [],
+  },
+  planJobId: 7,
+  planJobUrl: "http://127.0.0.1/job/7",
+  planFile: "none",
+};
+
+const scenario = fc.record({
+  /** Who is in which group. */
+  membership: fc.array(fc.subarray(GROUPS), { minLength: PEOPLE.length, maxLength: PEOPLE.length }),
+  require: fc.uniqueArray(
+    fc.record({ group: fc.constantFrom(...GROUPS), count: fc.integer({ min: 1, max: 2 }) }),
+    { minLength: 1, maxLength: 3, selector: (need) => need.group },
+  ),
+  requesterGroupMayApprove: fc.boolean(),
+  selfApproval: fc.boolean(),
+  clicks: fc.array(fc.constantFrom(...PEOPLE), { minLength: 0, maxLength: 12 }),
+});
+
+type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
+
+/** Whether distinct approvers among `people` can fill every place, by trying every assignment. */
+function meetable(
+  places: string[],
+  people: string[],
+  fits: (person: string, group: string) => boolean,
+): boolean {
+  const [first, ...rest] = places;
+  if (first === undefined) return true;
+  return people.some(
+    (person, i) =>
+      fits(person, first) &&
+      meetable(
+        rest,
+        people.filter((_, j) => j !== i),
+        fits,
+      ),
+  );
+}
+
+function policyOf(s: Scenario): Policy {
+  const groups: Record<string, string[]> = {};
+  for (const group of GROUPS) {
+    groups[group] = PEOPLE.filter((_, i) => s.membership[i]?.includes(group));
+  }
+  const rule: ApprovalRule = {
+    name: "rule",
+    action: "create",
+    require: s.require,
+    requester_group_may_approve: s.requesterGroupMayApprove,
+    self_approval: s.selfApproval,
+  };
+  return {
+    source: "test",
+    version: 1,
+    groups,
+    roles: { approvers: GROUPS, admins: GROUPS },
+    requests: [],
+    quotas: [],
+    approvals: [rule],
+  };
+}
+
+function fakeAccess(policy: Policy): Access {
+  const groupsOf = (user: string) =>
+    Promise.resolve(GROUPS.filter((group) => policy.groups[group]?.includes(user)));
+  return { policy: () => policy, groupsOf } as unknown as Access;
+}
+
+async function run(s: Scenario, store: Store) {
+  const policy = policyOf(s);
+  const access = fakeAccess(policy);
+  const { request } = store.createRequest({
+    requester: REQUESTER,
+    spec: SPEC,
+    notes: [],
+    channel: "C0VMBOT",
+    submissionKey: `view:${String(Math.random())}`,
+  });
+  store.transition(request.id, ["queued"], "awaiting_approval", { review: REVIEW });
+  let plays = 0;
+  // All clicks at once: each runs until its first wait, then the next; none waits for another.
+  await Promise.all(
+    s.clicks.map(async (user: string) => {
+      const current = store.getRequest(request.id);
+      if (current?.status !== "awaiting_approval") return;
+      const outcome = await recordApproval({ access, store }, current, user, new Date());
+      if (outcome.kind !== "met") return;
+      const claimed = store.transition(request.id, ["awaiting_approval"], "applying");
+      if (claimed) plays += 1;
+    }),
+  );
+  return { policy, plays };
+}
+
+describe("N-of-M approvals", () => {
+  it("play the apply exactly when the rule is met, and never twice", async () => {
+    const store = openSqliteStore(":memory:");
+    try {
+      await fc.assert(
+        fc.asyncProperty(scenario, async (s) => {
+          const { policy, plays } = await run(s, store);
+          const requesterGroups = GROUPS.filter((g) => policy.groups[g]?.includes(REQUESTER));
+          const fits = (person: string, group: string) =>
+            (person !== REQUESTER || s.selfApproval) &&
+            (policy.groups[group]?.includes(person) ?? false) &&
+            (s.requesterGroupMayApprove ||
+              !requesterGroups.includes(group) ||
+              person === REQUESTER);
+          const places = s.require.flatMap((need) => Array<string>(need.count).fill(need.group));
+          const clickers = [...new Set(s.clicks)];
+          expect(plays).toBe(meetable(places, clickers, fits) ? 1 : 0);
+        }),
+        { numRuns: 300 },
+      );
+    } finally {
+      store.close();
+    }
+  });
+});
