@@ -9,6 +9,8 @@ import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
 import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerPlanDecisions } from "./actions/plan-decision.js";
+import { registerDestroyApprove } from "./actions/destroy-approve.js";
+import { registerDestroyActions } from "./commands/destroy.js";
 import { registerReject } from "./actions/reject.js";
 import { registerRetryConfigure } from "./actions/retry-configure.js";
 import { registerPlanAgain } from "./actions/plan-again.js";
@@ -137,6 +139,8 @@ export function createApp(deps: AppDeps): VmbotApp {
   registerRetryConfigure(app, listenerDeps);
   registerPlanAgain(app, listenerDeps);
   registerUnlockActions(app, listenerDeps);
+  registerDestroyActions(app, listenerDeps);
+  registerDestroyApprove(app, listenerDeps);
 
   return {
     app,

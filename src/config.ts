@@ -197,6 +197,7 @@ const EnvSchema = z.object({
     blankToUndefined,
     z.string().trim().default("ansible:configure"),
   ),
+  GITLAB_DESTROY_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:destroy")),
   GITLAB_WEBHOOK_SECRET: optionalString(),
   GITLAB_PLAN_JSON_ARTIFACT: optionalString(),
   GITLAB_LOG_MAX_BYTES: integer(
@@ -420,7 +421,8 @@ export interface Config {
     numberInputs: string[];
     /** Send VMBOT_REQUEST_ID with each pipeline, so a restart finds the one it created. */
     requestIdVariable: boolean;
-    jobs: { plan: string; apply: string; configure: string };
+    /** Job names; `destroy` is the manual job of `action=destroy` pipelines. */
+    jobs: { plan: string; apply: string; configure: string; destroy: string };
     webhookSecret: string | undefined;
     /** Path of `terraform show -json` output in the plan job's artifacts, when the job keeps one. */
     planJsonArtifact: string | undefined;
@@ -519,6 +521,7 @@ function toConfig(env: Env): Config {
         plan: env.GITLAB_PLAN_JOB,
         apply: env.GITLAB_APPLY_JOB,
         configure: env.GITLAB_CONFIGURE_JOB,
+        destroy: env.GITLAB_DESTROY_JOB,
       },
       webhookSecret: env.GITLAB_WEBHOOK_SECRET,
       planJsonArtifact: env.GITLAB_PLAN_JSON_ARTIFACT,

@@ -4,6 +4,7 @@ import { VM_COMMAND } from "../ids.js";
 import { answerHelp } from "./help.js";
 import { createCapacityCommand, type CapacityDeps } from "./capacity.js";
 import { createCreateCommand, type CreateCommandDeps } from "./create.js";
+import { createDestroyCommand, type DestroyDeps } from "./destroy.js";
 import { createListCommand, type ListDeps } from "./list.js";
 import { createUnlockCommand, type UnlockDeps } from "./unlock.js";
 
@@ -36,12 +37,13 @@ export function commandKey(command: SlashCommand): string {
  */
 export function registerVmCommand(
   app: App,
-  deps: CreateCommandDeps & UnlockDeps & CapacityDeps & ListDeps,
+  deps: CreateCommandDeps & UnlockDeps & CapacityDeps & ListDeps & DestroyDeps,
 ): void {
   const create = createCreateCommand(deps);
   const unlock = createUnlockCommand(deps);
   const capacity = createCapacityCommand(deps);
   const list = createListCommand(deps);
+  const destroy = createDestroyCommand(deps);
   app.command(VM_COMMAND, async (args) => {
     if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
       deps.log.info(
@@ -64,6 +66,9 @@ export function registerVmCommand(
         return;
       case "list":
         await list(args, arg);
+        return;
+      case "destroy":
+        await destroy(args, arg);
         return;
       case "":
       case "help":

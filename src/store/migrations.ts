@@ -86,4 +86,7 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN stage_times TEXT;
   `,
+  `
+  ALTER TABLE requests ADD COLUMN kind TEXT NOT NULL DEFAULT 'create';
+  `,
 ];

@@ -8,7 +8,8 @@ import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { findMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
-import { requestMessage } from "../views/request-message.js";
+import { renderRequest } from "../views/render.js";
+import { destroyParams } from "../destroy/params.js";
 import { pipelineParams } from "../vm/spec.js";
 import { LATE_WATCH_MS } from "./late-pipelines.js";
 import { messageDigest, record, renderRequestMessage } from "./message-sync.js";
@@ -78,7 +79,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         act: async () => {
           const posted = await client.chat.postMessage({
             channel: request.channel,
-            ...requestMessage(request),
+            ...renderRequest(request),
             metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
           });
           if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");
@@ -88,7 +89,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       const posted = store.updateRequest(request.id, { messageTs: ts });
       // What was posted is what the request held: the message is not behind.
       if (store.effect(request.id, "post_request_message")?.result?.reconciled !== true) {
-        record(store, posted, messageDigest(requestMessage(request)), deps.log);
+        record(store, posted, messageDigest(renderRequest(request)), deps.log);
       }
       return posted;
     } catch (error) {
@@ -133,17 +134,16 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         reconcile: find,
         act: async () => {
           try {
-            const created = await gitlab.triggerPipeline(
-              pipelineParams(
-                request.spec,
-                {
-                  sizing: config.gitlab.sizingParams,
-                  numberInputs: config.gitlab.numberInputs,
-                },
-                request.stateName,
-              ),
-              request.id,
-            );
+            const shape = {
+              sizing: config.gitlab.sizingParams,
+              numberInputs: config.gitlab.numberInputs,
+            };
+            // A destroy request sends the VM's recorded inputs with action=destroy.
+            const params =
+              request.kind === "destroy"
+                ? destroyParams(request.spec, shape, request.stateName)
+                : pipelineParams(request.spec, shape, request.stateName);
+            const created = await gitlab.triggerPipeline(params, request.id);
             return {
               id: created.id,
               webUrl: created.webUrl,
@@ -246,7 +246,7 @@ export async function updateRequestMessage(
   if (request.messageTs === null) return;
   if (!(await renderRequestMessage(client, store, request, log))) {
     // The tracker renders it again on its next passes; meanwhile the requester knows.
-    const message = requestMessage(request);
+    const message = renderRequest(request);
     log.error("could not update the request message; telling the requester");
     await client.chat
       .postMessage({

@@ -22,6 +22,7 @@ import { createLatePipelines } from "./late-pipelines.js";
 import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import { createClosure, isClosed } from "./closure.js";
 import { createApprovalFinisher } from "./play.js";
+import { createDestroyAdvance } from "./destroy-advance.js";
 import { createPlanReviewer } from "./plan-review.js";
 import { createConfigureRetry } from "./retry-configure.js";
 import { createNotifier, finishNotices } from "./notify.js";
@@ -217,8 +218,25 @@ export function createTracker(deps: TrackerDeps): Tracker {
     );
   }
 
+  const advanceDestroy = createDestroyAdvance({
+    config,
+    store,
+    log,
+    approvals,
+    move: async (request, to, patch) => {
+      const moved = move(request, to, patch);
+      if (moved) await render(moved);
+      return moved;
+    },
+    postResult: (request, step, text) => postResult(request, step, text),
+  });
+
   /** Moves one request as far as its pipeline's jobs allow. */
   async function advance(request: RequestRecord, jobs: Job[]): Promise<void> {
+    if (request.kind === "destroy") {
+      await advanceDestroy(request, jobs);
+      return;
+    }
     const plan = jobs.find((job) => job.name === config.gitlab.jobs.plan);
     if (request.status === "queued" || request.status === "planning") {
       if (!plan) {
