@@ -53,6 +53,8 @@ const APPROVE_FLOW_POINTS = [
   "reply_configured",
   "reply_notify_requester",
 ] as const;
+/** The crash points of a destroy: its pipeline, and the play of its destroy job. */
+const DESTROY_FLOW_POINTS = ["create_pipeline", "play_destroy"] as const;
 const exercised = new Set<string>();
 
 interface World {
@@ -89,6 +91,8 @@ let restartFailure: Error | undefined;
 async function startWorld(
   crashAt: string | undefined,
   extraEnv: Record<string, string> = {},
+  /** Fills the store before the bot first opens it. */
+  seed?: (db: string) => void,
 ): Promise<World> {
   const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
   const gitlab = await startFakeGitlab({
@@ -111,6 +115,7 @@ async function startWorld(
       signingSecret: TEST_SECRETS.signingSecret,
       slack,
     });
+  seed?.(db);
   const bot = runBot(env(true), dir);
   restartFailure = undefined;
   let closing = false;
@@ -276,6 +281,118 @@ async function approveFlow(crashAt: string | undefined) {
   }
 }
 
+/** web-01, made by vmbot for REQUESTER earlier: in the inventory, with its state. */
+function seedVm(db: string): void {
+  const store = openSqliteStore(db);
+  try {
+    store.inventory.record({
+      name: "web-01",
+      requestId: "vm-mabc123-0a1b2c3d",
+      owner: REQUESTER,
+      spec: {
+        name: "web-01",
+        node: "pve",
+        templateId: 9000,
+        templateName: "ubuntu",
+        cores: 2,
+        memoryMb: 2048,
+        diskGb: 20,
+        ip: "192.168.1.50/24",
+        gateway: "192.168.1.1",
+        dns: "192.168.1.1",
+        vmId: 0,
+        vlanId: 0,
+      },
+      stateName: "vm-web-01",
+      address: "192.168.1.50",
+      pipelineId: 1,
+      approvedBy: APPROVER,
+      leaseUntil: null,
+    });
+  } finally {
+    store.close();
+  }
+}
+
+/** `/vm destroy web-01`, confirmed, approved and destroyed, crashing at `crashAt`. */
+async function destroyFlow(crashAt: string | undefined) {
+  const w = await startWorld(crashAt, {}, seedVm);
+  try {
+    const delivery = await w.signer.slashCommand({
+      text: "destroy web-01",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const prompt = JSON.parse(delivery.body) as { text: string; blocks: FakeMessage["blocks"] };
+    await w.signer.blockAction({
+      message: {
+        channel: CHANNEL,
+        ts: "1796205600.000100",
+        text: prompt.text,
+        blocks: prompt.blocks,
+        user: w.slack.identity.botUserId,
+        bot_id: w.slack.identity.botId,
+        app_id: w.slack.identity.appId,
+      },
+      ephemeral: true,
+      actionId: "destroy_confirm",
+      userId: REQUESTER,
+    });
+    const pipelineId = await until(() => w.gitlab.pipelines[0]?.id, "the destroy pipeline");
+    settle(w, pipelineId, "tf:destroy");
+    const message = await until(() => {
+      const m = requestMessage(w);
+      return m?.text === "Destroy web-01 — Awaiting approval" ? m : undefined;
+    }, "the destroy request awaiting approval");
+    await until(
+      () => (threadOf(w, message).some((m) => m.text.startsWith(":eyes:")) ? true : undefined),
+      "the approvers to be called in",
+    );
+    await w.signer.blockAction({ message, userId: APPROVER, actionId: "destroy_approve" });
+    await until(
+      () => (w.gitlab.job(pipelineId, "tf:destroy").status !== "manual" ? true : undefined),
+      "the destroy job to start",
+    );
+    settle(w, pipelineId, "tf:destroy");
+    await until(
+      () =>
+        threadOf(w, requestMessage(w)!).some((m) => m.text.includes("is destroyed"))
+          ? true
+          : undefined,
+      "the requester to be told",
+    );
+
+    expect(requestMessage(w)?.text).toBe("Destroy web-01 — Destroyed");
+    expect(w.gitlab.pipelines).toHaveLength(1);
+    expect(w.gitlab.pipeline(pipelineId).inputs).toMatchObject({
+      action: "destroy",
+      vm_name: "web-01",
+    });
+    expect(requestMessages(w)).toHaveLength(1);
+    const steps = threadOf(w, requestMessage(w)!).flatMap((m) =>
+      m.metadata?.event_type === "vmbot_request_step"
+        ? [(m.metadata.event_payload as { step: string }).step]
+        : [],
+    );
+    expect(steps).toEqual(["notify_approvers:destroy", "destroyed", "notify_requester"]);
+    expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
+    expect(w.gitlab.requestsTo("POST", /\/pipeline$/).length).toBeLessThanOrEqual(1);
+    const actions = audit(w).map((entry) => entry.action);
+    expect(actions.filter((a) => a === "requested")).toHaveLength(1);
+    expect(actions.filter((a) => a === "vm_destroyed")).toHaveLength(1);
+    expect(actions.at(-1)).toBe("ready");
+    const store = openSqliteStore(w.db, { readOnly: true });
+    try {
+      expect(store.inventory.get("web-01")).toBeUndefined();
+    } finally {
+      store.close();
+    }
+    return w.crashes;
+  } finally {
+    await w.close();
+  }
+}
+
 describe("crash between the intent and the result of each outside effect", () => {
   it("runs the whole flow without a crash as the baseline", async () => {
     expect(await approveFlow(undefined)).toBe(0);
@@ -287,6 +404,20 @@ describe("crash between the intent and the result of each outside effect", () =>
         const crashes = await approveFlow(`${point}:${moment}`);
         expect(crashes).toBeGreaterThanOrEqual(1);
         exercised.add(`${point}:${moment}`);
+      }, 60_000);
+    }
+  }
+
+  it("destroys a VM without a crash as the baseline", async () => {
+    expect(await destroyFlow(undefined)).toBe(0);
+  }, 60_000);
+
+  for (const point of DESTROY_FLOW_POINTS) {
+    for (const moment of ["before", "after"] as const) {
+      it(`crashes at ${point}:${moment} of a destroy, restarts, and destroys once`, async () => {
+        const crashes = await destroyFlow(`${point}:${moment}`);
+        expect(crashes).toBeGreaterThanOrEqual(1);
+        exercised.add(`destroy ${point}:${moment}`);
       }, 60_000);
     }
   }
@@ -429,8 +560,8 @@ describe("crash between the intent and the result of each outside effect", () =>
   }, 60_000);
 
   it("exercised every crash point", () => {
-    // 6 effects of the approval flow, the rejection's cancel and plan deletion, and the unlock,
-    // each before and after.
-    expect(exercised.size).toBe((APPROVE_FLOW_POINTS.length + 3) * 2);
+    // The effects of the approval flow and of a destroy, the rejection's cancel and plan
+    // deletion, and the unlock, each before and after.
+    expect(exercised.size).toBe((APPROVE_FLOW_POINTS.length + DESTROY_FLOW_POINTS.length + 3) * 2);
   });
 });
