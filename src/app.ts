@@ -11,6 +11,7 @@ import { registerCreateSubmission } from "./actions/create-submit.js";
 import { registerPlanDecisions } from "./actions/plan-decision.js";
 import { registerDestroyApprove } from "./actions/destroy-approve.js";
 import { registerDestroyActions } from "./commands/destroy.js";
+import { registerLeaseActions } from "./actions/lease.js";
 import { registerReject } from "./actions/reject.js";
 import { registerRetryConfigure } from "./actions/retry-configure.js";
 import { registerPlanAgain } from "./actions/plan-again.js";
@@ -141,6 +142,7 @@ export function createApp(deps: AppDeps): VmbotApp {
   registerUnlockActions(app, listenerDeps);
   registerDestroyActions(app, listenerDeps);
   registerDestroyApprove(app, listenerDeps);
+  registerLeaseActions(app, listenerDeps);
 
   return {
     app,

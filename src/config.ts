@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isIpv4 } from "./net/ipv4.js";
 import { stateNameTemplateProblem } from "./vm/state-name.js";
+import { LEASE_ENV, leaseProblems, type LeaseSettings } from "./vm/lease.js";
 
 /**
  * The whole configuration contract (SPEC section 6): one schema over the environment.
@@ -227,6 +228,7 @@ const EnvSchema = z.object({
         if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
       }),
   ),
+  ...LEASE_ENV,
   POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
   PLAN_TTL: z.preprocess(
     blankToUndefined,
@@ -435,6 +437,8 @@ export interface Config {
   pollIntervalMs: number;
   /** How long a plan may wait for approval (the plan artifact's lifetime on the platform). */
   planTtlMs: number;
+  /** VMs' leases: their default length, maximum, reminders and what their end does. */
+  lease: LeaseSettings;
   vault:
     | {
         addr: string;
@@ -531,6 +535,12 @@ function toConfig(env: Env): Config {
     stateNameTemplate: env.TF_STATE_NAME_TEMPLATE,
     pollIntervalMs: env.POLL_INTERVAL_MS,
     planTtlMs: env.PLAN_TTL,
+    lease: {
+      defaultMs: env.VM_LEASE_DEFAULT,
+      maxMs: env.VM_LEASE_MAX,
+      warnMs: env.VM_LEASE_WARN,
+      onExpiry: env.VM_LEASE_ON_EXPIRY,
+    },
     vault:
       env.VAULT_ADDR === undefined
         ? undefined
@@ -583,8 +593,10 @@ export function loadConfig(env: RawEnv = {}): Config {
         return `${name} ${message}`;
       });
   problems.push(...crossFieldProblems(env));
-  if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
-  return toConfig(parsed.data);
+  const config = parsed.success ? toConfig(parsed.data) : undefined;
+  if (config !== undefined) problems.push(...leaseProblems(config.lease));
+  if (config === undefined || problems.length > 0) throw new ConfigError([...new Set(problems)]);
+  return config;
 }
 
 /** Every secret value in the configuration, for redaction by value. */

@@ -55,3 +55,7 @@ export const DESTROY_CONFIRM = "destroy_confirm";
 export const DESTROY_CANCEL = "destroy_cancel";
 /** A destroy request's Approve button (Reject is the plan's own, `plan_reject`). */
 export const DESTROY_APPROVE = "destroy_approve";
+
+/** A lease reminder's buttons (direct message to the owner; the VM's name as value). */
+export const LEASE_EXTEND = "lease_extend";
+export const LEASE_DESTROY = "lease_destroy";

@@ -68,7 +68,7 @@ export function inFlight(store: Store, name: string): RequestRecord | undefined 
  * Why `user` may not ask to destroy `name` now, as a reply; the VM when they may. Asked when
  * the command runs and again when its confirmation is clicked.
  */
-async function check(
+export async function checkDestroy(
   deps: DestroyDeps,
   user: string,
   name: string,
@@ -106,7 +106,7 @@ export function createDestroyCommand(deps: DestroyDeps) {
       return;
     }
     const log = deps.log.child({ user: command.user_id, command: "destroy", name: name.data });
-    const checked = await check(deps, command.user_id, name.data);
+    const checked = await checkDestroy(deps, command.user_id, name.data);
     if ("refusal" in checked) {
       log.info("refused /vm destroy");
       await ack(ephemeral(withBlocks(checked.refusal)));
@@ -131,7 +131,7 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
     return;
   }
   const log = deps.log.child({ user, command: "destroy", name: name.data });
-  const checked = await check(deps, user, name.data);
+  const checked = await checkDestroy(deps, user, name.data);
   if ("refusal" in checked) {
     log.info("refused a destroy confirmation");
     await respond(replace(withBlocks(checked.refusal)));
@@ -150,23 +150,8 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
     );
     return;
   }
-  // One destroy per VM at a time, claimed in the store: two confirmations at once make the
-  // same key, and only one request.
-  const latest = deps.store.requestsForVm(vm.name)[0]?.id ?? vm.requestId;
-  let stored: ReturnType<Store["createRequest"]>;
-  try {
-    stored = deps.store.createRequest({
-      kind: "destroy",
-      requester: user,
-      spec: vm.spec,
-      notes: [],
-      channel,
-      submissionKey: `destroy:${vm.name}:${latest}`,
-      stateName: vm.stateName ?? deps.config.tfStateName,
-    });
-  } catch (error) {
-    if (storeWriteFailure(error) === undefined) throw error;
-    log.error({ err: error }, "could not record the destroy request");
+  const opened = openDestroyRequest(deps, { vm, requester: user, channel, log });
+  if (opened === "not_recorded") {
     await respond(
       replace(
         withBlocks({
@@ -177,21 +162,60 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
     );
     return;
   }
-  if (!stored.created) {
-    await respond(replace(inFlightReply(vm.name, stored.request)));
+  if (!opened.created) {
+    await respond(replace(inFlightReply(vm.name, opened.request)));
     return;
   }
+  await respond(replace(destroyAskedReply(vm.name, channel)));
+  await deps.starter.start(opened.request);
+}
+
+/**
+ * Records a destroy request for `vm` (its recorded inputs and state), once: two at once make
+ * the same key, and only one request. `key` names what asked (a lease's end); by default, the
+ * VM's latest request, so that a destroy can be asked again once the last one has ended.
+ */
+export function openDestroyRequest(
+  deps: Pick<DestroyDeps, "store" | "config">,
+  ask: {
+    vm: VmRecord;
+    requester: string;
+    channel: string;
+    log: Logger;
+    key?: string;
+    actor?: string;
+    notes?: string[];
+  },
+): { request: RequestRecord; created: boolean } | "not_recorded" {
+  const { vm, log } = ask;
+  const latest = deps.store.requestsForVm(vm.name)[0]?.id ?? vm.requestId;
+  let stored: ReturnType<Store["createRequest"]>;
+  try {
+    stored = deps.store.createRequest({
+      kind: "destroy",
+      requester: ask.requester,
+      spec: vm.spec,
+      notes: ask.notes ?? [],
+      channel: ask.channel,
+      submissionKey: ask.key ?? `destroy:${vm.name}:${latest}`,
+      stateName: vm.stateName ?? deps.config.tfStateName,
+    });
+  } catch (error) {
+    if (storeWriteFailure(error) === undefined) throw error;
+    log.error({ err: error }, "could not record the destroy request");
+    return "not_recorded";
+  }
+  if (!stored.created) return stored;
   let request = stored.request;
   if (vm.address !== null) request = deps.store.updateRequest(request.id, { address: vm.address });
   deps.store.audit({
     requestId: request.id,
-    actor: user,
+    actor: ask.actor ?? ask.requester,
     action: "requested",
     detail: { kind: "destroy", name: vm.name, owner: vm.owner, stateName: request.stateName },
   });
   log.info({ requestId: request.id }, "destroy requested");
-  await respond(replace(destroyAskedReply(vm.name, channel)));
-  await deps.starter.start(request);
+  return { request, created: true };
 }
 
 /** The confirmation's buttons: Ask to destroy, and Cancel. */

@@ -54,6 +54,8 @@ export interface Inventory {
    * destroy was asked), never one made again under its name since.
    */
   remove(name: string, askedAt: string): void;
+  /** Sets when a VM's lease ends (null: none). */
+  setLease(name: string, until: string | null): void;
   /** Notes something about a live VM (a failed destroy), or clears the note with null. */
   note(name: string, note: string | null): void;
   /** Records when the VMs were last compared with GitLab's states. */
@@ -157,6 +159,7 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
   const updateNote = db.prepare(
     "UPDATE vms SET status_note = ? WHERE name = ? AND status = 'live'",
   );
+  const updateLease = db.prepare("UPDATE vms SET lease_until = ? WHERE name = ?");
   const updateChecked = db.prepare("UPDATE vms SET checked_at = ? WHERE name = ?");
   const clearStates = db.prepare("DELETE FROM states_seen");
   const insertState = db.prepare("INSERT INTO states_seen (name, seen_at) VALUES (?, ?)");
@@ -192,6 +195,9 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
     },
     remove(name, askedAt) {
       guardWrite(`remove the VM ${name}`, () => deleteVm.run(name, askedAt));
+    },
+    setLease(name, until) {
+      guardWrite(`set the lease of the VM ${name}`, () => updateLease.run(until, name));
     },
     note(name, note) {
       guardWrite(`note on the VM ${name}`, () => updateNote.run(note, name));

@@ -23,6 +23,8 @@ import { catchUpMessages, renderRequestMessage } from "./message-sync.js";
 import { createClosure, isClosed } from "./closure.js";
 import { createApprovalFinisher } from "./play.js";
 import { createDestroyAdvance } from "./destroy-advance.js";
+import { createLeaseKeeper } from "./leases.js";
+import { leaseEnd } from "../vm/lease.js";
 import { createPlanReviewer } from "./plan-review.js";
 import { createConfigureRetry } from "./retry-configure.js";
 import { createNotifier, finishNotices } from "./notify.js";
@@ -294,7 +296,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
           address: address ?? null,
           pipelineId: request.pipelineId,
           approvedBy: request.decision?.kind === "approved" ? request.decision.by : null,
-          leaseUntil: null,
+          // VM_LEASE_DEFAULT from when Terraform made it; none when leases are off.
+          leaseUntil: leaseEnd(config.lease, now()),
         });
         const next = move(request, configure ? "configuring" : "ready", {
           ...(address === undefined ? {} : { address }),
@@ -443,6 +446,8 @@ export function createTracker(deps: TrackerDeps): Tracker {
     }
   }
 
+  const leases = createLeaseKeeper({ ...deps, now });
+
   const latePipelines = createLatePipelines({
     store,
     gitlab,
@@ -460,6 +465,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     await finishNotices(store, notify);
     await latePipelines.sweep();
     await expirePlans(unfinished);
+    await leases.check();
     // Rejected and expired requests too, while their apply job could still be played in GitLab.
     const active = [...store.listActive(), ...closure.watched()].flatMap((r) =>
       r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }],
