@@ -59,3 +59,6 @@ export const DESTROY_APPROVE = "destroy_approve";
 /** A lease reminder's buttons (direct message to the owner; the VM's name as value). */
 export const LEASE_EXTEND = "lease_extend";
 export const LEASE_DESTROY = "lease_destroy";
+
+/** Message metadata event type for a lease reminder, with the VM, the lease's end and the warning. */
+export const LEASE_EVENT_TYPE = "vmbot_lease_reminder";

@@ -4,6 +4,9 @@ import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import type { Store } from "../store/store.js";
 import { inFlight, openDestroyRequest } from "../commands/destroy.js";
+import { LEASE_EVENT_TYPE } from "../ids.js";
+import { findMessage } from "../slack/find.js";
+import { metadataOf } from "../slack/metadata.js";
 import { leaseExpiredNote, leaseReminder } from "../views/lease.js";
 import type { RequestStarter } from "./starter.js";
 
@@ -32,12 +35,32 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps) {
     // Only the nearest reminder due: one missed while vmbot was down is not sent late as well.
     const due = config.lease.warnMs.filter((warn) => left <= warn).at(-1);
     if (due === undefined) return;
-    await deps.effects.once(`lease:${vm.name}`, `lease_reminder:${until}:${due}`, {
+    const subject = `lease:${vm.name}`;
+    const step = `lease_reminder:${until}:${due}`;
+    const payload = { name: vm.name, until, warn: due };
+    await deps.effects.once(subject, step, {
       detail: { owner: vm.owner },
+      // After a crash: the reminder is looked for in the owner's direct messages first.
+      reconcile: async () => {
+        const opened = await deps.client.conversations.open({ users: vm.owner });
+        const channel = opened.channel?.id;
+        if (channel === undefined) return undefined;
+        const since = Date.parse(store.effect(subject, step)?.intendedAt ?? until) - 60_000;
+        return findMessage(deps.client, { channel, oldest: String(since / 1000) }, (message) => {
+          const metadata = metadataOf(message);
+          return (
+            metadata?.eventType === LEASE_EVENT_TYPE &&
+            metadata.payload.name === payload.name &&
+            metadata.payload.until === payload.until &&
+            metadata.payload.warn === payload.warn
+          );
+        });
+      },
       act: async () => {
         const posted = await deps.client.chat.postMessage({
           channel: vm.owner,
           ...leaseReminder(vm, until),
+          metadata: { event_type: LEASE_EVENT_TYPE, event_payload: payload },
         });
         store.audit({
           requestId: null,

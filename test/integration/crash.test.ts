@@ -282,7 +282,7 @@ async function approveFlow(crashAt: string | undefined) {
 }
 
 /** web-01, made by vmbot for REQUESTER earlier: in the inventory, with its state. */
-function seedVm(db: string): void {
+function seedVm(db: string, leaseUntil: string | null = null): void {
   const store = openSqliteStore(db);
   try {
     store.inventory.record({
@@ -307,8 +307,21 @@ function seedVm(db: string): void {
       address: "192.168.1.50",
       pipelineId: 1,
       approvedBy: APPROVER,
-      leaseUntil: null,
+      leaseUntil,
     });
+  } finally {
+    store.close();
+  }
+}
+
+/** Leases of 60 s at most 120 s, reminded 30 s before the end. */
+const LEASES = { VM_LEASE_DEFAULT: "60s", VM_LEASE_MAX: "120s", VM_LEASE_WARN: "30s" };
+
+/** The store's record of one effect, read while the bot may be running. */
+function effectOf(w: World, subject: string, step: string) {
+  const store = openSqliteStore(w.db, { readOnly: true });
+  try {
+    return store.effect(subject, step);
   } finally {
     store.close();
   }
@@ -421,6 +434,59 @@ describe("crash between the intent and the result of each outside effect", () =>
       }, 60_000);
     }
   }
+
+  for (const moment of ["before", "after"] as const) {
+    it(`crashes at lease_reminder:${moment}, restarts, and reminds the owner once`, async () => {
+      const end = new Date(Date.now() + 20_000).toISOString();
+      const w = await startWorld(`lease_reminder:${moment}`, LEASES, (db) => {
+        seedVm(db, end);
+      });
+      try {
+        await until(
+          () =>
+            effectOf(w, "lease:web-01", `lease_reminder:${end}:30000`)?.state === "done"
+              ? true
+              : undefined,
+          "the reminder to be recorded",
+        );
+        expect(w.crashes).toBe(1);
+        const dms = w.slack.messages.filter(
+          (m) => m.metadata?.event_type === "vmbot_lease_reminder",
+        );
+        expect(dms).toHaveLength(1);
+        expect(dms[0]!.channel).toBe(`D${REQUESTER.slice(1)}`);
+        exercised.add(`lease_reminder:${moment}`);
+      } finally {
+        await w.close();
+      }
+    }, 60_000);
+  }
+
+  it("crashes at create_pipeline:after of the destroy request a lease's end opened, and opens it once", async () => {
+    // The seeded VM's own request is not in the store: the channel comes from SLACK_CHANNEL.
+    const env = { ...LEASES, SLACK_CHANNEL: CHANNEL };
+    const w = await startWorld("create_pipeline:after", env, (db) => {
+      seedVm(db, new Date(Date.now() - 1_000).toISOString());
+    });
+    try {
+      const pipelineId = await until(() => w.gitlab.pipelines[0]?.id, "the destroy pipeline");
+      settle(w, pipelineId, "tf:destroy");
+      await until(
+        () => (requestMessage(w)?.text === "Destroy web-01 — Awaiting approval" ? true : undefined),
+        "the destroy request awaiting approval",
+      );
+      expect(w.crashes).toBe(1);
+      expect(w.gitlab.pipelines).toHaveLength(1);
+      expect(w.gitlab.pipeline(pipelineId).inputs).toMatchObject({ action: "destroy" });
+      expect(requestMessages(w)).toHaveLength(1);
+      const actions = audit(w).map((entry) => entry.action);
+      expect(actions.filter((a) => a === "lease_expired")).toHaveLength(1);
+      expect(actions.filter((a) => a === "requested")).toHaveLength(1);
+      exercised.add("lease expiry create_pipeline:after");
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
 
   for (const moment of ["before", "after"] as const) {
     it(`crashes at cancel_pipeline:${moment} after a rejection, and the pipeline is canceled`, async () => {
@@ -562,6 +628,9 @@ describe("crash between the intent and the result of each outside effect", () =>
   it("exercised every crash point", () => {
     // The effects of the approval flow and of a destroy, the rejection's cancel and plan
     // deletion, and the unlock, each before and after.
-    expect(exercised.size).toBe((APPROVE_FLOW_POINTS.length + DESTROY_FLOW_POINTS.length + 3) * 2);
+    // And the lease reminder before and after, and the destroy a lease's end opens.
+    expect(exercised.size).toBe(
+      (APPROVE_FLOW_POINTS.length + DESTROY_FLOW_POINTS.length + 3 + 1) * 2 + 1,
+    );
   });
 });
