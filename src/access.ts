@@ -33,6 +33,8 @@ export const ACTION_ROLES = {
   approve: "approver",
   reject: "approver",
   unlock: "admin",
+  /** Destroying any VM; a VM's owner may always ask to destroy their own. */
+  destroy: "admin",
 } as const satisfies Record<string, Role>;
 
 export type Action = keyof typeof ACTION_ROLES;

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { leaseProblems } from "./vm/lease.js";
 import { crossFieldProblems, EnvSchema, type Env, type RawEnv } from "./config/env.js";
 
 /**
@@ -76,6 +77,8 @@ const ConfigSchema = EnvSchema.transform((env) => ({
       plan: env.GITLAB_PLAN_JOB,
       apply: env.GITLAB_APPLY_JOB,
       configure: env.GITLAB_CONFIGURE_JOB,
+      /** The manual job of `action=destroy` pipelines. */
+      destroy: env.GITLAB_DESTROY_JOB,
     },
     webhookSecret: env.GITLAB_WEBHOOK_SECRET,
     /** Path of `terraform show -json` output in the plan job's artifacts, when the job keeps one. */
@@ -89,6 +92,13 @@ const ConfigSchema = EnvSchema.transform((env) => ({
   pollIntervalMs: env.POLL_INTERVAL_MS,
   /** How long a plan may wait for approval (the plan artifact's lifetime on the platform). */
   planTtlMs: env.PLAN_TTL,
+  /** VMs' leases: their default length, maximum, reminders and what their end does. */
+  lease: {
+    defaultMs: env.VM_LEASE_DEFAULT,
+    maxMs: env.VM_LEASE_MAX,
+    warnMs: env.VM_LEASE_WARN,
+    onExpiry: env.VM_LEASE_ON_EXPIRY,
+  },
   vault: vaultSettings(env),
   proxmox: {
     url: env.PROXMOX_URL,
@@ -149,6 +159,7 @@ export function loadConfig(env: RawEnv = {}): Config {
   const parsed = ConfigSchema.safeParse(env);
   const problems = parsed.success ? [] : problemsOf(parsed.error);
   problems.push(...crossFieldProblems(env));
+  if (parsed.success) problems.push(...leaseProblems(parsed.data.lease));
   if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return parsed.data;
 }

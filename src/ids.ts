@@ -48,3 +48,17 @@ export const REQUEST_PLAN_AGAIN = "request_plan_again";
 /** Reject's form: an optional reason, asked before the plan is rejected. */
 export const PLAN_REJECT_MODAL = "plan_reject_modal";
 export const REJECT_REASON = "reject_reason";
+
+/** `/vm destroy`'s confirmation (Destroy, Cancel; the VM's name as value). */
+export const DESTROY_CONFIRM_BLOCK = "destroy_confirm_actions";
+export const DESTROY_CONFIRM = "destroy_confirm";
+export const DESTROY_CANCEL = "destroy_cancel";
+/** A destroy request's Approve button (Reject is the plan's own, `plan_reject`). */
+export const DESTROY_APPROVE = "destroy_approve";
+
+/** A lease reminder's buttons (direct message to the owner; the VM's name as value). */
+export const LEASE_EXTEND = "lease_extend";
+export const LEASE_DESTROY = "lease_destroy";
+
+/** Message metadata event type for a lease reminder, with the VM, the lease's end and the warning. */
+export const LEASE_EVENT_TYPE = "vmbot_lease_reminder";

@@ -30,7 +30,12 @@ describe("loadConfig", () => {
       project: "infra/vms",
       ref: "main",
       pipelineParams: "inputs",
-      jobs: { plan: "tf:plan", apply: "tf:apply", configure: "ansible:configure" },
+      jobs: {
+        plan: "tf:plan",
+        apply: "tf:apply",
+        configure: "ansible:configure",
+        destroy: "tf:destroy",
+      },
     });
     expect(config.tfStateName).toBe("general");
     expect(config.stateNameTemplate).toBe("vm-{vm_name}");

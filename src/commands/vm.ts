@@ -3,6 +3,7 @@ import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs, SlashCommand } from
 import { answerHelp } from "./help.js";
 import { createCapacityCommand, type CapacityDeps } from "./capacity.js";
 import { createCreateCommand, type CreateCommandDeps } from "./create.js";
+import { createDestroyCommand, type DestroyDeps } from "./destroy.js";
 import { createListCommand, type ListDeps } from "./list.js";
 import { createPolicyCommand, type PolicyCommandDeps } from "./policy.js";
 
@@ -39,13 +40,14 @@ export type Subcommand = (args: CommandArgs, arg: string | undefined) => Promise
  * twice (a replayed request, or Slack trying again) is acknowledged and acts only once.
  */
 export function createVmCommand(
-  deps: CreateCommandDeps & CapacityDeps & ListDeps & PolicyCommandDeps,
+  deps: CreateCommandDeps & CapacityDeps & ListDeps & PolicyCommandDeps & DestroyDeps,
   features: { unlock: Subcommand },
 ) {
   const create = createCreateCommand(deps);
   const capacity = createCapacityCommand(deps);
   const list = createListCommand(deps);
   const policy = createPolicyCommand(deps);
+  const destroy = createDestroyCommand(deps);
   const { unlock } = features;
   return async (args: CommandArgs): Promise<void> => {
     if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
@@ -72,6 +74,9 @@ export function createVmCommand(
         return;
       case "policy":
         await policy(args);
+        return;
+      case "destroy":
+        await destroy(args, arg);
         return;
       case "":
       case "help":

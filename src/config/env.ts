@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LEASE_ENV } from "../vm/lease.js";
 import { stateNameTemplateProblem } from "../vm/state-name.js";
 import {
   blankToUndefined,
@@ -77,6 +78,7 @@ export const EnvSchema = z.object({
     blankToUndefined,
     z.string().trim().default("ansible:configure"),
   ),
+  GITLAB_DESTROY_JOB: z.preprocess(blankToUndefined, z.string().trim().default("tf:destroy")),
   GITLAB_WEBHOOK_SECRET: optionalString(),
   GITLAB_PLAN_JSON_ARTIFACT: optionalString(),
   GITLAB_LOG_MAX_BYTES: integer(
@@ -106,6 +108,7 @@ export const EnvSchema = z.object({
         if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
       }),
   ),
+  ...LEASE_ENV,
   POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
   PLAN_TTL: z.preprocess(
     blankToUndefined,

@@ -1,11 +1,14 @@
 import type { App, BlockButtonAction } from "@slack/bolt";
 import type { Access } from "../access.js";
 import { createCreateSubmission, type CreateSubmitDeps } from "../actions/create-submit.js";
+import { registerDestroyApprove } from "../actions/destroy-approve.js";
+import { registerLeaseActions } from "../actions/lease.js";
 import { createApproveAction, type PlanDecisionDeps } from "../actions/plan-decision.js";
 import { createPlanAgainAction, type PlanAgainDeps } from "../actions/plan-again.js";
 import { createRejectAction, createRejectSubmission } from "../actions/reject.js";
 import { createRetryConfigureAction } from "../actions/retry-configure.js";
 import { createWithdrawAction } from "../actions/withdraw.js";
+import { registerDestroyActions, type DestroyDeps } from "../commands/destroy.js";
 import { createVmCommand } from "../commands/vm.js";
 import type { CapacityDeps } from "../commands/capacity.js";
 import type { CreateCommandDeps } from "../commands/create.js";
@@ -30,7 +33,8 @@ export type ListenerDeps = CreateCommandDeps &
   ListDeps &
   CreateSubmitDeps &
   PlanDecisionDeps &
-  PlanAgainDeps & {
+  PlanAgainDeps &
+  DestroyDeps & {
     access: Access;
     /** Unlocking Terraform state, a feature of its own. */
     unlock: UnlockService;
@@ -59,4 +63,8 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
     unlockConfirm(unlock, { channel: deps.config.slack.channel, log: deps.log }),
   );
   app.action<BlockButtonAction>(UNLOCK_CANCEL, unlockCancel(unlock));
+
+  registerDestroyActions(app, deps);
+  registerDestroyApprove(app, deps);
+  registerLeaseActions(app, deps);
 }

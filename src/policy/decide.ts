@@ -22,6 +22,7 @@ export const POLICY_ACTIONS = [
   "approve",
   "reject",
   "unlock",
+  "destroy",
   "admin",
 ] as const;
 export type PolicyAction = (typeof POLICY_ACTIONS)[number];
@@ -36,6 +37,8 @@ export const ACTION_ROLE: Record<PolicyAction, Role> = {
   approve: "approver",
   reject: "approver",
   unlock: "admin",
+  /** Destroying any VM; a VM's owner may always ask to destroy their own. */
+  destroy: "admin",
   admin: "admin",
 };
 

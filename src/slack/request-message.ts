@@ -4,7 +4,7 @@ import { REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { renderRequest } from "../views/render.js";
-import { couldNotUpdateWords, requestMessage } from "../views/request-message.js";
+import { couldNotUpdateWords } from "../views/request-message.js";
 
 type SlackClient = webApi.WebClient;
 
@@ -51,7 +51,7 @@ export async function postRequestMessage(
 ): Promise<{ ts: string }> {
   const posted = await client.chat.postMessage({
     channel: request.channel,
-    ...requestMessage(request),
+    ...renderRequest(request),
     metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
   });
   if (posted.ts === undefined) throw new Error("chat.postMessage returned no ts");

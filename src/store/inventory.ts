@@ -49,6 +49,15 @@ export interface Inventory {
   list(options?: { owner?: string }): VmRecord[];
   /** Marks a VM gone (or live again) after comparing it with GitLab's states. */
   mark(name: string, status: VmStatus, note: string | null): void;
+  /**
+   * Takes a VM out once Terraform has destroyed it: only the VM made before `askedAt` (when the
+   * destroy was asked), never one made again under its name since.
+   */
+  remove(name: string, askedAt: string): void;
+  /** Sets when a VM's lease ends (null: none). */
+  setLease(name: string, until: string | null): void;
+  /** Notes something about a live VM (a failed destroy), or clears the note with null. */
+  note(name: string, note: string | null): void;
   /** Records when the VMs were last compared with GitLab's states. */
   checked(names: readonly string[]): void;
   /** Keeps the project's Terraform state names as GitLab listed them last. */
@@ -146,6 +155,11 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
   const updateStatus = db.prepare(
     "UPDATE vms SET status = ?, status_note = ?, checked_at = ? WHERE name = ?",
   );
+  const deleteVm = db.prepare("DELETE FROM vms WHERE name = ? AND created_at <= ?");
+  const updateNote = db.prepare(
+    "UPDATE vms SET status_note = ? WHERE name = ? AND status = 'live'",
+  );
+  const updateLease = db.prepare("UPDATE vms SET lease_until = ? WHERE name = ?");
   const updateChecked = db.prepare("UPDATE vms SET checked_at = ? WHERE name = ?");
   const clearStates = db.prepare("DELETE FROM states_seen");
   const insertState = db.prepare("INSERT INTO states_seen (name, seen_at) VALUES (?, ?)");
@@ -178,6 +192,15 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
       guardWrite(`mark the VM ${name} ${status}`, () =>
         updateStatus.run(status, note, clock().toISOString(), name),
       );
+    },
+    remove(name, askedAt) {
+      guardWrite(`remove the VM ${name}`, () => deleteVm.run(name, askedAt));
+    },
+    setLease(name, until) {
+      guardWrite(`set the lease of the VM ${name}`, () => updateLease.run(until, name));
+    },
+    note(name, note) {
+      guardWrite(`note on the VM ${name}`, () => updateNote.run(note, name));
     },
     checked(names) {
       const at = clock().toISOString();

@@ -88,4 +88,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE requests ADD COLUMN stage_times TEXT;
   `,
   APPROVALS_MIGRATION,
+  `
+  ALTER TABLE requests ADD COLUMN kind TEXT NOT NULL DEFAULT 'create';
+  `,
 ];

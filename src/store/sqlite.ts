@@ -16,6 +16,7 @@ import { createSqliteApprovals } from "./approvals.js";
 import { createSqliteInventory } from "./inventory.js";
 import { checkIntegrity, createWriteProbe, guardWrite } from "./sqlite-checks.js";
 import {
+  REQUEST_KINDS,
   type AuditEntry,
   type AuditRecord,
   type EffectRecord,
@@ -28,6 +29,7 @@ import {
 
 const RequestRowSchema = z.object({
   id: z.string(),
+  kind: z.enum(REQUEST_KINDS).optional(),
   status: z.enum(REQUEST_STATUSES),
   requester: z.string(),
   spec: z.string().transform((text) => VmSpecSchema.parse(JSON.parse(text))),
@@ -109,6 +111,7 @@ function toRecord(row: unknown): RequestRecord {
   const r = RequestRowSchema.parse(row);
   return {
     id: r.id,
+    kind: r.kind ?? "create",
     status: r.status,
     requester: r.requester,
     spec: r.spec,
@@ -231,8 +234,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   }
 
   const insertRequest = db.prepare(`
-    INSERT INTO requests (id, status, requester, spec, notes, channel, submission_key, state_name, created_at, updated_at)
-    VALUES (@id, 'queued', @requester, @spec, @notes, @channel, @submissionKey, @stateName, @now, @now)
+    INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, created_at, updated_at)
+    VALUES (@id, @kind, 'queued', @requester, @spec, @notes, @channel, @submissionKey, @stateName, @now, @now)
     ON CONFLICT (submission_key) DO NOTHING`);
   const selectById = db.prepare("SELECT * FROM requests WHERE id = ?");
   const selectBySubmission = db.prepare("SELECT * FROM requests WHERE submission_key = ?");
@@ -355,6 +358,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
           channel: request.channel,
           submissionKey: request.submissionKey,
           stateName: request.stateName ?? null,
+          kind: request.kind ?? "create",
           now,
         }),
       );

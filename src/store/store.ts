@@ -11,8 +11,13 @@ export {
   type RequestStatus,
 } from "../requests/lifecycle.js";
 
+/** What a request does to its VM: create (or update) it, or destroy it. */
+export const REQUEST_KINDS = ["create", "destroy"] as const;
+export type RequestKind = (typeof REQUEST_KINDS)[number];
+
 export interface RequestRecord {
   id: string;
+  kind: RequestKind;
   status: RequestStatus;
   /** Slack user ID of who asked. */
   requester: string;
@@ -60,7 +65,9 @@ export interface NewRequest {
   /** Identifies one form submission, so a repeated delivery creates nothing new. */
   submissionKey: string;
   /** The VM's Terraform state name; none leaves the pipeline's own. */
-  stateName?: string;
+  stateName?: string | null;
+  /** Create unless said. */
+  kind?: RequestKind;
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { Clock } from "../clock.js";
+import { leaseEnd } from "../vm/lease.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
 import type { Config } from "../config.js";
 import { VmbotError } from "../errors.js";
@@ -55,6 +57,9 @@ export interface AdvanceDeps {
   closure: Closure;
   /** Reads a finished plan job and posts the plan for review. */
   reviewPlan(request: RequestRecord, plan: Job): Promise<void>;
+  /** A destroy request's step: its own pipeline, with the destroy job in place of plan and apply. */
+  advanceDestroy(request: RequestRecord, jobs: Job[]): Promise<void>;
+  now: Clock;
 }
 
 export interface Advance {
@@ -140,7 +145,8 @@ async function applied(step: Step, request: RequestRecord, apply: Job, configure
     address: address ?? null,
     pipelineId: request.pipelineId,
     approvedBy: request.decision?.kind === "approved" ? request.decision.by : null,
-    leaseUntil: null,
+    // VM_LEASE_DEFAULT from when Terraform made it; none when leases are off.
+    leaseUntil: leaseEnd(step.config.lease, step.now()),
   });
   await step.moveAndRender(request, configures ? "configuring" : "ready", {
     ...(address === undefined ? {} : { address }),
@@ -201,6 +207,10 @@ async function finishConfigure(step: Step, request: RequestRecord, job: Job): Pr
 
 /** Moves one request as far as its pipeline's jobs allow. */
 async function advance(step: Step, request: RequestRecord, jobs: Job[]): Promise<void> {
+  if (request.kind === "destroy") {
+    await step.advanceDestroy(request, jobs);
+    return;
+  }
   if (request.status === "queued" || request.status === "planning") {
     await planStage(step, request, jobs);
     return;

@@ -265,7 +265,10 @@ export function createClosure(deps: ClosureDeps): Closure {
     },
 
     async follow(request, jobs) {
-      const apply = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
+      // A destroy request's manual job is its destroy job: one played after the close is reported.
+      const { jobs: names } = deps.config.gitlab;
+      const manual = request.kind === "destroy" ? names.destroy : names.apply;
+      const apply = jobs.find((job) => job.name === manual);
       if (apply !== undefined && (PLAYED.has(apply.status) || apply.status === "canceled")) {
         const erased =
           request.review !== null &&

@@ -1,6 +1,7 @@
 import type { Config } from "../config.js";
 import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestRecord, Store } from "../store/store.js";
+import { destroyApproversWords } from "../views/destroy.js";
 import { approverMentions, approversCalledWords, requesterToldWords } from "../views/notify.js";
 
 /**
@@ -18,6 +19,9 @@ const REQUESTER_STEP = "notify_requester";
 function dueStep(request: RequestRecord): string | undefined {
   if (request.status === "awaiting_approval" && request.review !== null) {
     return `${APPROVERS_STEP}:${request.review.planJobId}`;
+  }
+  if (request.status === "awaiting_approval" && request.kind === "destroy") {
+    return `${APPROVERS_STEP}:destroy`;
   }
   return requesterToldWords(request) === undefined ? undefined : requesterStep(request);
 }
@@ -59,6 +63,20 @@ export function createNotifier(deps: { config: Config; post: ThreadPoster }): No
         request,
         `${APPROVERS_STEP}:${request.review.planJobId}`,
         approversCalledWords(request, mentions, request.review.expiresAt),
+      );
+      return;
+    }
+    if (request.status === "awaiting_approval" && request.kind === "destroy") {
+      if (!access.notifyApprovers) return;
+      const mentions = approverMentions(
+        access.approvers,
+        access.allowSelfApproval ? undefined : request.requester,
+      );
+      if (mentions.length === 0) return;
+      await deps.post(
+        request,
+        `${APPROVERS_STEP}:destroy`,
+        destroyApproversWords(request, mentions),
       );
       return;
     }

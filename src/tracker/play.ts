@@ -28,8 +28,13 @@ export async function readBackPlay(gitlab: GitlabPort, jobId: number): Promise<P
   }
 }
 
-/** The journal step of one approval's play. */
-export const playStep = (request: RequestRecord) => `play_apply:${request.decision?.at ?? ""}`;
+/** The journal step of one approval's play: the apply job's, or a destroy request's destroy job's. */
+export const playStep = (request: RequestRecord) =>
+  `${request.kind === "destroy" ? "play_destroy" : "play_apply"}:${request.decision?.at ?? ""}`;
+
+/** The audit's word for a played job of `request`: `apply_started`, `destroy_confirmed`… */
+const playAction = (request: RequestRecord, what: "started" | "confirmed") =>
+  `${request.kind === "destroy" ? "destroy" : "apply"}_${what}`;
 
 export interface ApprovalFinisherDeps {
   store: Store;
@@ -59,7 +64,7 @@ export function createApprovalFinisher(deps: ApprovalFinisherDeps): ApprovalFini
       store.audit({
         requestId: request.id,
         actor: request.decision?.by ?? "vmbot",
-        action: "apply_confirmed",
+        action: playAction(request, "confirmed"),
         detail: { jobId: apply.id, status: apply.status, playedBy: apply.user },
       });
     }
@@ -108,7 +113,7 @@ export function createApprovalFinisher(deps: ApprovalFinisherDeps): ApprovalFini
             store.audit({
               requestId: request.id,
               actor: request.decision?.by ?? "vmbot",
-              action: "apply_started",
+              action: playAction(request, "started"),
               detail: { jobId: apply.id, playedLater: true },
             });
             return { jobId: apply.id, status: played.status };

@@ -9,7 +9,8 @@ import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { findMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
-import { requestMessage } from "../views/request-message.js";
+import { renderRequest } from "../views/render.js";
+import { destroyParams } from "../destroy/params.js";
 import { pipelineParams } from "../vm/spec.js";
 import { LATE_WATCH_MS } from "./late-pipelines.js";
 import {
@@ -89,7 +90,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       const posted = store.updateRequest(request.id, { messageTs: ts });
       // What was posted is what the request held: the message is not behind.
       if (store.effect(request.id, "post_request_message")?.result?.reconciled !== true) {
-        record(store, posted, messageDigest(requestMessage(request)), deps.log);
+        record(store, posted, messageDigest(renderRequest(request)), deps.log);
       }
       return posted;
     } catch (error) {
@@ -132,17 +133,16 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
         reconcile: find,
         act: async () => {
           try {
-            const created = await gitlab.triggerPipeline(
-              pipelineParams(
-                request.spec,
-                {
-                  sizing: config.gitlab.sizingParams,
-                  numberInputs: config.gitlab.numberInputs,
-                },
-                request.stateName,
-              ),
-              request.id,
-            );
+            const shape = {
+              sizing: config.gitlab.sizingParams,
+              numberInputs: config.gitlab.numberInputs,
+            };
+            // A destroy request sends the VM's recorded inputs with action=destroy.
+            const params =
+              request.kind === "destroy"
+                ? destroyParams(request.spec, shape, request.stateName)
+                : pipelineParams(request.spec, shape, request.stateName);
+            const created = await gitlab.triggerPipeline(params, request.id);
             return {
               id: created.id,
               webUrl: created.webUrl,

@@ -12,8 +12,10 @@ import { createThreadPoster } from "../slack/thread.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { createAdvance, move } from "./advance.js";
 import { createClosure } from "./closure.js";
+import { createDestroyAdvance } from "./destroy-advance.js";
 import { expirePlans } from "./expiry.js";
 import { createLatePipelines } from "./late-pipelines.js";
+import { createLeaseKeeper } from "./leases.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import { catchUpMessages } from "./message-sync.js";
 import { createNotifier } from "./notify.js";
@@ -95,18 +97,33 @@ function createParts(deps: TrackerDeps) {
       if (next) await render(next);
     },
   });
+  const approvals = createApprovalFinisher({ store, gitlab, effects, log, render });
+  const advanceDestroy = createDestroyAdvance({
+    config,
+    store,
+    log,
+    approvals,
+    move: async (request, to, patch) => {
+      const moved = move(store, request, to, patch);
+      if (moved) await render(moved);
+      return moved;
+    },
+    postResult: post,
+  });
   const advance = createAdvance({
     ...deps,
     post,
     render,
     closure,
     reviewPlan,
-    approvals: createApprovalFinisher({ store, gitlab, effects, log, render }),
+    approvals,
+    advanceDestroy,
     retries: createConfigureRetry({ config, store, gitlab, effects, log, post }),
   });
   const latePipelines = createLatePipelines({ store, gitlab, effects, log, note: post, now });
   const recovery = createRecovery({ store, starter: deps.starter, closure, notify, latePipelines });
-  return { closure, advance, recovery };
+  const leases = createLeaseKeeper({ ...deps, now });
+  return { closure, advance, recovery, leases };
 }
 
 /**
@@ -172,7 +189,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
 
 export function createTracker(deps: TrackerDeps): Tracker {
   const { store, client, config, log, now } = deps;
-  const { closure, advance, recovery } = createParts(deps);
+  const { closure, advance, recovery, leases } = createParts(deps);
   const reads = createReadList(deps.gitlab, now);
 
   async function pass(): Promise<void> {
@@ -180,6 +197,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const unfinished = store.listActive();
     await recovery.sweep(unfinished);
     await expirePlans({ closure, planTtlMs: config.planTtlMs, now }, unfinished);
+    await leases.check();
     // Rejected and expired requests too, while their apply job could still be played in GitLab.
     const active = [...store.listActive(), ...closure.watched()].flatMap((r) =>
       r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }],

@@ -1,5 +1,6 @@
 import type { types } from "@slack/bolt";
 import type { RequestRecord } from "../store/store.js";
+import { destroyMessage } from "./destroy.js";
 import { planMessage } from "./plan-message.js";
 import { requestMessage } from "./request-message.js";
 
@@ -8,6 +9,7 @@ export function renderRequest(request: RequestRecord): {
   text: string;
   blocks: types.KnownBlock[];
 } {
+  if (request.kind === "destroy") return destroyMessage(request);
   if (request.review === null) return requestMessage(request);
   return planMessage(request, {
     // The stored JSON drops an undefined `counts`; the view wants the key.

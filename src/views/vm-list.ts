@@ -33,8 +33,9 @@ function line(vm: VmRecord, now: Date, showOwner: boolean): string {
       ? "no lease"
       : `lease until <!date^${Math.floor(Date.parse(vm.leaseUntil) / 1000)}^{date_short_pretty}|${escapeMrkdwn(vm.leaseUntil)}>`,
   ];
+  // A live VM's note says what went wrong last (a failed destroy); a gone one's why it is gone.
   const status =
-    vm.status === "live"
+    vm.status === "live" && vm.statusNote === null
       ? ""
       : `\n    :warning: ${escapeMrkdwn(vm.statusNote ?? "Gone outside vmbot.")}`;
   return `• ${parts.join(" · ")}${status}`;

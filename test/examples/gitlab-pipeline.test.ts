@@ -14,6 +14,7 @@ import { z } from "zod";
 import { loadConfig } from "../../src/config.js";
 import { REQUEST_ID_VARIABLE } from "../../src/gitlab/gitlab.js";
 import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/gitlab/index.js";
+import { destroyParams } from "../../src/destroy/params.js";
 import { pipelineParams, type PipelineParams, type VmSpec } from "../../src/vm/spec.js";
 import { stateNameFor } from "../../src/vm/state-name.js";
 import { TEST_SECRETS } from "../support/secrets.js";
@@ -49,13 +50,12 @@ const SPEC: VmSpec = {
 
 /** What vmbot sends for SPEC with its default configuration, the request's ID included. */
 function vmbotParams(action: "apply" | "destroy" = "apply"): PipelineParams {
-  const params = pipelineParams(
-    SPEC,
-    { sizing: config.gitlab.sizingParams, numberInputs: config.gitlab.numberInputs },
-    stateNameFor(config.stateNameTemplate, SPEC.name),
-  );
+  const shape = { sizing: config.gitlab.sizingParams, numberInputs: config.gitlab.numberInputs };
+  const state = stateNameFor(config.stateNameTemplate, SPEC.name);
+  const params =
+    action === "destroy" ? destroyParams(SPEC, shape, state) : pipelineParams(SPEC, shape, state);
   return {
-    inputs: { ...params.inputs, action },
+    inputs: params.inputs,
     variables: { ...params.variables, [REQUEST_ID_VARIABLE]: "vm-mabc123-0a1b2c3d" },
   };
 }
@@ -190,7 +190,23 @@ describe("the example pipeline and vmbot's default configuration", () => {
 
   it("give an API pipeline with action=destroy the destroy jobs, the destroy one manual, and nothing that applies", () => {
     const jobs = jobsOf(evaluate(exampleText, vmbotParams("destroy")));
-    expect(jobs).toEqual({ "notify:destroy": "on_success", "tf:destroy": "manual" });
+    expect(jobs).toEqual({
+      "notify:destroy": "on_success",
+      [config.gitlab.jobs.destroy]: "manual",
+    });
+  });
+
+  it("run the destroy job as the simulated GitLab does: its own stage, after notify:destroy", () => {
+    const declared = z
+      .object({ stage: z.string(), needs: z.array(z.string()) })
+      .parse(example.body[config.gitlab.jobs.destroy]);
+    const simulated = DEFAULT_PIPELINE.jobs.find((job) => job.name === config.gitlab.jobs.destroy);
+    expect(simulated).toMatchObject({
+      stage: declared.stage,
+      needs: declared.needs,
+      when: "manual",
+    });
+    expect(DEFAULT_PIPELINE.stages).toContain(declared.stage);
   });
 
   it("are refused by the evaluator, as by GitLab, when a number is sent for an untyped input", () => {

@@ -14,6 +14,7 @@ import {
   type Harness,
 } from "../support/harness.js";
 import { waitFor } from "../support/wait.js";
+import { SAMPLE_SPEC } from "../support/requests.js";
 
 /**
  * Who may do what, through the wire: every action × every kind of person, each asserting what
@@ -183,6 +184,20 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
     );
     return h.gitlab.terraformState(PROJECT_PATH, "general")?.lock === null;
   },
+  async "/vm destroy someone else's VM"(h, userId) {
+    h.bot.store.inventory.record({
+      name: "web-01",
+      requestId: "vm-req-1",
+      owner: "U0OWNER",
+      spec: SAMPLE_SPEC,
+      stateName: "vm-web-01",
+      address: "192.168.1.50",
+      pipelineId: 1001,
+      approvedBy: APPROVER,
+      leaseUntil: null,
+    });
+    return (await command(h, "destroy web-01", userId)) === "Destroy web-01?";
+  },
   async "/vm help"(h, userId) {
     return (await command(h, "help", userId)).includes("/vm create [name]");
   },
@@ -199,6 +214,8 @@ const ALLOWED: Record<keyof typeof ACTIONS, Person[]> = {
   reject: ["approver", "user-group member"],
   "/vm unlock": ["admin"],
   "confirm a force-unlock": ["admin"],
+  // The owner may too (test/integration/destroy.test.ts); here nobody below owns the VM.
+  "/vm destroy someone else's VM": ["admin"],
   "/vm help": ["requester", "approver", "admin", "stranger", "user-group member"],
 };
 
@@ -211,6 +228,7 @@ describe("authorization matrix", () => {
       approve: "approver",
       reject: "approver",
       unlock: "admin",
+      destroy: "admin",
     });
   });
 

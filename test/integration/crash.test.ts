@@ -65,6 +65,8 @@ const UNLOCK_POINTS = ["unlock"] as const;
 const MOMENTS = ["before", "after"] as const;
 /** The crash points a test below is declared for, filled as they are declared. */
 const declared: string[] = [];
+/** The crash points of a destroy: its pipeline, and the play of its destroy job. */
+const DESTROY_FLOW_POINTS = ["create_pipeline", "play_destroy"] as const;
 
 interface World {
   slack: FakeSlack;
@@ -89,6 +91,8 @@ interface World {
 async function startWorld(
   crashAt: string | undefined,
   extraEnv: Record<string, string> = {},
+  /** Fills the store before the bot first opens it. */
+  seed?: (db: string) => void,
 ): Promise<World> {
   const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
   const gitlab = await startFakeGitlab({
@@ -108,6 +112,7 @@ async function startWorld(
       signingSecret: TEST_SECRETS.signingSecret,
       slack,
     });
+  seed?.(db);
   // The first bot dies at the crash point (the crash tests' own entry); restarts run the bot's.
   const bot = runBot(env, dir, crashAt === undefined ? {} : { entry: "crash", args: [crashAt] });
   let closing = false;
@@ -309,6 +314,139 @@ async function approveFlow(crashAt: string | undefined) {
   }
 }
 
+/** web-01, made by vmbot for REQUESTER earlier: in the inventory, with its state. */
+function seedVm(db: string, leaseUntil: string | null = null): void {
+  const store = openSqliteStore(db);
+  try {
+    store.inventory.record({
+      name: "web-01",
+      requestId: "vm-mabc123-0a1b2c3d",
+      owner: REQUESTER,
+      spec: {
+        name: "web-01",
+        node: "pve",
+        templateId: 9000,
+        templateName: "ubuntu",
+        cores: 2,
+        memoryMb: 2048,
+        diskGb: 20,
+        ip: "192.168.1.50/24",
+        gateway: "192.168.1.1",
+        dns: "192.168.1.1",
+        vmId: 0,
+        vlanId: 0,
+      },
+      stateName: "vm-web-01",
+      address: "192.168.1.50",
+      pipelineId: 1,
+      approvedBy: APPROVER,
+      leaseUntil,
+    });
+  } finally {
+    store.close();
+  }
+}
+
+/** Leases of 60 s at most 120 s, reminded 30 s before the end. */
+const LEASES = { VM_LEASE_DEFAULT: "60s", VM_LEASE_MAX: "120s", VM_LEASE_WARN: "30s" };
+
+/** The store's record of one effect, read while the bot may be running. */
+function effectOf(w: World, subject: string, step: string) {
+  const store = openSqliteStore(w.db, { readOnly: true });
+  try {
+    return store.effect(subject, step);
+  } finally {
+    store.close();
+  }
+}
+
+/** `/vm destroy web-01`, confirmed, approved and destroyed, crashing at `crashAt`. */
+async function destroyFlow(crashAt: string | undefined) {
+  const w = await startWorld(crashAt, {}, seedVm);
+  try {
+    const delivery = await w.signer.slashCommand({
+      text: "destroy web-01",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    const prompt = JSON.parse(delivery.body) as { text: string; blocks: FakeMessage["blocks"] };
+    await w.signer.blockAction({
+      message: {
+        channel: CHANNEL,
+        ts: "1796205600.000100",
+        text: prompt.text,
+        blocks: prompt.blocks,
+        user: w.slack.identity.botUserId,
+        bot_id: w.slack.identity.botId,
+        app_id: w.slack.identity.appId,
+      },
+      ephemeral: true,
+      actionId: "destroy_confirm",
+      userId: REQUESTER,
+    });
+    const pipelineId = await until(w, () => w.gitlab.pipelines[0]?.id, "the destroy pipeline");
+    settle(w, pipelineId, "tf:destroy");
+    const message = await until(
+      w,
+      () => {
+        const m = requestMessage(w);
+        return m?.text === "Destroy web-01 — Awaiting approval" ? m : undefined;
+      },
+      "the destroy request awaiting approval",
+    );
+    await until(
+      w,
+      () => (threadOf(w, message).some((m) => m.text.startsWith(":eyes:")) ? true : undefined),
+      "the approvers to be called in",
+    );
+    await w.signer.blockAction({ message, userId: APPROVER, actionId: "destroy_approve" });
+    await until(
+      w,
+      () => (w.gitlab.job(pipelineId, "tf:destroy").status !== "manual" ? true : undefined),
+      "the destroy job to start",
+    );
+    settle(w, pipelineId, "tf:destroy");
+    await until(
+      w,
+      () =>
+        threadOf(w, requestMessage(w)!).some((m) => m.text.includes("is destroyed"))
+          ? true
+          : undefined,
+      "the requester to be told",
+    );
+    await settled(w);
+
+    expect(requestMessage(w)?.text).toBe("Destroy web-01 — Destroyed");
+    expect(w.gitlab.pipelines).toHaveLength(1);
+    expect(w.gitlab.pipeline(pipelineId).inputs).toMatchObject({
+      action: "destroy",
+      vm_name: "web-01",
+    });
+    expect(requestMessages(w)).toHaveLength(1);
+    const steps = threadOf(w, requestMessage(w)!).flatMap((m) =>
+      m.metadata?.event_type === "vmbot_request_step"
+        ? [(m.metadata.event_payload as { step: string }).step]
+        : [],
+    );
+    expect(steps).toEqual(["notify_approvers:destroy", "destroyed", "notify_requester"]);
+    expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
+    expect(w.gitlab.requestsTo("POST", /\/pipeline$/).length).toBeLessThanOrEqual(1);
+    const actions = audit(w).map((entry) => entry.action);
+    expect(actions.filter((a) => a === "requested")).toHaveLength(1);
+    expect(actions.filter((a) => a === "vm_destroyed")).toHaveLength(1);
+    expect(actions.at(-1)).toBe("ready");
+    const store = openSqliteStore(w.db, { readOnly: true });
+    try {
+      expect(store.inventory.get("web-01")).toBeUndefined();
+    } finally {
+      store.close();
+    }
+    return w.crashes;
+  } finally {
+    await w.close();
+  }
+}
+
 describe.concurrent("crash between the intent and the result of each outside effect", () => {
   it(
     "runs the whole flow without a crash as the baseline",
@@ -331,6 +469,94 @@ describe.concurrent("crash between the intent and the result of each outside eff
       );
     }
   }
+
+  it(
+    "destroys a VM without a crash as the baseline",
+    async () => {
+      expect(await destroyFlow(undefined)).toBe(0);
+    },
+    TEST_MS,
+  );
+
+  for (const point of DESTROY_FLOW_POINTS) {
+    for (const moment of MOMENTS) {
+      declared.push(`destroy/${point}:${moment}`);
+      it(
+        `crashes at ${point}:${moment} of a destroy, restarts, and destroys once`,
+        async () => {
+          const crashes = await destroyFlow(`${point}:${moment}`);
+          expect(crashes).toBeGreaterThanOrEqual(1);
+        },
+        TEST_MS,
+      );
+    }
+  }
+
+  for (const moment of MOMENTS) {
+    declared.push(`lease_reminder:${moment}`);
+    it(
+      `crashes at lease_reminder:${moment}, restarts, and reminds the owner once`,
+      async () => {
+        const end = new Date(Date.now() + 20_000).toISOString();
+        const w = await startWorld(`lease_reminder:${moment}`, LEASES, (db) => {
+          seedVm(db, end);
+        });
+        try {
+          await until(
+            w,
+            () =>
+              effectOf(w, "lease:web-01", `lease_reminder:${end}:30000`)?.state === "done"
+                ? true
+                : undefined,
+            "the reminder to be recorded",
+          );
+          await settled(w);
+          expect(w.crashes).toBe(1);
+          const dms = w.slack.messages.filter(
+            (m) => m.metadata?.event_type === "vmbot_lease_reminder",
+          );
+          expect(dms).toHaveLength(1);
+          expect(dms[0]!.channel).toBe(`D${REQUESTER.slice(1)}`);
+        } finally {
+          await w.close();
+        }
+      },
+      TEST_MS,
+    );
+  }
+
+  declared.push("lease expiry/create_pipeline:after");
+  it(
+    "crashes at create_pipeline:after of the destroy request a lease's end opened, and opens it once",
+    async () => {
+      // The seeded VM's own request is not in the store: the channel comes from SLACK_CHANNEL.
+      const env = { ...LEASES, SLACK_CHANNEL: CHANNEL };
+      const w = await startWorld("create_pipeline:after", env, (db) => {
+        seedVm(db, new Date(Date.now() - 1_000).toISOString());
+      });
+      try {
+        const pipelineId = await until(w, () => w.gitlab.pipelines[0]?.id, "the destroy pipeline");
+        settle(w, pipelineId, "tf:destroy");
+        await until(
+          w,
+          () =>
+            requestMessage(w)?.text === "Destroy web-01 — Awaiting approval" ? true : undefined,
+          "the destroy request awaiting approval",
+        );
+        await settled(w);
+        expect(w.crashes).toBe(1);
+        expect(w.gitlab.pipelines).toHaveLength(1);
+        expect(w.gitlab.pipeline(pipelineId).inputs).toMatchObject({ action: "destroy" });
+        expect(requestMessages(w)).toHaveLength(1);
+        const actions = audit(w).map((entry) => entry.action);
+        expect(actions.filter((a) => a === "lease_expired")).toHaveLength(1);
+        expect(actions.filter((a) => a === "requested")).toHaveLength(1);
+      } finally {
+        await w.close();
+      }
+    },
+    TEST_MS,
+  );
 
   for (const moment of MOMENTS) {
     declared.push(`cancel_pipeline:${moment}`, `erase_plan:${moment}`, `unlock:${moment}`);
@@ -509,12 +735,23 @@ describe.concurrent("crash between the intent and the result of each outside eff
   );
 
   it("has a test for every crash point, before and after, each asserting its crash", () => {
-    // 8 effects of the approval flow, the rejection's cancel and plan deletion, and the unlock,
-    // each before and after; every test above fails unless the bot crashed where it asked.
-    const points = [...APPROVE_FLOW_POINTS, ...REJECT_FLOW_POINTS, ...UNLOCK_POINTS];
+    // 8 effects of the approval flow, the rejection's cancel and plan deletion, the unlock, a
+    // destroy's pipeline and play, and the lease reminder, each before and after; and the
+    // destroy request a lease's end opens. Every test above fails unless the bot crashed where
+    // it asked.
+    const points = [
+      ...APPROVE_FLOW_POINTS,
+      ...REJECT_FLOW_POINTS,
+      ...UNLOCK_POINTS,
+      ...DESTROY_FLOW_POINTS.map((point) => `destroy/${point}`),
+      "lease_reminder",
+    ];
     expect([...declared].sort()).toEqual(
-      points.flatMap((point) => MOMENTS.map((moment) => `${point}:${moment}`)).sort(),
+      [
+        ...points.flatMap((point) => MOMENTS.map((moment) => `${point}:${moment}`)),
+        "lease expiry/create_pipeline:after",
+      ].sort(),
     );
-    expect(new Set(declared).size).toBe((APPROVE_FLOW_POINTS.length + 3) * 2);
+    expect(new Set(declared).size).toBe(declared.length);
   });
 });

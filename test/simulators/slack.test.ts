@@ -599,6 +599,15 @@ describe("fake Slack Web API, through the real WebClient", () => {
     expect(unknown.error).toBe("no_such_subteam");
   });
 
+  it("opens the direct message with a user, the channel a post to the user's ID lands in", async () => {
+    const opened = await client.conversations.open({ users: ALICE });
+    const posted = await client.chat.postMessage({ channel: ALICE, text: "hello" });
+    const missing = await slackError(client.conversations.open({ users: "not-a-user" }));
+    expect(opened.channel?.id).toBe(`D${ALICE.slice(1)}`);
+    expect(posted.channel).toBe(opened.channel?.id);
+    expect(missing.error).toBe("user_not_found");
+  });
+
   it("describes users and channels", async () => {
     fake.addUser({ id: ALICE, name: "alice", realName: "Alice Martin", isAdmin: true });
 

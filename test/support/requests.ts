@@ -26,6 +26,7 @@ export const SAMPLE_SPEC: VmSpec = {
 export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecord {
   return {
     id: "vm-abc-1234",
+    kind: "create",
     status: "queued",
     requester: "U0REQ",
     spec: SAMPLE_SPEC,

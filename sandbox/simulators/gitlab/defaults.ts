@@ -13,7 +13,7 @@ import {
 
 /** The VM platform's pipeline (SPEC §1): the apply path, or the destroy path for `action: destroy`. */
 export const DEFAULT_PIPELINE: PipelineDefinition = {
-  stages: ["validate", "plan", "apply", "configure"],
+  stages: ["validate", "plan", "apply", "configure", "destroy"],
   jobs: [
     { name: "tf:validate", stage: "validate", log: "terraform-validate" },
     { name: "tf:plan", stage: "plan", rules: (c) => !isDestroy(c), log: "terraform-plan" },
@@ -27,12 +27,15 @@ export const DEFAULT_PIPELINE: PipelineDefinition = {
     },
     { name: "ansible:configure", stage: "configure", rules: (c) => !isDestroy(c), log: "ansible" },
     { name: "notify:destroy", stage: "plan", rules: isDestroy },
+    // As examples/gitlab/.gitlab-ci.yml: a stage of its own, after notify:destroy; a failed
+    // notify leaves it skipped, never playable.
     {
       name: "tf:destroy",
-      stage: "apply",
+      stage: "destroy",
       when: "manual",
       rules: isDestroy,
       log: "terraform-destroy",
+      needs: ["notify:destroy"],
     },
   ],
 };

@@ -41,7 +41,10 @@ export class GitlabPipelines extends GitlabState {
       startedAt: null,
       finishedAt: null,
       duration: null,
-      stages: project.pipeline.stages,
+      // As GitLab's `stages` (in hooks too): only the stages this pipeline has jobs in.
+      stages: project.pipeline.stages.filter((stage) =>
+        definitions.some((definition) => definition.stage === stage),
+      ),
       jobs: [],
       traces: {},
     };

@@ -162,6 +162,14 @@ export class WorkspaceDirectory {
     return { channel: { ...this.resolveChannel(args.channel) } };
   }
 
+  /** `conversations.open` with one user: the bot's direct-message channel with them. */
+  protected openConversation(args: JsonObject): JsonObject {
+    const users = stringArg(args, "users");
+    if (users === undefined || !/^[UW][A-Z0-9]+$/.test(users))
+      throw new SlackApiError("user_not_found");
+    return { channel: { id: this.resolveChannel(users).id } };
+  }
+
   protected userInfo(args: JsonObject): JsonObject {
     const id = stringArg(args, "user");
     if (id === undefined || (!this.users.has(id) && !/^[UW][A-Z0-9]+$/.test(id))) {

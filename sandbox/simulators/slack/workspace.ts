@@ -17,6 +17,7 @@ export class SlackWorkspace extends WorkspaceFiles {
     ["views.update", (args) => this.updateView(args)],
     ["conversations.info", (args) => this.conversationInfo(args)],
     ["conversations.history", (args) => this.history(args)],
+    ["conversations.open", (args) => this.openConversation(args)],
     ["conversations.replies", (args) => this.replies(args)],
     ["users.info", (args) => this.userInfo(args)],
     ["usergroups.users.list", (args) => this.usergroupMembers(args)],

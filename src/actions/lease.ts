@@ -1,0 +1,83 @@
+import type { App, BlockButtonAction } from "@slack/bolt";
+import { z } from "zod";
+import { checkDestroy, openDestroyRequest, type DestroyDeps } from "../commands/destroy.js";
+import { LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
+import { destroyAskedReply, inFlightReply } from "../views/destroy.js";
+import { leaseAtMaximumWords, leaseExtendedWords } from "../views/lease.js";
+import { extendedEnd } from "../vm/lease.js";
+
+/**
+ * A lease reminder's buttons, in the owner's direct messages: Extend (the default length again
+ * from now, never past the maximum from now) and Destroy now (a destroy request, reviewed as any).
+ */
+
+const VmNameSchema = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/);
+
+const text = (words: string) => ({
+  replace_original: false,
+  response_type: "ephemeral" as const,
+  text: words,
+});
+
+export function registerLeaseActions(app: App, deps: DestroyDeps): void {
+  const now = deps.now ?? (() => new Date());
+
+  app.action<BlockButtonAction>(LEASE_EXTEND, async ({ ack, action, body, respond }) => {
+    await ack();
+    const name = VmNameSchema.safeParse(action.value);
+    const vm = name.success ? deps.store.inventory.get(name.data) : undefined;
+    if (vm === undefined) {
+      await respond(text("vmbot no longer lists this VM: there is no lease to extend."));
+      return;
+    }
+    if (vm.owner !== body.user.id) {
+      await respond(text(`Only the owner of ${vm.name} (<@${vm.owner}>) may extend its lease.`));
+      return;
+    }
+    const until = extendedEnd(deps.config.lease, now());
+    if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
+      await respond(text(leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "")));
+      return;
+    }
+    deps.store.inventory.setLease(vm.name, until);
+    deps.store.audit({
+      requestId: null,
+      actor: body.user.id,
+      action: "lease_extended",
+      detail: { name: vm.name, from: vm.leaseUntil, to: until },
+    });
+    await respond(text(leaseExtendedWords(vm.name, until)));
+  });
+
+  app.action<BlockButtonAction>(LEASE_DESTROY, async ({ ack, action, body, respond }) => {
+    await ack();
+    const user = body.user.id;
+    const name = VmNameSchema.safeParse(action.value);
+    const log = deps.log.child({ user, command: "lease_destroy" });
+    const checked = await checkDestroy(deps, user, name.success ? name.data : "");
+    if ("refusal" in checked) {
+      await respond(text(checked.refusal.text));
+      return;
+    }
+    const { vm } = checked;
+    // Asked from a direct message: the request goes where the VM was asked for.
+    const channel = deps.config.slack.channel ?? deps.store.getRequest(vm.requestId)?.channel;
+    if (channel === undefined) {
+      await respond(text("vmbot knows no channel to ask in: run `/vm destroy` in a channel."));
+      return;
+    }
+    const opened = openDestroyRequest(deps, { vm, requester: user, channel, log });
+    if (opened === "not_recorded") {
+      await respond(
+        text("vmbot could not record your request, so nothing was started. Please try again."),
+      );
+      return;
+    }
+    if (!opened.created) {
+      await respond(text(inFlightReply(vm.name, opened.request).text));
+      return;
+    }
+    await respond(text(destroyAskedReply(vm.name, channel).text));
+    await deps.starter.start(opened.request);
+  });
+}

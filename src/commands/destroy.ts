@@ -1,0 +1,232 @@
+import type {
+  AllMiddlewareArgs,
+  App,
+  BlockButtonAction,
+  SlackActionMiddlewareArgs,
+  SlackCommandMiddlewareArgs,
+} from "@slack/bolt";
+import { z } from "zod";
+import type { Access } from "../access.js";
+import type { Config } from "../config.js";
+import { DESTROY_CANCEL, DESTROY_CONFIRM } from "../ids.js";
+import type { Logger } from "../logger.js";
+import type { VmRecord } from "../store/inventory.js";
+import { FINAL_STATUSES, type RequestRecord, type Store } from "../store/store.js";
+import type { RequestStarter } from "../tracker/starter.js";
+import { storeWriteFailure } from "../actions/store-failure.js";
+import { closestNames } from "../destroy/closest.js";
+import {
+  destroyAskedReply,
+  destroyCanceledReply,
+  destroyConfirmation,
+  destroyRefusedReply,
+  destroyUsageReply,
+  goneVmReply,
+  inFlightReply,
+  unknownVmReply,
+  type DestroyReply,
+} from "../views/destroy.js";
+
+/**
+ * `/vm destroy <name>`: for the VM's owner and for admins. Shows what would be destroyed and
+ * asks for confirmation; the confirmation opens a destroy request, reviewed like a create: its
+ * message in the channel, an `action=destroy` pipeline with the VM's recorded inputs and state,
+ * and an approver's Approve to play the destroy job.
+ */
+
+export interface DestroyDeps {
+  config: Config;
+  access: Access;
+  store: Store;
+  log: Logger;
+  starter: RequestStarter;
+  now?: () => Date;
+}
+
+type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
+type ButtonArgs = SlackActionMiddlewareArgs<BlockButtonAction> & AllMiddlewareArgs;
+
+/** A VM name as the form accepts it (DNS label), folded to lower case. */
+const VmNameSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/);
+
+/** How long a check of who may destroy waits for Slack's user groups. */
+const ACCESS_BUDGET_MS = 1_500;
+
+const ephemeral = (reply: DestroyReply) => ({ response_type: "ephemeral" as const, ...reply });
+const replace = (reply: DestroyReply) => ({ replace_original: true, ...reply });
+
+/** The request in flight for this VM (create, configure or destroy), if one is. */
+export function inFlight(store: Store, name: string): RequestRecord | undefined {
+  return store.requestsForVm(name).find((request) => !FINAL_STATUSES.includes(request.status));
+}
+
+/**
+ * Why `user` may not ask to destroy `name` now, as a reply; the VM when they may. Asked when
+ * the command runs and again when its confirmation is clicked.
+ */
+export async function checkDestroy(
+  deps: DestroyDeps,
+  user: string,
+  name: string,
+): Promise<{ vm: VmRecord } | { refusal: DestroyReply }> {
+  const vm = deps.store.inventory.get(name);
+  if (vm === undefined) {
+    const known = deps.store.inventory.list().map((each) => each.name);
+    return { refusal: unknownVmReply(name, closestNames(name, known)) };
+  }
+  if (vm.owner !== user) {
+    const decision = await deps.access.mayWithin("destroy", user, ACCESS_BUDGET_MS);
+    if (decision === "unknown") {
+      return {
+        refusal: {
+          text: "Slack did not confirm in time that you may destroy this VM. Please try again.",
+          blocks: [],
+        },
+      };
+    }
+    if (decision === "denied")
+      return { refusal: destroyRefusedReply(vm, deps.access.who("destroy")) };
+  }
+  if (vm.status === "gone") return { refusal: goneVmReply(vm) };
+  const busy = inFlight(deps.store, name);
+  if (busy !== undefined) return { refusal: inFlightReply(name, busy) };
+  return { vm };
+}
+
+export function createDestroyCommand(deps: DestroyDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async ({ command, ack }: CommandArgs, arg: string | undefined) => {
+    const name = VmNameSchema.safeParse(arg ?? "");
+    if (!name.success) {
+      await ack(ephemeral(destroyUsageReply()));
+      return;
+    }
+    const log = deps.log.child({ user: command.user_id, command: "destroy", name: name.data });
+    const checked = await checkDestroy(deps, command.user_id, name.data);
+    if ("refusal" in checked) {
+      log.info("refused /vm destroy");
+      await ack(ephemeral(withBlocks(checked.refusal)));
+      return;
+    }
+    await ack(ephemeral(destroyConfirmation(checked.vm, now())));
+  };
+}
+
+const withBlocks = (reply: DestroyReply): DestroyReply =>
+  reply.blocks.length > 0
+    ? reply
+    : { ...reply, blocks: [{ type: "section", text: { type: "mrkdwn", text: reply.text } }] };
+
+/** Opens the destroy request once the asker confirmed; checks everything again first. */
+async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void> {
+  const { body, action, respond } = args;
+  const user = body.user.id;
+  const name = VmNameSchema.safeParse(action.value);
+  if (!name.success) {
+    await respond(replace(destroyUsageReply()));
+    return;
+  }
+  const log = deps.log.child({ user, command: "destroy", name: name.data });
+  const checked = await checkDestroy(deps, user, name.data);
+  if ("refusal" in checked) {
+    log.info("refused a destroy confirmation");
+    await respond(replace(withBlocks(checked.refusal)));
+    return;
+  }
+  const { vm } = checked;
+  const channel = deps.config.slack.channel ?? body.channel?.id;
+  if (channel === undefined) {
+    await respond(
+      replace(
+        withBlocks({
+          text: "vmbot could not tell which channel to post in: run `/vm destroy` in a channel.",
+          blocks: [],
+        }),
+      ),
+    );
+    return;
+  }
+  const opened = openDestroyRequest(deps, { vm, requester: user, channel, log });
+  if (opened === "not_recorded") {
+    await respond(
+      replace(
+        withBlocks({
+          text: "vmbot could not record your request (its store refused the write), so nothing was started. Please try again.",
+          blocks: [],
+        }),
+      ),
+    );
+    return;
+  }
+  if (!opened.created) {
+    await respond(replace(inFlightReply(vm.name, opened.request)));
+    return;
+  }
+  await respond(replace(destroyAskedReply(vm.name, channel)));
+  await deps.starter.start(opened.request);
+}
+
+/**
+ * Records a destroy request for `vm` (its recorded inputs and state), once: two at once make
+ * the same key, and only one request. `key` names what asked (a lease's end); by default, the
+ * VM's latest request, so that a destroy can be asked again once the last one has ended.
+ */
+export function openDestroyRequest(
+  deps: Pick<DestroyDeps, "store" | "config">,
+  ask: {
+    vm: VmRecord;
+    requester: string;
+    channel: string;
+    log: Logger;
+    key?: string;
+    actor?: string;
+    notes?: string[];
+  },
+): { request: RequestRecord; created: boolean } | "not_recorded" {
+  const { vm, log } = ask;
+  const latest = deps.store.requestsForVm(vm.name)[0]?.id ?? vm.requestId;
+  let stored: ReturnType<Store["createRequest"]>;
+  try {
+    stored = deps.store.createRequest({
+      kind: "destroy",
+      requester: ask.requester,
+      spec: vm.spec,
+      notes: ask.notes ?? [],
+      channel: ask.channel,
+      submissionKey: ask.key ?? `destroy:${vm.name}:${latest}`,
+      stateName: vm.stateName ?? deps.config.tfStateName,
+    });
+  } catch (error) {
+    if (storeWriteFailure(error) === undefined) throw error;
+    log.error({ err: error }, "could not record the destroy request");
+    return "not_recorded";
+  }
+  if (!stored.created) return stored;
+  let request = stored.request;
+  if (vm.address !== null) request = deps.store.updateRequest(request.id, { address: vm.address });
+  deps.store.audit({
+    requestId: request.id,
+    actor: ask.actor ?? ask.requester,
+    action: "requested",
+    detail: { kind: "destroy", name: vm.name, owner: vm.owner, stateName: request.stateName },
+  });
+  log.info({ requestId: request.id }, "destroy requested");
+  return { request, created: true };
+}
+
+/** The confirmation's buttons: Ask to destroy, and Cancel. */
+export function registerDestroyActions(app: App, deps: DestroyDeps): void {
+  app.action<BlockButtonAction>(DESTROY_CANCEL, async ({ ack, action, respond }) => {
+    await ack();
+    const name = VmNameSchema.safeParse(action.value);
+    await respond(replace(destroyCanceledReply(name.success ? name.data : "the VM")));
+  });
+  app.action<BlockButtonAction>(DESTROY_CONFIRM, async (args: ButtonArgs) => {
+    await args.ack();
+    await confirmDestroy(deps, args);
+  });
+}

@@ -1,0 +1,99 @@
+import type { Config } from "../config.js";
+import type { Job } from "../gitlab/gitlab.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
+import {
+  destroyedWords,
+  destroyFailedNote,
+  destroyFailedWords,
+  noDestroyJobWords,
+} from "../views/destroy.js";
+import type { ApprovalFinisher } from "./play.js";
+
+/**
+ * A destroy request through its `action=destroy` pipeline: queued until the destroy job waits
+ * as `manual`, then awaiting approval; applying once it is played (here or in GitLab); ready
+ * ("destroyed") when it succeeded, and only then out of the inventory. A failed destroy leaves
+ * the VM listed with the failure and the job's link.
+ */
+
+const RUNNING = new Set(["created", "waiting_for_resource", "preparing", "pending", "running"]);
+const STOPPED = new Set(["failed", "canceled", "skipped"]);
+
+export interface DestroyAdvanceDeps {
+  config: Config;
+  store: Store;
+  log: Logger;
+  approvals: ApprovalFinisher;
+  /** Moves the request (conditionally, audited) and renders it. */
+  move: (
+    request: RequestRecord,
+    to: RequestStatus,
+    patch?: Parameters<Store["transition"]>[3],
+  ) => Promise<RequestRecord | undefined>;
+  /** A reply in the request's thread, posted once. */
+  postResult: (request: RequestRecord, step: string, text: string) => Promise<void>;
+}
+
+export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
+  const { store, config } = deps;
+  const jobName = () => config.gitlab.jobs.destroy;
+
+  async function failed(request: RequestRecord, job: Job): Promise<void> {
+    // The VM is still there: it stays listed, with what happened to its destroy.
+    store.inventory.note(request.spec.name, destroyFailedNote(job));
+    await deps.move(request, "failed", { error: destroyFailedWords(job) });
+  }
+
+  return async function advanceDestroy(request: RequestRecord, jobs: Job[]): Promise<void> {
+    const destroy = jobs.find((job) => job.name === jobName());
+    if (request.status === "queued" || request.status === "planning") {
+      if (destroy === undefined) {
+        await deps.move(request, "failed", { error: noDestroyJobWords(jobName()) });
+        return;
+      }
+      if (destroy.status === "manual") {
+        await deps.move(request, "awaiting_approval");
+      } else if (destroy.status === "skipped" || STOPPED.has(destroy.status)) {
+        // A job before it (notify:destroy) failed, so GitLab skipped the destroy job.
+        const cause = jobs.find((job) => job.status === "failed") ?? destroy;
+        await failed(request, cause);
+      } else if (!RUNNING.has(destroy.status)) {
+        // Played in GitLab itself before anyone approved here: follow it.
+        await deps.move(request, "applying");
+      }
+      return;
+    }
+    if (destroy === undefined) return;
+    if (request.status === "awaiting_approval") {
+      if (STOPPED.has(destroy.status)) {
+        await deps.move(request, "canceled", {
+          error: `The destroy job was ${destroy.status} in GitLab before anyone approved here; ${request.spec.name} stays.`,
+        });
+      } else if (destroy.status !== "manual") {
+        await deps.move(request, "applying");
+      }
+      return;
+    }
+    if (request.status !== "applying") return;
+    if (destroy.status !== "manual") await deps.approvals.settle(request, destroy);
+    if (destroy.status === "success") {
+      // The reply first, then out of the inventory, then the move: a crash anywhere in between
+      // finds the reply posted and removes (again) a VM already removed.
+      await deps.postResult(request, "destroyed", destroyedWords(request, destroy));
+      store.inventory.remove(request.spec.name, request.createdAt);
+      store.audit({
+        requestId: request.id,
+        actor: "vmbot",
+        action: "vm_destroyed",
+        detail: { jobId: destroy.id, name: request.spec.name },
+      });
+      await deps.move(request, "ready");
+    } else if (STOPPED.has(destroy.status)) {
+      await failed(request, destroy);
+    } else if (destroy.status === "manual" && request.decision?.kind === "approved") {
+      // Approved here, but GitLab has not started the job (a crash, a lost answer): finish it.
+      await deps.approvals.playApproved(request, destroy);
+    }
+  };
+}

@@ -1,0 +1,125 @@
+import type { webApi } from "@slack/bolt";
+import { PostedResultSchema } from "../effect-results.js";
+import type { Config } from "../config.js";
+import type { Effects } from "../effects.js";
+import type { Logger } from "../logger.js";
+import type { Store } from "../store/store.js";
+import { inFlight, openDestroyRequest } from "../commands/destroy.js";
+import { LEASE_EVENT_TYPE } from "../ids.js";
+import { findMessage } from "../slack/find.js";
+import { metadataOf } from "../slack/metadata.js";
+import { leaseExpiredNote, leaseReminder } from "../views/lease.js";
+import type { RequestStarter } from "./starter.js";
+
+/**
+ * Leases, on every tracker pass: the owner is reminded by direct message before the end (once
+ * per reminder in VM_LEASE_WARN, through the effects journal), and at the end vmbot opens a
+ * destroy request for approval on the owner's behalf, once per lease: its key is the lease's end,
+ * so a restart or a second pass finds the request already made.
+ */
+
+export interface LeaseKeeperDeps {
+  config: Config;
+  store: Store;
+  client: webApi.WebClient;
+  effects: Effects;
+  starter: RequestStarter;
+  log: Logger;
+  now: () => Date;
+}
+
+export function createLeaseKeeper(deps: LeaseKeeperDeps) {
+  const { store, config, log } = deps;
+
+  async function remind(vm: ReturnType<Store["inventory"]["list"]>[number], until: string) {
+    const left = Date.parse(until) - deps.now().getTime();
+    // Only the nearest reminder due: one missed while vmbot was down is not sent late as well.
+    const due = config.lease.warnMs.filter((warn) => left <= warn).at(-1);
+    if (due === undefined) return;
+    const subject = `lease:${vm.name}`;
+    const step = `lease_reminder:${until}:${due}`;
+    const payload = { name: vm.name, until, warn: due };
+    await deps.effects.once(subject, step, {
+      result: PostedResultSchema,
+      detail: { owner: vm.owner },
+      // After a crash: the reminder is looked for in the owner's direct messages first.
+      reconcile: async () => {
+        const opened = await deps.client.conversations.open({ users: vm.owner });
+        const channel = opened.channel?.id;
+        if (channel === undefined) return undefined;
+        const since = Date.parse(store.effect(subject, step)?.intendedAt ?? until) - 60_000;
+        return findMessage(deps.client, { channel, oldest: String(since / 1000) }, (message) => {
+          const metadata = metadataOf(message);
+          return (
+            metadata?.eventType === LEASE_EVENT_TYPE &&
+            metadata.payload.name === payload.name &&
+            metadata.payload.until === payload.until &&
+            metadata.payload.warn === payload.warn
+          );
+        });
+      },
+      act: async () => {
+        const posted = await deps.client.chat.postMessage({
+          channel: vm.owner,
+          ...leaseReminder(vm, until),
+          metadata: { event_type: LEASE_EVENT_TYPE, event_payload: payload },
+        });
+        store.audit({
+          requestId: null,
+          actor: "vmbot",
+          action: "lease_reminded",
+          detail: { name: vm.name, owner: vm.owner, until },
+        });
+        return { ts: posted.ts ?? "" };
+      },
+    });
+  }
+
+  async function expire(vm: ReturnType<Store["inventory"]["list"]>[number], until: string) {
+    if (inFlight(store, vm.name) !== undefined) return;
+    const channel = config.slack.channel ?? store.getRequest(vm.requestId)?.channel;
+    if (channel === undefined) {
+      log.warn({ name: vm.name }, "a lease ended, but vmbot knows no channel to ask in");
+      return;
+    }
+    const opened = openDestroyRequest(deps, {
+      vm,
+      requester: vm.owner,
+      channel,
+      log: log.child({ name: vm.name }),
+      key: `lease:${vm.name}:${until}`,
+      notes: [leaseExpiredNote(until)],
+      actor: "vmbot",
+    });
+    if (opened === "not_recorded") return;
+    if (opened.created) {
+      store.audit({
+        requestId: opened.request.id,
+        actor: "vmbot",
+        action: "lease_expired",
+        detail: { name: vm.name, owner: vm.owner, until },
+      });
+    }
+    // A request a crash left unstarted is started by the starter's own resume.
+    if (opened.created) await deps.starter.start(opened.request);
+  }
+
+  return {
+    async check(): Promise<void> {
+      const now = deps.now().getTime();
+      for (const vm of store.inventory.list()) {
+        const until = vm.leaseUntil;
+        if (until === null || vm.status !== "live") continue;
+        try {
+          if (Date.parse(until) <= now) await expire(vm, until);
+          else await remind(vm, until);
+        } catch (error) {
+          log.warn(
+            { err: error, name: vm.name },
+            "could not follow a VM's lease; trying next pass",
+          );
+        }
+      }
+    },
+  };
+}

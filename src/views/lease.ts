@@ -1,0 +1,67 @@
+import type { types } from "@slack/bolt";
+import { LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
+import { escapeMrkdwn, truncate } from "../slack/mrkdwn.js";
+import type { VmRecord } from "../store/inventory.js";
+
+type KnownBlock = types.KnownBlock;
+
+/** A time in the reader's own time zone, the ISO text as the fallback. */
+const when = (iso: string) =>
+  `<!date^${Math.floor(Date.parse(iso) / 1000)}^{date_short_pretty} {time}|${iso}>`;
+
+/** The owner's direct message before a lease ends: Extend, and Destroy now (confirmed). */
+export function leaseReminder(vm: VmRecord, until: string): { text: string; blocks: KnownBlock[] } {
+  const name = escapeMrkdwn(vm.name);
+  const text = `The lease of your VM ${name} ends ${when(until)}. Then vmbot asks to destroy it.`;
+  return {
+    text,
+    blocks: [
+      { type: "section", text: { type: "mrkdwn", text: `:alarm_clock: ${truncate(text, 2900)}` } },
+      {
+        type: "actions",
+        elements: [
+          {
+            type: "button",
+            action_id: LEASE_EXTEND,
+            style: "primary",
+            text: { type: "plain_text", text: "Extend" },
+            value: vm.name,
+          },
+          {
+            type: "button",
+            action_id: LEASE_DESTROY,
+            style: "danger",
+            text: { type: "plain_text", text: "Destroy now" },
+            value: vm.name,
+            confirm: {
+              title: { type: "plain_text", text: "Destroy this VM?" },
+              text: {
+                type: "plain_text",
+                text: truncate(
+                  `vmbot asks to destroy ${vm.name}: an approver reviews it, then Terraform removes the VM and its disks.`,
+                  300,
+                ),
+              },
+              confirm: { type: "plain_text", text: "Ask to destroy" },
+              deny: { type: "plain_text", text: "Keep it" },
+              style: "danger",
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export function leaseExtendedWords(vm: string, until: string): string {
+  return `:white_check_mark: The lease of ${escapeMrkdwn(vm)} now ends ${when(until)}.`;
+}
+
+export function leaseAtMaximumWords(vm: string, until: string): string {
+  return `The lease of ${escapeMrkdwn(vm)} already ends ${when(until)}, as late as vmbot's maximum allows from now.`;
+}
+
+/** The note on a destroy request that a lease's end opened on the owner's behalf. */
+export function leaseExpiredNote(until: string): string {
+  return `Opened by vmbot for the owner: the VM's lease ended at ${until}.`;
+}

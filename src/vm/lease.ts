@@ -1,0 +1,119 @@
+import { z } from "zod";
+
+/**
+ * How long a VM is lent: VM_LEASE_DEFAULT (what a new VM gets), VM_LEASE_MAX (how far Extend can
+ * take it from now), VM_LEASE_WARN (when before its end the owner is reminded) and
+ * VM_LEASE_ON_EXPIRY (a destroy request for approval, or a destroy played without one).
+ * Durations are `30d`, `12h`, `90m` or `45s` (seconds so that tests can run leases for real).
+ */
+
+export interface LeaseSettings {
+  /** Null: VMs get no lease unless asked (and never expire). */
+  defaultMs: number | null;
+  /** Null: no maximum. */
+  maxMs: number | null;
+  /** Reminders before the end, longest first. */
+  warnMs: number[];
+  onExpiry: "request-destroy" | "destroy";
+}
+
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `30d` → milliseconds; undefined for anything else. */
+export function parseLeaseDuration(text: string): number | undefined {
+  const match = /^(\d{1,6})([smhd])$/.exec(text.trim().toLowerCase());
+  if (match === null) return undefined;
+  const amount = Number(match[1]);
+  return amount > 0 ? amount * UNIT_MS[match[2] as keyof typeof UNIT_MS] : undefined;
+}
+
+const blank = (value: unknown) =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
+
+/** A duration, or `never` (null). */
+const durationOrNever = (fallback: string, what: string) =>
+  z.preprocess(
+    blank,
+    z
+      .string()
+      .default(fallback)
+      .transform((value, ctx) => {
+        if (value.trim().toLowerCase() === "never") return null;
+        const ms = parseLeaseDuration(value);
+        if (ms === undefined) {
+          ctx.addIssue({
+            code: "custom",
+            message: `must be a duration like 30d, 12h, 90m or 45s, or never (${what})`,
+          });
+          return z.NEVER;
+        }
+        return ms;
+      }),
+  );
+
+export const LEASE_ENV = {
+  VM_LEASE_DEFAULT: durationOrNever("never", "the lease a new VM gets"),
+  VM_LEASE_MAX: durationOrNever("never", "how far Extend can take a lease"),
+  VM_LEASE_WARN: z.preprocess(
+    blank,
+    z
+      .string()
+      .default("3d,1d")
+      .transform((value, ctx) => {
+        const parts = value
+          .split(",")
+          .map((part) => part.trim())
+          .filter((part) => part !== "");
+        const ms = parts.map(parseLeaseDuration);
+        if (ms.some((each) => each === undefined)) {
+          ctx.addIssue({
+            code: "custom",
+            message:
+              "must be durations like 3d,1d (when before a lease ends its owner is reminded)",
+          });
+          return z.NEVER;
+        }
+        return [...new Set(ms as number[])].sort((a, b) => b - a);
+      }),
+  ),
+  VM_LEASE_ON_EXPIRY: z.preprocess(
+    blank,
+    z.enum(["request-destroy", "destroy"]).default("request-destroy"),
+  ),
+};
+
+/** What the lease settings cannot be together, in words for the operator. */
+export function leaseProblems(settings: LeaseSettings): string[] {
+  const problems: string[] = [];
+  if (settings.maxMs !== null && settings.defaultMs === null) {
+    problems.push("VM_LEASE_DEFAULT may be never only when VM_LEASE_MAX is never too");
+  }
+  if (
+    settings.maxMs !== null &&
+    settings.defaultMs !== null &&
+    settings.defaultMs > settings.maxMs
+  ) {
+    problems.push("VM_LEASE_DEFAULT must not be longer than VM_LEASE_MAX");
+  }
+  if (settings.onExpiry === "destroy") {
+    problems.push(
+      "VM_LEASE_ON_EXPIRY=destroy (destroying without approval) is not available in this version: use request-destroy",
+    );
+  }
+  return problems;
+}
+
+/** When a lease starting at `from` ends; null for none. */
+export function leaseEnd(settings: LeaseSettings, from: Date): string | null {
+  return settings.defaultMs === null
+    ? null
+    : new Date(from.getTime() + settings.defaultMs).toISOString();
+}
+
+/** Extend: the default length again from now, never past the maximum from now. */
+export function extendedEnd(settings: LeaseSettings, now: Date): string | null {
+  const length = settings.defaultMs ?? settings.maxMs;
+  if (length === null) return null;
+  const capped = settings.maxMs === null ? length : Math.min(length, settings.maxMs);
+  return new Date(now.getTime() + capped).toISOString();
+}

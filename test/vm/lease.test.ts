@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config.js";
+import { extendedEnd, leaseEnd, parseLeaseDuration } from "../../src/vm/lease.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+
+const BASE = {
+  SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
+  SLACK_SIGNING_SECRET: TEST_SECRETS.signingSecret,
+  GITLAB_TOKEN: TEST_SECRETS.gitlabToken,
+  GITLAB_PROJECT: "infra/vms",
+  APPROVERS: "U0APPROVER",
+  ADMINS: "U0ADMIN",
+};
+
+const problems = (env: Record<string, string>) => {
+  try {
+    loadConfig({ ...BASE, ...env });
+    return [];
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return error.message;
+  }
+};
+
+describe("lease settings", () => {
+  it("reads durations in seconds, minutes, hours and days, and nothing else", () => {
+    expect(parseLeaseDuration("45s")).toBe(45_000);
+    expect(parseLeaseDuration("90m")).toBe(5_400_000);
+    expect(parseLeaseDuration("12h")).toBe(43_200_000);
+    expect(parseLeaseDuration("30D")).toBe(2_592_000_000);
+    for (const bad of ["", "0d", "30", "1w", "-1d", "3.5d"]) {
+      expect(parseLeaseDuration(bad)).toBeUndefined();
+    }
+  });
+
+  it("defaults to no lease, reminders 3 d and 1 d before, and a destroy request at the end", () => {
+    expect(loadConfig(BASE).lease).toEqual({
+      defaultMs: null,
+      maxMs: null,
+      warnMs: [259_200_000, 86_400_000],
+      onExpiry: "request-destroy",
+    });
+    expect(
+      loadConfig({ ...BASE, VM_LEASE_DEFAULT: "30s", VM_LEASE_MAX: "2m", VM_LEASE_WARN: "10s,20s" })
+        .lease,
+    ).toMatchObject({ defaultMs: 30_000, maxMs: 120_000, warnMs: [20_000, 10_000] });
+  });
+
+  it("refuses never as the default under a maximum, a default past the maximum, and bad words", () => {
+    expect(problems({ VM_LEASE_MAX: "30d" })).toContain(
+      "VM_LEASE_DEFAULT may be never only when VM_LEASE_MAX is never too",
+    );
+    expect(problems({ VM_LEASE_DEFAULT: "60d", VM_LEASE_MAX: "30d" })).toContain(
+      "VM_LEASE_DEFAULT must not be longer than VM_LEASE_MAX",
+    );
+    expect(problems({ VM_LEASE_WARN: "3d,soon" })).toContain("VM_LEASE_WARN must be durations");
+    expect(problems({ VM_LEASE_ON_EXPIRY: "delete" })).toContain("VM_LEASE_ON_EXPIRY");
+    expect(problems({ VM_LEASE_ON_EXPIRY: "destroy" })).toContain(
+      "VM_LEASE_ON_EXPIRY=destroy (destroying without approval) is not available in this version",
+    );
+  });
+
+  it("starts a lease at its default and extends it from now, never past the maximum", () => {
+    const now = new Date("2026-12-03T10:00:00.000Z");
+    const settings = { defaultMs: 60_000, maxMs: 45_000, warnMs: [], onExpiry: "destroy" as const };
+    expect(leaseEnd(settings, now)).toBe("2026-12-03T10:01:00.000Z");
+    expect(extendedEnd(settings, now)).toBe("2026-12-03T10:00:45.000Z");
+    expect(leaseEnd({ ...settings, defaultMs: null }, now)).toBeNull();
+  });
+});
