@@ -40,8 +40,17 @@ export const TRANSITIONS: Readonly<Record<RequestStatus, readonly RequestStatus[
   queued: ["planning", "awaiting_approval", "applying", "failed", "withdrawn"],
   planning: ["awaiting_approval", "failed", "withdrawn"],
   // Approved (here or by playing the job in GitLab), rejected, withdrawn, expired after PLAN_TTL,
-  // the apply job stopped in GitLab, or the pipeline deleted.
-  awaiting_approval: ["applying", "rejected", "withdrawn", "expired", "canceled", "failed"],
+  // the apply job stopped in GitLab, or the pipeline deleted; an approval recorded while the
+  // policy's rule still needs more (the message shows who has approved).
+  awaiting_approval: [
+    "awaiting_approval",
+    "applying",
+    "rejected",
+    "withdrawn",
+    "expired",
+    "canceled",
+    "failed",
+  ],
   // "Checking with GitLab" shown or cleared; the approval given back when nothing started; the
   // plan run again in GitLab; the apply job's end; the pipeline canceled before the play.
   applying: [
