@@ -1,7 +1,9 @@
 /**
  * The layer rule (README, "Layout"), as `npm run lint` checks it: src/ never imports sandbox/,
- * test/ or bench/; sandbox/ may import src/; test/ may import both.
+ * test/ or bench/; sandbox/ may import src/; test/ may import both. And the test tree's shape:
+ * it mirrors the folders it tests.
  */
+import { existsSync, readdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { ESLint } from "eslint";
 import { describe, expect, it } from "vitest";
@@ -56,5 +58,46 @@ describe("the layer rule", () => {
     ["test/probe.test.ts", 'import { loadConfig } from "../src/config.js";'],
   ])("lets a file in %s import within its layer or below: %s", async (path, code) => {
     expect(await layerErrors(path, `${code}\n`)).toEqual([]);
+  });
+});
+
+/** Folders of `test/` that hold what the tests share, or tests of the whole bot through the wire. */
+const SHARED_TEST_FOLDERS = new Set(["integration", "support", "setup", "fixtures"]);
+
+/** The folders under `dir`, as paths from the repository's root. */
+function foldersUnder(dir: string): string[] {
+  return readdirSync(resolve(ROOT, dir), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((entry) => {
+      const path = `${dir}/${entry.name}`;
+      return [path, ...foldersUnder(path)];
+    });
+}
+
+/** The file or folder of the product, the sandbox or the examples a path under `test/` mirrors. */
+function mirrored(path: string): string {
+  const rest = path.slice("test/".length);
+  return rest.startsWith("sandbox") || rest.startsWith("examples") ? rest : `src/${rest}`;
+}
+
+describe("the test tree", () => {
+  it("mirrors src/, sandbox/ and examples/: each folder of tests names a folder there", () => {
+    const folders = foldersUnder("test").filter(
+      (path) => !SHARED_TEST_FOLDERS.has(path.split("/")[1] ?? ""),
+    );
+    expect(folders.length).toBeGreaterThan(10);
+    const strays = folders.filter((path) => !existsSync(resolve(ROOT, mirrored(path))));
+    expect(strays).toEqual([]);
+  });
+
+  it("keeps at its top only the tests of src/'s own top-level modules and the tree-wide checks", () => {
+    const tests = readdirSync(resolve(ROOT, "test")).filter((name) => name.endsWith(".test.ts"));
+    const treeWide = new Set(["layers.test.ts", "corpus.test.ts"]);
+    const strays = tests.filter(
+      (name) =>
+        !treeWide.has(name) &&
+        !existsSync(resolve(ROOT, "src", name.replace(/\.test\.ts$/, ".ts"))),
+    );
+    expect(strays).toEqual([]);
   });
 });

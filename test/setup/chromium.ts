@@ -13,7 +13,7 @@ export const INSTALL_CHROMIUM = "sudo apt-get install -y chromium";
 export default function announceMissingChromium(): void {
   if (existsSync(CHROMIUM) || process.env.CI === "true") return;
   process.stdout.write(
-    `\nThe browser tests (test/e2e) are skipped: Chromium is not at ${CHROMIUM}.\n` +
+    `\nThe browser tests (test/sandbox/ui/page.test.ts) are skipped: Chromium is not at ${CHROMIUM}.\n` +
       `Install it with \`${INSTALL_CHROMIUM}\` (or point CHROMIUM_PATH at one), then run npm test again.\n\n`,
   );
 }

@@ -47,7 +47,7 @@ import {
   unlockedNotice,
   unlockPrompt,
 } from "../../src/views/unlock.js";
-import { HOSTILE_STRINGS, hostileText } from "../properties/support.js";
+import { HOSTILE_STRINGS, hostileText } from "../support/generators.js";
 import { sampleRequest, SAMPLE_SPEC } from "../support/requests.js";
 
 /**

@@ -8,7 +8,7 @@ import {
   type PlanTextResult,
 } from "../../src/terraform/plan-text.js";
 import { readFixture } from "../support/fixtures.js";
-import { colorize, cutPoints, hostileText, printable, SGR } from "./support.js";
+import { colorize, cutPoints, hostileText, printable, SGR } from "../support/generators.js";
 
 const RUNS = { numRuns: 200 };
 

@@ -12,8 +12,8 @@ import {
   startFakeProxmox,
   type FakeProxmox,
   type FakeProxmoxOptions,
-} from "../../sandbox/simulators/proxmox/index.js";
-import { PROXMOX_TEST_TLS, proxmoxTestTls } from "../support/tls.js";
+} from "../../../../sandbox/simulators/proxmox/index.js";
+import { PROXMOX_TEST_TLS, proxmoxTestTls } from "../../../support/tls.js";
 
 const TOKEN_ID = "vmbot@pve!nodes";
 const SECRET = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f";

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { escapeMrkdwn, link, truncate, unescapeSlack } from "../../src/slack/mrkdwn.js";
-import { anyText, hostileText } from "./support.js";
+import { anyText, hostileText } from "../support/generators.js";
 
 const RUNS = { numRuns: 1_000 };
 

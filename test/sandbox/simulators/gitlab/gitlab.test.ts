@@ -6,8 +6,8 @@ import {
   type PipelineVariableSchema,
 } from "@gitbeaker/rest";
 import { afterEach, describe, expect, it } from "vitest";
-import { readFixture, readFixtureJson } from "../support/fixtures.js";
-import { TEST_SECRETS } from "../support/secrets.js";
+import { readFixture, readFixtureJson } from "../../../support/fixtures.js";
+import { TEST_SECRETS } from "../../../support/secrets.js";
 import {
   startFakeGitlab,
   terraformLockInfo,
@@ -18,7 +18,7 @@ import {
   type FakeProjectOptions,
   type JobStatus,
   type TerraformLockInfo,
-} from "../../sandbox/simulators/gitlab/index.js";
+} from "../../../../sandbox/simulators/gitlab/index.js";
 import {
   ansibleExitCode,
   ansibleTrace,
@@ -31,15 +31,15 @@ import {
   terraformExitCode,
   traceWhileRunning,
   UNREACHABLE_TASKS,
-} from "../../sandbox/simulators/gitlab/traces.js";
+} from "../../../../sandbox/simulators/gitlab/traces.js";
 import {
   startFakeServer,
   type FakeServer,
   type RecordedRequest,
-} from "../../sandbox/simulators/http.js";
-import { parseAnsibleOutput } from "../../src/ansible/recap.js";
-import { parsePlanText } from "../../src/terraform/plan-text.js";
-import { waitFor } from "../support/wait.js";
+} from "../../../../sandbox/simulators/http.js";
+import { parseAnsibleOutput } from "../../../../src/ansible/recap.js";
+import { parsePlanText } from "../../../../src/terraform/plan-text.js";
+import { waitFor } from "../../../support/wait.js";
 
 const token = TEST_SECRETS.gitlabToken;
 

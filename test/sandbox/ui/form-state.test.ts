@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { CREATE_MODAL } from "../../src/ids.js";
-import { PEOPLE } from "../../sandbox/platform.js";
-import { startSandbox, type RunningSandbox } from "../../sandbox/sandbox.js";
-import { captureLogs } from "../support/logs.js";
-import { waitFor } from "../support/wait.js";
+import { CREATE_MODAL } from "../../../src/ids.js";
+import { PEOPLE } from "../../../sandbox/platform.js";
+import { startSandbox, type RunningSandbox } from "../../../sandbox/sandbox.js";
+import { captureLogs } from "../../support/logs.js";
+import { waitFor } from "../../support/wait.js";
 
 const REQUESTER = PEOPLE.requester.id;
 

@@ -8,7 +8,7 @@ import {
 } from "../../src/gitlab/trace.js";
 import { stripControls, stripEscapes } from "../../src/gitlab/trace-escapes.js";
 import { readFixture } from "../support/fixtures.js";
-import { colorize, cutPoints, printable, SGR, splitAt } from "./support.js";
+import { colorize, cutPoints, printable, SGR, splitAt } from "../support/generators.js";
 
 const RUNS = { numRuns: 300 };
 

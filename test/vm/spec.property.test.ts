@@ -10,7 +10,7 @@ import {
   type VmFormValues,
   type VmSpec,
 } from "../../src/vm/spec.js";
-import { anyText, dotted, dottedQuadValue, LOOKALIKE_CHARACTERS } from "./support.js";
+import { anyText, dotted, dottedQuadValue, LOOKALIKE_CHARACTERS } from "../support/generators.js";
 
 const RUNS = { numRuns: 300 };
 

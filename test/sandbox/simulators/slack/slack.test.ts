@@ -12,26 +12,26 @@ import {
 } from "@slack/web-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { TEST_SECRETS } from "../support/secrets.js";
+import { TEST_SECRETS } from "../../../support/secrets.js";
 import {
   startFakeServer,
   type FakeServer,
   type RecordedRequest,
-} from "../../sandbox/simulators/http.js";
+} from "../../../../sandbox/simulators/http.js";
 import {
   createSlackSigner,
   slackSignature,
   stateValuesFor,
   type DeliveryOptions,
   type SlackSigner,
-} from "../../sandbox/simulators/slack/signer.js";
+} from "../../../../sandbox/simulators/slack/signer.js";
 import {
   formatProblem,
   startFakeSlack,
   validateBlocks,
   validateModalView,
   type FakeSlack,
-} from "../../sandbox/simulators/slack/index.js";
+} from "../../../../sandbox/simulators/slack/index.js";
 
 const BOT_TOKEN = TEST_SECRETS.botToken;
 const SIGNING_SECRET = TEST_SECRETS.signingSecret;

@@ -9,7 +9,7 @@ import {
 } from "../../src/ansible/recap.js";
 import { cleanTrace } from "../../src/gitlab/trace.js";
 import { readFixture } from "../support/fixtures.js";
-import { colorize, cutPoints, hostileText, printable, SGR } from "./support.js";
+import { colorize, cutPoints, hostileText, printable, SGR } from "../support/generators.js";
 
 const RUNS = { numRuns: 200 };
 

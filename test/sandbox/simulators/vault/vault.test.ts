@@ -4,7 +4,7 @@ import {
   startFakeVault,
   type FakeVault,
   type FakeVaultOptions,
-} from "../../sandbox/simulators/vault/index.js";
+} from "../../../../sandbox/simulators/vault/index.js";
 
 const ROOT_TOKEN = "hvs.RootTokenOfTheFakeVault0001";
 const ROLE_ID = "8e1c2f4a-7d2b-4c9e-9a51-0f3b6d2e7c10";

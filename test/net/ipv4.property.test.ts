@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { inSubnet, isIpv4, parseIpv4Cidr } from "../../src/net/ipv4.js";
-import { anyText, dotted, dottedQuadValue } from "./support.js";
+import { anyText, dotted, dottedQuadValue } from "../support/generators.js";
 
 const RUNS = { numRuns: 500 };
 

@@ -8,14 +8,14 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { CHROMIUM, INSTALL_CHROMIUM } from "../setup/chromium.js";
+import { CHROMIUM, INSTALL_CHROMIUM } from "../../setup/chromium.js";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { runBot, type BotProcess } from "../support/process.js";
-import { waitFor } from "../support/wait.js";
+import { runBot, type BotProcess } from "../../support/process.js";
+import { waitFor } from "../../support/wait.js";
 
-const ROOT = resolve(import.meta.dirname, "../..");
+const ROOT = resolve(import.meta.dirname, "../../..");
 /**
  * Where the screenshots go: the README's pictures in `docs/` only when asked
  * (`UPDATE_SCREENSHOTS=1`), else a scratch folder, so a plain `npm test` changes no tracked file.

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parsePlanJson, readPlanJson, type PlanJsonResult } from "../../src/terraform/plan-json.js";
 import { deriveCounts } from "../../src/terraform/plan-text.js";
 import { readFixture } from "../support/fixtures.js";
-import { cutPoints, hostileText } from "./support.js";
+import { cutPoints, hostileText } from "../support/generators.js";
 
 const RUNS = { numRuns: 300 };
 

@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseAnsibleOutput } from "../../src/ansible/recap.js";
-import { CREATE_FIELDS, PLAN_APPROVE, PLAN_REJECT, UNLOCK_CONFIRM } from "../../src/ids.js";
+import { parseAnsibleOutput } from "../../../src/ansible/recap.js";
+import { CREATE_FIELDS, PLAN_APPROVE, PLAN_REJECT, UNLOCK_CONFIRM } from "../../../src/ids.js";
 import {
   EMOJI,
   escapeHtml,
@@ -17,17 +17,17 @@ import {
   renderMrkdwn,
   renderPlainText,
   renderText,
-} from "../../sandbox/ui/blockkit.js";
-import { parsePlanText, type PlanResource } from "../../src/terraform/plan-text.js";
-import { capacityMessage } from "../../src/views/capacity.js";
-import { createModal, FORM_DEFAULTS } from "../../src/views/create-modal.js";
-import { helpMessage } from "../../src/views/help.js";
-import { planMessage, type PlanReview } from "../../src/views/plan-message.js";
-import { recapText } from "../../src/views/recap.js";
-import { requestMessage } from "../../src/views/request-message.js";
-import { unlockPrompt } from "../../src/views/unlock.js";
-import { readFixture } from "../support/fixtures.js";
-import { planSummary, sampleRequest, SAMPLE_SPEC } from "../support/requests.js";
+} from "../../../sandbox/ui/blockkit.js";
+import { parsePlanText, type PlanResource } from "../../../src/terraform/plan-text.js";
+import { capacityMessage } from "../../../src/views/capacity.js";
+import { createModal, FORM_DEFAULTS } from "../../../src/views/create-modal.js";
+import { helpMessage } from "../../../src/views/help.js";
+import { planMessage, type PlanReview } from "../../../src/views/plan-message.js";
+import { recapText } from "../../../src/views/recap.js";
+import { requestMessage } from "../../../src/views/request-message.js";
+import { unlockPrompt } from "../../../src/views/unlock.js";
+import { readFixture } from "../../support/fixtures.js";
+import { planSummary, sampleRequest, SAMPLE_SPEC } from "../../support/requests.js";
 
 const PEOPLE: Record<string, string> = { U0REQ: "alice", U0APPROVER: "bob", U0BOT: "vmbot" };
 const options = { userName: (id: string) => PEOPLE[id] };

@@ -1,12 +1,12 @@
 import { Gitlab, GitbeakerRequestError, GitbeakerTimeoutError } from "@gitbeaker/rest";
 import { afterEach, describe, expect, it } from "vitest";
-import { TEST_SECRETS } from "../support/secrets.js";
+import { TEST_SECRETS } from "../../../support/secrets.js";
 import {
   startFakeGitlab,
   type FakeGitlab,
   type FakeProjectOptions,
   type Role,
-} from "../../sandbox/simulators/gitlab/index.js";
+} from "../../../../sandbox/simulators/gitlab/index.js";
 
 /**
  * The fake GitLab's job artifacts erasure, the apply job's need of the plan's artifacts, who
