@@ -1,10 +1,11 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+/** Measures how fast the bot answers a crowd: it runs alone, after every other file. */
+const LOAD_TEST = "test/integration/load.test.ts";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     setupFiles: ["test/setup/log-scan.ts"],
-    globalSetup: ["test/setup/chromium.ts", "test/setup/bot-bundle.ts"],
     // Most tests wait on sockets, simulated pipelines and child processes rather than compute:
     // more files at once than there are cores keeps the cores busy (Vitest's default is one
     // worker fewer than the cores, a single one on two).
@@ -17,5 +18,26 @@ export default defineConfig({
     hookTimeout: 20_000,
     reporters: process.env.CI === "true" ? ["default", "json"] : ["default"],
     outputFile: { json: "test-results/vitest.json" },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "vmbot",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, LOAD_TEST],
+          globalSetup: ["test/setup/chromium.ts", "test/setup/bot-bundle.ts"],
+        },
+      },
+      {
+        // A burst of 50 commands and 50 forms, each to be answered within Slack's 3 seconds:
+        // alone on the machine, not beside four other files.
+        extends: true,
+        test: {
+          name: "load",
+          include: [LOAD_TEST],
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

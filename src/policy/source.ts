@@ -81,7 +81,8 @@ export function createPolicySource(options: PolicySourceOptions): PolicySource {
       policy = { ...read.policy, source: path };
       refusal = undefined;
       log.info({ policy: path }, "request policy reloaded");
-    } else {
+    } else if (refusal?.problems.join("\n") !== read.problems.join("\n")) {
+      // One change on disk can be seen more than once: the same refusal keeps its first time.
       refusal = { at: now().toISOString(), problems: read.problems };
       log.error(
         { policy: path, problems: read.problems },

@@ -33,7 +33,7 @@ export const vmAddressOf = (vm: VmRecord) => vm.address ?? vm.spec.ip.split("/")
 const vmIdWords = (id: number) => (id === 0 ? "chosen by Proxmox" : String(id));
 
 export const DESTROY_USAGE =
-  "Usage: `/vm destroy <name>` asks to destroy a VM vmbot made (yours, or any for admins); `/vm list` shows them.";
+  "Usage: `/vm destroy &lt;name&gt;` asks to destroy a VM vmbot made (yours, or any for admins); `/vm list` shows them.";
 
 export function destroyUsageReply(): DestroyReply {
   return reply(`:warning: ${DESTROY_USAGE}`);

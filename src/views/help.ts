@@ -4,7 +4,7 @@ import { escapeMrkdwn, unescapeSlack } from "../slack/mrkdwn.js";
 const USAGE = [
   "*`/vm create [name]`* — open the form for a new VM; the plan is posted here for approval.",
   "*`/vm list [all]`* — your VMs (or everyone's with `all`): address, node, size, age, lease.",
-  "*`/vm destroy <name>`* — ask to destroy a VM of yours (admins: any VM); you confirm, an approver approves.",
+  "*`/vm destroy &lt;name&gt;`* — ask to destroy a VM of yours (admins: any VM); you confirm, an approver approves.",
   "*`/vm policy`* — what you may ask for, your quota use, and the approvals your requests need.",
   "*`/vm capacity [public]`* — every Proxmox node's CPU, memory and disk; `public` posts it in the channel.",
   "*`/vm unlock [VM or state]`* — list the locked Terraform states, or show who holds a VM's or a state's lock and, after you confirm, force-unlock it (admins only).",

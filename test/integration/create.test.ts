@@ -136,13 +136,13 @@ describe("/vm create", () => {
     expect(JSON.parse(help.body)).toMatchObject({ response_type: "ephemeral" });
     expect(help.body).toContain("/vm create [name]");
     const unknown = await h.signer.slashCommand({
-      text: "destroy everything",
+      text: "reboot everything",
       userId: REQUESTER,
       channelId: CHANNEL,
     });
     const answer = JSON.parse(unknown.body) as { response_type: string; text: string };
     expect(answer.response_type).toBe("ephemeral");
-    expect(answer.text).toContain("`destroy everything` is not a vmbot command.");
+    expect(answer.text).toContain("`reboot everything` is not a vmbot command.");
     expect(h.slack.callsTo("views.open")).toHaveLength(0);
   });
 

@@ -133,7 +133,7 @@ describe("/vm destroy", () => {
       `:warning: Only the owner of *web-01* (<@${REQUESTER}>) or vmbot's admins (<@${ADMIN}>) may destroy it. Ask one of them.`,
     );
     // The same stranger's later command is answered: the bot had its chance to act.
-    expect((await vm(h, STRANGER, "destroy")).text).toContain("Usage: `/vm destroy <name>`");
+    expect((await vm(h, STRANGER, "destroy")).text).toContain("Usage: `/vm destroy &lt;name&gt;`");
     expect(h.gitlab.pipelines).toHaveLength(pipelines);
     expect(h.bot.store.listActive()).toHaveLength(0);
   });
