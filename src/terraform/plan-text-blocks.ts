@@ -1,0 +1,177 @@
+/**
+ * The parts of a plan the text reader reads into its state once it knows what a line is: the
+ * `Plan:` line, resource headings and the blocks under them, the resources of Terraform before
+ * 0.12, and output changes.
+ */
+import type { PlanCounts, PlanResource } from "./plan-summary.js";
+import {
+  ATTRIBUTE_NAME,
+  DEPOSED,
+  detached,
+  FORCES_REPLACEMENT,
+  HEADING_PHRASES,
+  LEGACY_SYMBOLS,
+  MARKER,
+  mayBeMarker,
+  OUTPUT_ENTRY,
+  OUTPUT_SYMBOLS,
+  REASON_COMMENT,
+  WARNING_COMMENT,
+  type ResourceState,
+} from "./plan-text-lines.js";
+import { leaveResource, type PlanTextState } from "./plan-text-state.js";
+
+/**
+ * A `Plan:` line, added to the counts; one that repeats the one before with no resource between
+ * them (Atlantis prints a plan again) is counted apart and not added.
+ */
+export function planLine(state: PlanTextState, line: string, match: RegExpExecArray): void {
+  leaveResource(state);
+  state.inOutputs = false;
+  state.inActions = false;
+  const text = line.trim();
+  if (state.planLines > 0 && text === state.lastPlanLine && state.headingsSincePlanLine === 0) {
+    state.repeatedPlanLines += 1;
+    return;
+  }
+  const [, importing, add, change, destroy, forget] = match;
+  const sum: PlanCounts = state.counts ?? { add: 0, change: 0, destroy: 0 };
+  sum.add += Number(add);
+  sum.change += Number(change);
+  sum.destroy += Number(destroy);
+  if (importing !== undefined) sum.import = (sum.import ?? 0) + Number(importing);
+  if (forget !== undefined) sum.forget = (sum.forget ?? 0) + Number(forget);
+  state.counts = sum;
+  state.planLines += 1;
+  state.lastPlanLine = text;
+  state.headingsSincePlanLine = 0;
+}
+
+/** A resource heading, `# <address> will be created` and the like. */
+export function heading(state: PlanTextState, rawAddress: string, phrase: string): void {
+  const meaning = HEADING_PHRASES[phrase];
+  if (meaning === undefined) return;
+  state.headingsSincePlanLine += 1;
+  const deposed = DEPOSED.exec(rawAddress);
+  const address = detached(deposed?.[1] ?? rawAddress);
+  if (meaning.action === "forget") {
+    state.forgotten.push(address);
+    leaveResource(state);
+    return;
+  }
+  const resource: PlanResource = { address, action: meaning.action };
+  if (deposed?.[2] !== undefined) resource.deposed = detached(deposed[2]);
+  if (phrase === "will be imported") resource.importing = true;
+  const read: ResourceState = { resource, comments: [], forcedBy: [] };
+  if (meaning.reason !== undefined) read.headingReason = meaning.reason;
+  state.resources.push(read);
+  state.current = read;
+  state.afterHeading = true;
+}
+
+/** A `# <address> has moved to <address>` heading: a no-op with where it moved from. */
+export function movedHeading(state: PlanTextState, from: string, to: string): void {
+  state.headingsSincePlanLine += 1;
+  const read: ResourceState = {
+    resource: { address: detached(to), action: "no-op" },
+    comments: [detached(`moved from ${from}`)],
+    forcedBy: [],
+  };
+  state.resources.push(read);
+  state.current = read;
+  state.afterHeading = true;
+}
+
+/** A resource line of Terraform before 0.12, with its `(tainted)`-like notes. */
+export function legacyResource(
+  state: PlanTextState,
+  symbol: string,
+  rawAddress: string,
+  notes: string,
+): void {
+  const action = LEGACY_SYMBOLS[symbol];
+  if (action === undefined) return;
+  state.headingsSincePlanLine += 1;
+  const resource: PlanResource = { address: detached(rawAddress), action };
+  if (symbol === "-/+") resource.replaceOrder = "delete-first";
+  if (symbol === "+/-") resource.replaceOrder = "create-first";
+  const read: ResourceState = { resource, comments: [], forcedBy: [] };
+  if (notes.includes("(tainted)")) read.headingReason = "tainted";
+  if (notes.includes("(deposed)")) resource.deposed = "deposed";
+  state.resources.push(read);
+  // Its attributes follow as `name: "old" => "new"` lines, which are not read.
+  leaveResource(state);
+}
+
+/**
+ * A line under "Changes to Outputs:"; true when it has been read as part of them. The list ends
+ * at a blank line or at text that is not indented, which is then read as any other line.
+ */
+export function outputsLine(
+  state: PlanTextState,
+  text: string,
+  start: number,
+  blank: boolean,
+): boolean {
+  const entry = OUTPUT_ENTRY.exec(text);
+  if (entry !== null) {
+    const action = OUTPUT_SYMBOLS[entry[1] ?? ""];
+    if (action !== undefined && entry[2] !== undefined)
+      state.outputChanges.push({ name: detached(entry[2]), action });
+    return true;
+  }
+  if (!blank && start > 0) return true;
+  state.inOutputs = false;
+  return blank;
+}
+
+/** The marker line under a heading (`-/+ resource "type" "name" {`), which may give the order. */
+function marker(read: ResourceState, symbol: string | undefined): void {
+  const resource = read.resource;
+  if (symbol === "-/+" || symbol === "+/-") {
+    resource.action = "replace";
+    resource.replaceOrder = symbol === "-/+" ? "delete-first" : "create-first";
+  }
+  // Any other marker agrees with its heading, which is the more explicit of the two; a replace
+  // from the heading is never downgraded.
+}
+
+/**
+ * A line of the resource being read: a `# (reason)` comment under its heading, its marker line,
+ * or an attribute of its body that `# forces replacement`.
+ */
+export function resourceLine(
+  state: PlanTextState,
+  current: ResourceState,
+  text: string,
+  start: number,
+  comment: boolean,
+): void {
+  if (state.afterHeading && comment) {
+    const reason = (REASON_COMMENT.exec(text) ?? WARNING_COMMENT.exec(text))?.[1];
+    if (reason !== undefined) {
+      if (/^imported from |^will be imported first$/.test(reason))
+        current.resource.importing = true;
+      current.comments.push(detached(reason));
+      return;
+    }
+  }
+  const mark = mayBeMarker(text, start) ? MARKER.exec(text) : null;
+  if (mark !== null) {
+    const [, symbol, , type, name] = mark;
+    if (state.afterHeading && current.resource.address.includes(`${type ?? ""}.${name ?? ""}`)) {
+      marker(current, symbol);
+    }
+    state.afterHeading = false;
+    return;
+  }
+  state.afterHeading = false;
+  if (
+    text.charCodeAt(text.length - 1) === 0x74 && // `t`
+    text.endsWith("forces replacement") &&
+    FORCES_REPLACEMENT.test(text)
+  ) {
+    current.forcedBy.push(detached(ATTRIBUTE_NAME.exec(text)?.[1] ?? ""));
+    if (current.resource.action !== "replace") current.resource.action = "replace";
+  }
+}
