@@ -93,7 +93,9 @@ const link = (href: string, inner: string) =>
 /** The shortcodes vmbot writes, as Slack draws them. Others are shown as typed. */
 export const EMOJI: Readonly<Record<string, string>> = {
   alarm_clock: "\u23f0",
+  busts_in_silhouette: "\u{1f465}",
   eyes: "\u{1f440}",
+  fire: "\u{1f525}",
   gear: "\u2699\ufe0f",
   heavy_multiplication_x: "\u2716\ufe0f",
   hourglass: "\u231b",
@@ -107,6 +109,7 @@ export const EMOJI: Readonly<Record<string, string>> = {
   rotating_light: "\u{1f6a8}",
   unlock: "\u{1f513}",
   warning: "\u26a0\ufe0f",
+  wastebasket: "\u{1f5d1}\ufe0f",
   white_check_mark: "\u2705",
   white_circle: "\u26aa",
   wrench: "\u{1f527}",

@@ -50,6 +50,8 @@ export interface PlanTextState {
   inActions: boolean;
   /** The word that ends the heredoc value being skipped. */
   heredocEnd: string | undefined;
+  /** The indentation of the line that opened it: its value is printed further in, never less. */
+  heredocIndent: number;
 }
 
 export function createPlanTextState(): PlanTextState {
@@ -71,6 +73,7 @@ export function createPlanTextState(): PlanTextState {
     headingsSincePlanLine: 0,
     inActions: false,
     heredocEnd: undefined,
+    heredocIndent: 0,
   };
 }
 

@@ -54,10 +54,18 @@ export { isSpace } from "./plan-text-lines.js";
  * Whether the line is skipped as part of a heredoc attribute value, which is data (a cloud-init
  * file, a script): nothing in it is read. A line that opens one is read, and what follows skipped.
  */
-function heredocLine(state: PlanTextState, text: string): boolean {
+function heredocLine(state: PlanTextState, text: string, indent: number | undefined): boolean {
   const end = state.heredocEnd;
   if (end !== undefined) {
     const inner = text.trimStart();
+    // Terraform prints a value further in than the line that opened it: a line printed less far
+    // in (a resource's heading, the Plan: line) is no longer data, whatever the value held, and
+    // is read, so that a `<<WORD` that never ends cannot hide what follows it. The indentation
+    // is the written line's: a part after a carriage return is as far in as its line.
+    if (inner !== "" && (indent ?? text.length - inner.length) < state.heredocIndent) {
+      state.heredocEnd = undefined;
+      return false;
+    }
     if (
       inner.startsWith(end) &&
       (inner.length === end.length || inner.charAt(end.length) === " ")
@@ -69,7 +77,10 @@ function heredocLine(state: PlanTextState, text: string): boolean {
   // An opener ends in its word or a comment: most lines end otherwise and are not searched.
   if (isWordCharacter(text.charCodeAt(text.length - 1)) && text.includes("<<")) {
     const opens = HEREDOC_OPEN.exec(text);
-    if (opens !== null) state.heredocEnd = opens[1];
+    if (opens !== null) {
+      state.heredocEnd = opens[1];
+      state.heredocIndent = text.length - text.trimStart().length;
+    }
   }
   return false;
 }
@@ -163,12 +174,15 @@ function headingLine(state: PlanTextState, text: string): boolean {
   return false;
 }
 
-/** One line, without its line end. */
-function readLine(state: PlanTextState, raw: string): void {
+/**
+ * One line, without its line end; `indent` is the written line's indentation when this is a part
+ * of it after a carriage return.
+ */
+function readLine(state: PlanTextState, raw: string, indent?: number): void {
   // trimEnd also drops the `\r` of a `\r\n` line end; most lines end in something else.
   const text = isSpace(raw.charCodeAt(raw.length - 1)) ? raw.trimEnd() : raw;
   if (state.diagnostic !== undefined && diagnosticLine(state, text)) return;
-  if (heredocLine(state, text)) return;
+  if (heredocLine(state, text, indent)) return;
 
   // The line patterns are anchored at the start, most after optional indentation: the first
   // character that is not space decides which of them can match at all, so most lines of a plan
@@ -198,7 +212,8 @@ function readPhysicalLine(state: PlanTextState, raw: string): void {
     readLine(state, raw);
     return;
   }
-  for (const part of raw.replace(/\r+$/, "").split(/\r+/)) readLine(state, part);
+  const indent = raw.length - raw.trimStart().length;
+  for (const part of raw.replace(/\r+$/, "").split(/\r+/)) readLine(state, part, indent);
 }
 
 export function createPlanTextParser(): PlanTextParser {

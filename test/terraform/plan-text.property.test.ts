@@ -333,7 +333,11 @@ describe("reading Terraform 0.11 plans and heredoc values", () => {
         ),
         fc.constantFrom("<<EOT", "<<-EOT", "<<~EOT", "<<-EOT # forces replacement"),
         (content, opener) => {
-          const body = content.filter((line) => !line.trimStart().startsWith("EOT"));
+          // Terraform prints every line of a value indented under its attribute, a line break
+          // inside one of the generated texts included.
+          const body = content
+            .flatMap((line) => line.split("\n"))
+            .filter((line) => !line.trimStart().startsWith("EOT"));
           const plan = [
             "  # proxmox_virtual_environment_file.cloud_config will be created",
             '  + resource "proxmox_virtual_environment_file" "cloud_config" {',

@@ -765,4 +765,30 @@ describe("reading older and unusual plan layouts", () => {
     expect(result.errors).toEqual([]);
     expect(result.planLines).toBe(1);
   });
+
+  it("reads what follows a heredoc opener that never ends once a line is printed less far in", () => {
+    // A `<<WORD` that no line closes (a value that merely looks like one) hides nothing after it.
+    const result = parsePlanText(
+      [
+        "Terraform will perform the following actions:",
+        "",
+        "  + proxmox_virtual_environment_vm.a",
+        "      <<A",
+        "",
+        "  - proxmox_virtual_environment_vm.b",
+        "      id: <<EOT",
+        "  # proxmox_virtual_environment_vm.c will be destroyed",
+        '  - resource "proxmox_virtual_environment_vm" "c" {',
+        "    }",
+        "",
+        "Plan: 1 to add, 0 to change, 2 to destroy.",
+      ].join("\n"),
+    );
+    expect(result.resources.map(({ address, action }) => [address, action])).toEqual([
+      ["proxmox_virtual_environment_vm.a", "create"],
+      ["proxmox_virtual_environment_vm.b", "delete"],
+      ["proxmox_virtual_environment_vm.c", "delete"],
+    ]);
+    expect(result.counts).toEqual({ add: 1, change: 0, destroy: 2 });
+  });
 });
