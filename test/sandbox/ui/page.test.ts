@@ -51,6 +51,22 @@ function describeWithChromium(name: string, fn: () => void): void {
 }
 
 /** The request message of `vm`: the top-level message whose header names it. */
+
+/**
+ * A picture of what `locator` finds. The page draws a message anew whenever the bot updates it, so
+ * a picture started just as that happens finds its element gone: it is taken again.
+ */
+async function screenshotOf(locator: Locator, path: string): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await locator.screenshot({ path });
+      return;
+    } catch (error) {
+      if (attempt >= 5 || !String(error).includes("not attached")) throw error;
+    }
+  }
+}
+
 const requestMessage = (page: Page, vm: string) =>
   page.locator("article.bk-message:not(.bk-reply)", {
     has: page.locator(".bk-header", { hasText: `VM ${vm}` }),
@@ -266,7 +282,7 @@ describeWithChromium("the sandbox in a browser", () => {
     expect(await form.locator('[data-action-id="vm_cores"]').inputValue()).toBe("4");
 
     // The README's picture of the form: the bot's own inline error under the field.
-    await form.screenshot({ path: join(SHOTS, "sandbox-create-form.png") });
+    await screenshotOf(form, join(SHOTS, "sandbox-create-form.png"));
 
     await form.locator('[data-action-id="vm_ip"]').fill("192.168.1.60/24");
     await form.locator('button[type="submit"]').click();
@@ -279,7 +295,7 @@ describeWithChromium("the sandbox in a browser", () => {
     await request
       .locator('[data-element="button"][data-action-id="plan_reject"]')
       .waitFor({ state: "visible" });
-    await request.screenshot({ path: join(SHOTS, "sandbox-plan-message.png") });
+    await screenshotOf(request, join(SHOTS, "sandbox-plan-message.png"));
 
     // The plan job's link opens its log, served for the simulated GitLab.
     const [log] = await Promise.all([
@@ -440,7 +456,7 @@ describeWithChromium("the sandbox in a browser", () => {
     const form = page.locator("form.bk-modal");
     await form.locator('[data-action-id="vm_ip"]').fill("192.168.1.66/24");
     expect(await squeezedWords(page)).toEqual([]);
-    await form.screenshot({ path: join(SHOTS, "sandbox-narrow-create-form.png") });
+    await screenshotOf(form, join(SHOTS, "sandbox-narrow-create-form.png"));
     await form.locator('button[type="submit"]').click();
     await page.locator("form.bk-modal").waitFor({ state: "detached" });
 
