@@ -80,42 +80,16 @@ export function createAccess(options: {
   /** Where decisions are audited. */
   audit?: (entry: AuditEntry) => void;
 }): Access {
-  const now = options.now ?? Date.now;
-  const groups = new Map<string, { users: Set<string>; at: number }>();
-  const pending = new Map<string, Promise<Set<string>>>();
+  const members = createGroupMembers({
+    client: options.client,
+    log: options.log,
+    now: options.now ?? Date.now,
+  });
   const fromLists = policyFromLists({
     ...options.lists,
     allowSelfApproval: options.lists.allowSelfApproval ?? false,
   });
   const policy = options.policy ?? (() => fromLists);
-
-  async function fetchMembers(groupId: string): Promise<Set<string>> {
-    const cached = groups.get(groupId);
-    try {
-      const result = await options.client.usergroups.users.list({ usergroup: groupId });
-      const users = new Set(result.users ?? []);
-      groups.set(groupId, { users, at: now() });
-      return users;
-    } catch (error) {
-      options.log.warn({ err: error, groupId }, "could not expand a Slack user group");
-      // A stale answer is better than locking everyone out while Slack hiccups.
-      return cached?.users ?? new Set();
-    } finally {
-      pending.delete(groupId);
-    }
-  }
-
-  /** A group's members, from a five-minute cache; concurrent askers share one Slack call. */
-  function members(groupId: string): Promise<Set<string>> {
-    const cached = groups.get(groupId);
-    if (cached && now() - cached.at < GROUP_CACHE_MS) return Promise.resolve(cached.users);
-    let inflight = pending.get(groupId);
-    if (!inflight) {
-      inflight = fetchMembers(groupId);
-      pending.set(groupId, inflight);
-    }
-    return inflight;
-  }
 
   async function groupsOf(userId: string): Promise<string[]> {
     const entries = Object.entries(policy().groups);
@@ -132,68 +106,109 @@ export function createAccess(options: {
   async function check(input: Omit<DecisionInput, "groups">): Promise<PolicyDecision> {
     const current = policy();
     const decision = decidePolicy(current, { ...input, groups: await groupsOf(input.person) });
-    if (!decision.allowed) audit(input.person, input.action, decision);
+    if (!decision.allowed) audit(options, input.person, input.action, decision);
     return decision;
-  }
-
-  function audit(person: string, action: PolicyAction, decision: PolicyDecision) {
-    try {
-      options.audit?.({
-        requestId: null,
-        actor: person,
-        action: "policy_denied",
-        detail: { action, rule: decision.rule, reason: decision.reason },
-      });
-    } catch (error) {
-      options.log.warn({ err: error }, "could not audit a policy decision");
-    }
   }
 
   const allowsAction = async (action: PolicyAction, userId: string) =>
     (await check({ person: userId, action })).allowed;
   const allows = (role: Role, userId: string) => allowsAction(ROLE_ACTION[role], userId);
-
-  const within = async (
-    action: PolicyAction,
-    userId: string,
-    budgetMs: number,
-  ): Promise<Decision> => {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<"unknown">((resolve) => {
-      timer = setTimeout(() => {
-        resolve("unknown");
-      }, budgetMs);
-    });
-    const answer = allowsAction(action, userId).then((ok): Decision => (ok ? "allowed" : "denied"));
-    try {
-      return await Promise.race([answer, late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-
-  /** The Slack IDs of the people and user groups in the role's policy groups. */
-  const who = (action: Action) => {
-    const current = policy();
-    const role = ACTION_ROLE[action];
-    const names =
-      role === "requester"
-        ? current.roles.requesters
-        : role === "approver"
-          ? current.roles.approvers
-          : current.roles.admins;
-    if (names === undefined || names.includes("everyone")) return [];
-    return [...new Set(names.flatMap((name) => current.groups[name] ?? []))];
-  };
+  const within = (action: PolicyAction, userId: string, budgetMs: number) =>
+    decideWithin(() => allowsAction(action, userId), budgetMs);
 
   return {
     allows,
     decide: (role, userId, budgetMs) => within(ROLE_ACTION[role], userId, budgetMs),
     may: allowsAction,
     mayWithin: within,
-    who,
+    who: (action) => whoMay(policy(), action),
     policy,
     groupsOf,
     check,
   };
+}
+
+/** A Slack user group's members, from a five-minute cache; concurrent askers share one Slack call. */
+function createGroupMembers(deps: {
+  client: Pick<webApi.WebClient, "usergroups">;
+  log: Logger;
+  now: () => number;
+}): (groupId: string) => Promise<Set<string>> {
+  const { now } = deps;
+  const groups = new Map<string, { users: Set<string>; at: number }>();
+  const pending = new Map<string, Promise<Set<string>>>();
+
+  async function fetchMembers(groupId: string): Promise<Set<string>> {
+    const cached = groups.get(groupId);
+    try {
+      const result = await deps.client.usergroups.users.list({ usergroup: groupId });
+      const users = new Set(result.users ?? []);
+      groups.set(groupId, { users, at: now() });
+      return users;
+    } catch (error) {
+      deps.log.warn({ err: error, groupId }, "could not expand a Slack user group");
+      // A stale answer is better than locking everyone out while Slack hiccups.
+      return cached?.users ?? new Set();
+    } finally {
+      pending.delete(groupId);
+    }
+  }
+
+  return (groupId) => {
+    const cached = groups.get(groupId);
+    if (cached && now() - cached.at < GROUP_CACHE_MS) return Promise.resolve(cached.users);
+    let inflight = pending.get(groupId);
+    if (!inflight) {
+      inflight = fetchMembers(groupId);
+      pending.set(groupId, inflight);
+    }
+    return inflight;
+  };
+}
+
+function audit(
+  options: { log: Logger; audit?: (entry: AuditEntry) => void },
+  person: string,
+  action: PolicyAction,
+  decision: PolicyDecision,
+) {
+  try {
+    options.audit?.({
+      requestId: null,
+      actor: person,
+      action: "policy_denied",
+      detail: { action, rule: decision.rule, reason: decision.reason },
+    });
+  } catch (error) {
+    options.log.warn({ err: error }, "could not audit a policy decision");
+  }
+}
+
+/** The answer of `allowed` if it comes within `budgetMs`, else "unknown". */
+async function decideWithin(allowed: () => Promise<boolean>, budgetMs: number): Promise<Decision> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"unknown">((resolve) => {
+    timer = setTimeout(() => {
+      resolve("unknown");
+    }, budgetMs);
+  });
+  const answer = allowed().then((ok): Decision => (ok ? "allowed" : "denied"));
+  try {
+    return await Promise.race([answer, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The Slack IDs of the people and user groups in the role's policy groups. */
+function whoMay(current: Policy, action: Action): string[] {
+  const role = ACTION_ROLE[action];
+  const names =
+    role === "requester"
+      ? current.roles.requesters
+      : role === "approver"
+        ? current.roles.approvers
+        : current.roles.admins;
+  if (names === undefined || names.includes("everyone")) return [];
+  return [...new Set(names.flatMap((name) => current.groups[name] ?? []))];
 }

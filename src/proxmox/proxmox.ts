@@ -116,25 +116,17 @@ const retryable: Retryable = (error) => {
   return error instanceof TypeError || networkReason(error) !== undefined ? {} : undefined;
 };
 
+/** Where and how the API is reached. */
+interface Connection {
+  base: string;
+  timeoutMs: number;
+  dispatcher: Agent;
+}
+
 export function createProxmox(options: ProxmoxOptions): Proxmox {
   const base = options.url.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  let ca: string | undefined;
-  if (options.caFile !== undefined) {
-    try {
-      ca = readFileSync(options.caFile, "utf8");
-    } catch (error) {
-      throw new VmbotError(
-        {
-          code: "proxmox_tls",
-          why: "ca_unreadable",
-          caFile: options.caFile,
-          reason: (error as NodeJS.ErrnoException).code ?? (error as Error).message,
-        },
-        { cause: error },
-      );
-    }
-  }
+  const ca = options.caFile === undefined ? undefined : readCa(options.caFile);
   if (options.insecure === true) {
     options.log.warn(
       { url: base },
@@ -147,78 +139,7 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
       rejectUnauthorized: options.insecure !== true,
     },
   });
-
-  async function getOnce(path: string, token: string): Promise<unknown> {
-    const response: Response = await fetch(`${base}/api2/json${path}`, {
-      headers: { authorization: `PVEAPIToken=${token}`, accept: "application/json" },
-      dispatcher,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (!response.ok) {
-      await response.body?.cancel();
-      throw new HttpStatus(response.status, retryAfterMs(response.headers.get("retry-after")));
-    }
-    return response.json();
-  }
-
-  const get = (path: string, token: string) => retrying(() => getOnce(path, token), retryable);
-
-  async function listNodes(token: string): Promise<ProxmoxNode[]> {
-    let items: unknown[];
-    try {
-      items = EnvelopeSchema.parse(await get("/cluster/resources?type=node", token)).data;
-    } catch (error) {
-      if (!(error instanceof HttpStatus) || !FALLBACK_STATUSES.has(error.status)) throw error;
-      items = EnvelopeSchema.parse(await get("/nodes", token)).data;
-    }
-    const nodes = new Map<string, ProxmoxNode>();
-    for (const item of items) {
-      const parsed = NodeItemSchema.safeParse(item);
-      if (!parsed.success || (parsed.data.type !== undefined && parsed.data.type !== "node")) {
-        continue;
-      }
-      nodes.set(parsed.data.node, toNode(parsed.data));
-    }
-    return [...nodes.values()].sort((a, b) =>
-      a.name.localeCompare(b.name, "en", { numeric: true }),
-    );
-  }
-
-  function failure(error: unknown): VmbotError {
-    if (error instanceof VmbotError) return error;
-    const options = { cause: error };
-    if (error instanceof HttpStatus) {
-      switch (error.status) {
-        case 401:
-          return new VmbotError({ code: "proxmox_unauthorized", url: base }, options);
-        case 403:
-          return new VmbotError({ code: "proxmox_forbidden", url: base }, options);
-        default:
-          return new VmbotError(
-            { code: "proxmox_failed", url: base, status: error.status },
-            options,
-          );
-      }
-    }
-    if (error instanceof z.ZodError || error instanceof SyntaxError) {
-      return new VmbotError({ code: "proxmox_failed", url: base }, options);
-    }
-    const name = (error as Error | null)?.name;
-    if (name === "TimeoutError" || name === "AbortError") {
-      return new VmbotError({ code: "proxmox_timeout", url: base, timeoutMs }, options);
-    }
-    const tls = tlsReason(error);
-    if (tls !== undefined) {
-      return new VmbotError(
-        { code: "proxmox_tls", why: "untrusted", url: base, reason: tls },
-        options,
-      );
-    }
-    return new VmbotError(
-      { code: "proxmox_unreachable", url: base, reason: networkReason(error) ?? "network error" },
-      options,
-    );
-  }
+  const connection: Connection = { base, timeoutMs, dispatcher };
 
   return {
     url: base,
@@ -226,7 +147,7 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
       try {
         const used = await options.token.get();
         try {
-          return await listNodes(used);
+          return await listNodes(connection, used);
         } catch (error) {
           // A token rotated in Vault: read it again, and try once more if it changed.
           if (
@@ -234,13 +155,97 @@ export function createProxmox(options: ProxmoxOptions): Proxmox {
             error.status === 401 &&
             (await options.token.refresh(used))
           ) {
-            return await listNodes(await options.token.get());
+            return await listNodes(connection, await options.token.get());
           }
           throw error;
         }
       } catch (error) {
-        throw failure(error);
+        throw failure(connection, error);
       }
     },
   };
+}
+
+function readCa(caFile: string): string {
+  try {
+    return readFileSync(caFile, "utf8");
+  } catch (error) {
+    throw new VmbotError(
+      {
+        code: "proxmox_tls",
+        why: "ca_unreadable",
+        caFile,
+        reason: (error as NodeJS.ErrnoException).code ?? (error as Error).message,
+      },
+      { cause: error },
+    );
+  }
+}
+
+async function getOnce(connection: Connection, path: string, token: string): Promise<unknown> {
+  const response: Response = await fetch(`${connection.base}/api2/json${path}`, {
+    headers: { authorization: `PVEAPIToken=${token}`, accept: "application/json" },
+    dispatcher: connection.dispatcher,
+    signal: AbortSignal.timeout(connection.timeoutMs),
+  });
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new HttpStatus(response.status, retryAfterMs(response.headers.get("retry-after")));
+  }
+  return response.json();
+}
+
+const get = (connection: Connection, path: string, token: string) =>
+  retrying(() => getOnce(connection, path, token), retryable);
+
+async function listNodes(connection: Connection, token: string): Promise<ProxmoxNode[]> {
+  let items: unknown[];
+  try {
+    items = EnvelopeSchema.parse(await get(connection, "/cluster/resources?type=node", token)).data;
+  } catch (error) {
+    if (!(error instanceof HttpStatus) || !FALLBACK_STATUSES.has(error.status)) throw error;
+    items = EnvelopeSchema.parse(await get(connection, "/nodes", token)).data;
+  }
+  const nodes = new Map<string, ProxmoxNode>();
+  for (const item of items) {
+    const parsed = NodeItemSchema.safeParse(item);
+    if (!parsed.success || (parsed.data.type !== undefined && parsed.data.type !== "node")) {
+      continue;
+    }
+    nodes.set(parsed.data.node, toNode(parsed.data));
+  }
+  return [...nodes.values()].sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+}
+
+function failure({ base, timeoutMs }: Connection, error: unknown): VmbotError {
+  if (error instanceof VmbotError) return error;
+  const options = { cause: error };
+  if (error instanceof HttpStatus) {
+    switch (error.status) {
+      case 401:
+        return new VmbotError({ code: "proxmox_unauthorized", url: base }, options);
+      case 403:
+        return new VmbotError({ code: "proxmox_forbidden", url: base }, options);
+      default:
+        return new VmbotError({ code: "proxmox_failed", url: base, status: error.status }, options);
+    }
+  }
+  if (error instanceof z.ZodError || error instanceof SyntaxError) {
+    return new VmbotError({ code: "proxmox_failed", url: base }, options);
+  }
+  const name = (error as Error | null)?.name;
+  if (name === "TimeoutError" || name === "AbortError") {
+    return new VmbotError({ code: "proxmox_timeout", url: base, timeoutMs }, options);
+  }
+  const tls = tlsReason(error);
+  if (tls !== undefined) {
+    return new VmbotError(
+      { code: "proxmox_tls", why: "untrusted", url: base, reason: tls },
+      options,
+    );
+  }
+  return new VmbotError(
+    { code: "proxmox_unreachable", url: base, reason: networkReason(error) ?? "network error" },
+    options,
+  );
 }

@@ -75,11 +75,30 @@ const encodePath = (path: string) =>
     .map(encodeURIComponent)
     .join("/");
 
+/** What one Vault login needs: the client, the way in, and the token's life so far. */
+interface Session {
+  options: VaultOptions;
+  auth: VaultAuth;
+  log: Logger;
+  redactor: Redactor;
+  client: nodeVault.client;
+  now: () => number;
+  timeoutMs: number;
+  cacheMs: number;
+  canLogIn: boolean;
+  /** Seconds the current token was last granted, to notice when renewal stops extending it. */
+  grantedSeconds: number;
+  stopped: boolean;
+  loggingIn: Promise<void> | undefined;
+  timer: NodeJS.Timeout | undefined;
+  retryDelay: number;
+  cache: Map<string, { data: Record<string, unknown>; at: number }>;
+  reading: Map<string, Promise<Record<string, unknown>>>;
+}
+
 export function createVault(options: VaultOptions): Vault {
   const { auth, log, redactor } = options;
-  const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const cacheMs = options.cacheMs ?? DEFAULT_CACHE_MS;
   const client = nodeVault({
     apiVersion: "v1",
     endpoint: options.addr,
@@ -89,236 +108,267 @@ export function createVault(options: VaultOptions): Vault {
   });
   // node-vault falls back to the process's VAULT_TOKEN; vmbot uses only the login it was given.
   client.token = auth.method === "token" ? auth.token : "";
-
-  const call = (ask: VaultAsk): VaultCall => ({ addr: options.addr, ask, timeoutMs });
-  /** A read of the secret at `path` under the mount. */
-  const readOf = (path: string): VaultAsk => ({
-    what: "read",
-    path: `${options.kvMount}/${path}`,
-  });
-  const canLogIn = auth.method !== "token";
-  /** Seconds the current token was last granted, to notice when renewal stops extending it. */
-  let grantedSeconds = 0;
-  let stopped = false;
-  let loggingIn: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let retryDelay = RETRY_MS.min;
-
-  function later(delayMs: number, work: () => Promise<void>): void {
-    clearTimeout(timer);
-    if (stopped) return;
-    timer = setTimeout(
-      () => {
-        void work();
-      },
-      Math.min(Math.max(0, delayMs), LONGEST_WAIT_MS),
-    );
-    timer.unref();
-  }
-
-  /** After a failure Vault may recover from: the same work again, a little later each time. */
-  function backOff(work: () => Promise<void>): void {
-    const wait = retryDelay;
-    retryDelay = Math.min(RETRY_MS.max, retryDelay * 2);
-    later(wait, work);
-  }
-
-  function adopt(block: AuthBlock | null | undefined): void {
-    const token = block?.client_token;
-    if (token !== undefined && token !== "") redactor.add(token);
-    grantedSeconds = block?.lease_duration ?? 0;
-    retryDelay = RETRY_MS.min;
-    if (grantedSeconds === 0) return; // A token that never expires (root, or periodic 0).
-    if (block?.renewable === false) {
-      if (canLogIn) later(grantedSeconds * 800, relogInInBackground);
-      else log.warn({ ttlSeconds: grantedSeconds }, "VAULT_TOKEN is not renewable; it will expire");
-      return;
-    }
-    later(grantedSeconds * 800, renew);
-  }
-
-  async function renew(): Promise<void> {
-    try {
-      const result = LoginAnswerSchema.parse(await client.tokenRenewSelf());
-      const granted = result.auth?.lease_duration ?? 0;
-      log.debug({ ttlSeconds: granted }, "renewed the Vault token");
-      // Renewal no longer extends the token (it reached its max TTL): a login gives a fresh one.
-      if (canLogIn && granted < grantedSeconds) {
-        await relogInInBackground();
-        return;
-      }
-      adopt(
-        result.auth === undefined || result.auth === null
-          ? result.auth
-          : { ...result.auth, client_token: undefined },
-      );
-    } catch (error) {
-      const failure = vaultError(error, call({ what: "renew_token" }));
-      if (refused(error) && canLogIn) {
-        log.info({ err: failure }, "Vault refused to renew the token; logging in again");
-        await relogInInBackground();
-      } else if (refused(error)) {
-        log.error(
-          { err: failure },
-          "Vault refused to renew VAULT_TOKEN; reads fail once it expires: give vmbot a new token or use AppRole",
-        );
-      } else {
-        log.warn({ err: failure }, "could not renew the Vault token; trying again shortly");
-        backOff(renew);
-      }
-    }
-  }
-
-  async function logIn(): Promise<void> {
-    if (auth.method === "token") {
-      const lookup = TokenLookupSchema.parse(await client.tokenLookupSelf());
-      adopt({ lease_duration: lookup.data?.ttl ?? 0, renewable: lookup.data?.renewable });
-      return;
-    }
-    let answer: unknown;
-    if (auth.method === "approle") {
-      answer = await client.approleLogin({ role_id: auth.roleId, secret_id: auth.secretId });
-    } else {
-      const jwt = await serviceAccountToken(auth.jwtFile);
-      redactor.add(jwt);
-      answer = await client.kubernetesLogin({
-        // node-vault builds this path from the arguments alone: without it, /auth//login.
-        mount_point: "kubernetes",
-        role: auth.role,
-        jwt,
-      });
-    }
-    adopt(LoginAnswerSchema.parse(answer).auth);
-    log.info({ method: auth.method, ttlSeconds: grantedSeconds }, "logged in to Vault");
-  }
-
-  /** One login at a time; callers that arrive meanwhile share it. */
-  function relogin(): Promise<void> {
-    loggingIn ??= logIn().finally(() => {
-      loggingIn = undefined;
-    });
-    return loggingIn;
-  }
-
-  async function relogInInBackground(): Promise<void> {
-    try {
-      await relogin();
-    } catch (error) {
-      log.error(
-        { err: vaultError(error, call({ what: "log_in_again" })), retryInMs: retryDelay },
-        "could not log in to Vault; trying again",
-      );
-      backOff(relogInInBackground);
-    }
-  }
-
-  /** Whether the bot's own token is still good: a 403 on a read may be a policy, not the token. */
-  async function tokenIsGood(): Promise<boolean> {
-    try {
-      await client.tokenLookupSelf();
-      return true;
-    } catch (error) {
-      return !refused(error);
-    }
-  }
-
-  const cache = new Map<string, { data: Record<string, unknown>; at: number }>();
-  const reading = new Map<string, Promise<Record<string, unknown>>>();
-
-  async function readOnce(path: string): Promise<Record<string, unknown>> {
-    const response: unknown = await retrying(
-      () => client.read(`${encodePath(options.kvMount)}/data/${encodePath(path)}`),
-      retryableRead,
-    );
-    const parsed = KvSecretSchema.safeParse(response);
-    if (!parsed.success) {
-      throw new VmbotError({
-        code: "vault_failed",
-        why: "not_kv2",
-        path: `${options.kvMount}/${path}`,
-      });
-    }
-    return parsed.data.data.data;
-  }
-
-  async function read(path: string): Promise<Record<string, unknown>> {
-    let data: Record<string, unknown>;
-    try {
-      data = await readOnce(path);
-    } catch (error) {
-      // Permission denied is also what an expired token reads as: log in again only then.
-      if (statusOf(error) !== 403 || !canLogIn || (await tokenIsGood())) {
-        throw vaultError(error, call(readOf(path)));
-      }
-      try {
-        await relogin();
-        data = await readOnce(path);
-      } catch (again) {
-        throw vaultError(again, call(readOf(path)));
-      }
-    }
-    cache.set(path, { data, at: now() });
-    return data;
-  }
-
-  async function secretData(path: string, fresh: boolean): Promise<Record<string, unknown>> {
-    const cached = cache.get(path);
-    if (!fresh && cached && now() - cached.at < cacheMs) return cached.data;
-    let pending = reading.get(path);
-    if (!pending) {
-      pending = read(path).finally(() => reading.delete(path));
-      reading.set(path, pending);
-    }
-    try {
-      return await pending;
-    } catch (error) {
-      // Vault sealed or unreachable: a secret read a little while ago still opens the door.
-      const outage =
-        error instanceof VmbotError &&
-        ["vault_sealed", "vault_unreachable", "vault_timeout"].includes(error.code);
-      if (!fresh && outage && cached && now() - cached.at < OUTAGE_GRACE_MS) {
-        log.warn({ err: error, path }, "Vault is not answering; using the secret read before");
-        return cached.data;
-      }
-      throw error;
-    }
-  }
-
-  async function secret(path: string, key: string, fresh = false): Promise<string> {
-    const data = await secretData(path, fresh);
-    const value = data[key];
-    if (typeof value !== "string" || value === "") {
-      throw vaultError(new Error(`missing key ${key}`), { ...call(readOf(path)), key });
-    }
-    redactor.add(value);
-    return value;
-  }
+  const session: Session = {
+    options,
+    auth,
+    log,
+    redactor,
+    client,
+    now: options.now ?? Date.now,
+    timeoutMs,
+    cacheMs: options.cacheMs ?? DEFAULT_CACHE_MS,
+    canLogIn: auth.method !== "token",
+    grantedSeconds: 0,
+    stopped: false,
+    loggingIn: undefined,
+    timer: undefined,
+    retryDelay: RETRY_MS.min,
+    cache: new Map(),
+    reading: new Map(),
+  };
 
   return {
     async start() {
       try {
-        await relogin();
+        await relogin(session);
       } catch (error) {
-        throw vaultError(error, call({ what: auth.method === "token" ? "check_token" : "log_in" }));
+        throw vaultError(
+          error,
+          call(session, { what: auth.method === "token" ? "check_token" : "log_in" }),
+        );
       }
     },
-    secret: (path, key) => secret(path, key),
+    secret: (path, key) => secret(session, path, key),
     source(path, key) {
       return {
-        get: () => secret(path, key),
+        get: () => secret(session, path, key),
         async refresh(used) {
-          return (await secret(path, key, true)) !== used;
+          return (await secret(session, path, key, true)) !== used;
         },
       };
     },
     retryInBackground() {
-      backOff(relogInInBackground);
+      backOff(session, () => relogInInBackground(session));
     },
     stop() {
-      stopped = true;
-      clearTimeout(timer);
+      session.stopped = true;
+      clearTimeout(session.timer);
     },
   };
+}
+
+function call(session: Session, ask: VaultAsk): VaultCall {
+  return { addr: session.options.addr, ask, timeoutMs: session.timeoutMs };
+}
+
+/** A read of the secret at `path` under the mount. */
+function readOf(session: Session, path: string): VaultAsk {
+  return { what: "read", path: `${session.options.kvMount}/${path}` };
+}
+
+function later(session: Session, delayMs: number, work: () => Promise<void>): void {
+  clearTimeout(session.timer);
+  if (session.stopped) return;
+  session.timer = setTimeout(
+    () => {
+      void work();
+    },
+    Math.min(Math.max(0, delayMs), LONGEST_WAIT_MS),
+  );
+  session.timer.unref();
+}
+
+/** After a failure Vault may recover from: the same work again, a little later each time. */
+function backOff(session: Session, work: () => Promise<void>): void {
+  const wait = session.retryDelay;
+  session.retryDelay = Math.min(RETRY_MS.max, session.retryDelay * 2);
+  later(session, wait, work);
+}
+
+function adopt(session: Session, block: AuthBlock | null | undefined): void {
+  const token = block?.client_token;
+  if (token !== undefined && token !== "") session.redactor.add(token);
+  session.grantedSeconds = block?.lease_duration ?? 0;
+  session.retryDelay = RETRY_MS.min;
+  const granted = session.grantedSeconds;
+  if (granted === 0) return; // A token that never expires (root, or periodic 0).
+  if (block?.renewable === false) {
+    if (session.canLogIn) later(session, granted * 800, () => relogInInBackground(session));
+    else session.log.warn({ ttlSeconds: granted }, "VAULT_TOKEN is not renewable; it will expire");
+    return;
+  }
+  later(session, granted * 800, () => renew(session));
+}
+
+async function renew(session: Session): Promise<void> {
+  const { log, canLogIn } = session;
+  try {
+    const result = LoginAnswerSchema.parse(await session.client.tokenRenewSelf());
+    const granted = result.auth?.lease_duration ?? 0;
+    log.debug({ ttlSeconds: granted }, "renewed the Vault token");
+    // Renewal no longer extends the token (it reached its max TTL): a login gives a fresh one.
+    if (canLogIn && granted < session.grantedSeconds) {
+      await relogInInBackground(session);
+      return;
+    }
+    adopt(
+      session,
+      result.auth === undefined || result.auth === null
+        ? result.auth
+        : { ...result.auth, client_token: undefined },
+    );
+  } catch (error) {
+    const failure = vaultError(error, call(session, { what: "renew_token" }));
+    if (refused(error) && canLogIn) {
+      log.info({ err: failure }, "Vault refused to renew the token; logging in again");
+      await relogInInBackground(session);
+    } else if (refused(error)) {
+      log.error(
+        { err: failure },
+        "Vault refused to renew VAULT_TOKEN; reads fail once it expires: give vmbot a new token or use AppRole",
+      );
+    } else {
+      log.warn({ err: failure }, "could not renew the Vault token; trying again shortly");
+      backOff(session, () => renew(session));
+    }
+  }
+}
+
+async function logIn(session: Session): Promise<void> {
+  const { auth, client } = session;
+  if (auth.method === "token") {
+    const lookup = TokenLookupSchema.parse(await client.tokenLookupSelf());
+    adopt(session, { lease_duration: lookup.data?.ttl ?? 0, renewable: lookup.data?.renewable });
+    return;
+  }
+  let answer: unknown;
+  if (auth.method === "approle") {
+    answer = await client.approleLogin({ role_id: auth.roleId, secret_id: auth.secretId });
+  } else {
+    const jwt = await serviceAccountToken(auth.jwtFile);
+    session.redactor.add(jwt);
+    answer = await client.kubernetesLogin({
+      // node-vault builds this path from the arguments alone: without it, /auth//login.
+      mount_point: "kubernetes",
+      role: auth.role,
+      jwt,
+    });
+  }
+  adopt(session, LoginAnswerSchema.parse(answer).auth);
+  session.log.info(
+    { method: auth.method, ttlSeconds: session.grantedSeconds },
+    "logged in to Vault",
+  );
+}
+
+/** One login at a time; callers that arrive meanwhile share it. */
+function relogin(session: Session): Promise<void> {
+  session.loggingIn ??= logIn(session).finally(() => {
+    session.loggingIn = undefined;
+  });
+  return session.loggingIn;
+}
+
+async function relogInInBackground(session: Session): Promise<void> {
+  try {
+    await relogin(session);
+  } catch (error) {
+    session.log.error(
+      {
+        err: vaultError(error, call(session, { what: "log_in_again" })),
+        retryInMs: session.retryDelay,
+      },
+      "could not log in to Vault; trying again",
+    );
+    backOff(session, () => relogInInBackground(session));
+  }
+}
+
+/** Whether the bot's own token is still good: a 403 on a read may be a policy, not the token. */
+async function tokenIsGood(session: Session): Promise<boolean> {
+  try {
+    await session.client.tokenLookupSelf();
+    return true;
+  } catch (error) {
+    return !refused(error);
+  }
+}
+
+async function readOnce(session: Session, path: string): Promise<Record<string, unknown>> {
+  const { kvMount } = session.options;
+  const response: unknown = await retrying(
+    () => session.client.read(`${encodePath(kvMount)}/data/${encodePath(path)}`),
+    retryableRead,
+  );
+  const parsed = KvSecretSchema.safeParse(response);
+  if (!parsed.success) {
+    throw new VmbotError({ code: "vault_failed", why: "not_kv2", path: `${kvMount}/${path}` });
+  }
+  return parsed.data.data.data;
+}
+
+async function read(session: Session, path: string): Promise<Record<string, unknown>> {
+  let data: Record<string, unknown>;
+  try {
+    data = await readOnce(session, path);
+  } catch (error) {
+    // Permission denied is also what an expired token reads as: log in again only then.
+    if (statusOf(error) !== 403 || !session.canLogIn || (await tokenIsGood(session))) {
+      throw vaultError(error, call(session, readOf(session, path)));
+    }
+    try {
+      await relogin(session);
+      data = await readOnce(session, path);
+    } catch (again) {
+      throw vaultError(again, call(session, readOf(session, path)));
+    }
+  }
+  session.cache.set(path, { data, at: session.now() });
+  return data;
+}
+
+async function secretData(
+  session: Session,
+  path: string,
+  fresh: boolean,
+): Promise<Record<string, unknown>> {
+  const { cache, reading, now } = session;
+  const cached = cache.get(path);
+  if (!fresh && cached && now() - cached.at < session.cacheMs) return cached.data;
+  let pending = reading.get(path);
+  if (!pending) {
+    pending = read(session, path).finally(() => reading.delete(path));
+    reading.set(path, pending);
+  }
+  try {
+    return await pending;
+  } catch (error) {
+    // Vault sealed or unreachable: a secret read a little while ago still opens the door.
+    const outage =
+      error instanceof VmbotError &&
+      ["vault_sealed", "vault_unreachable", "vault_timeout"].includes(error.code);
+    if (!fresh && outage && cached && now() - cached.at < OUTAGE_GRACE_MS) {
+      session.log.warn(
+        { err: error, path },
+        "Vault is not answering; using the secret read before",
+      );
+      return cached.data;
+    }
+    throw error;
+  }
+}
+
+async function secret(session: Session, path: string, key: string, fresh = false): Promise<string> {
+  const data = await secretData(session, path, fresh);
+  const value = data[key];
+  if (typeof value !== "string" || value === "") {
+    throw vaultError(new Error(`missing key ${key}`), {
+      ...call(session, readOf(session, path)),
+      key,
+    });
+  }
+  session.redactor.add(value);
+  return value;
 }
 
 async function serviceAccountToken(file: string): Promise<string> {
