@@ -11,7 +11,7 @@ import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Store } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "./store-failure.js";
-import { validateVmForm, type VmFormValues } from "../vm/spec.js";
+import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest } from "../policy/request-check.js";
 import { findConflicts, HOLDING } from "../vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
@@ -106,6 +106,17 @@ async function acceptedNodes(
 }
 
 type ViewArgs = SlackViewMiddlewareArgs<ViewSubmitAction> & AllMiddlewareArgs;
+type View = ViewArgs["view"];
+type FieldErrors = Record<string, string>;
+type AccessDecision = Awaited<ReturnType<Access["mayWithin"]>>;
+
+/** A submission that passed every check: what to record, and the policy rule that allowed it. */
+interface Checked {
+  spec: VmSpec;
+  notes: string[];
+  channel: string;
+  rule: string;
+}
 
 /**
  * The create form's submission: invalid input is answered on its field and changes nothing;
@@ -115,102 +126,14 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
   return async ({ ack, body, view }: ViewArgs) => {
     const userId = body.user.id;
     const log = deps.log.child({ user: userId, command: "create" });
-    const form = readCreateForm(view.state.values);
-    // Both within Slack's three seconds, side by side: the node check and the access check.
-    const [accepted, decision] = await Promise.all([
-      acceptedNodes(deps, form.node?.trim()),
-      deps.access.mayWithin("create", userId, 1_500),
-    ]);
-    const result = validateVmForm(form, {
-      nodes: accepted.nodes,
-      templates: deps.config.vm.templates,
-    });
-    if (result.ok && accepted.offline !== undefined) {
-      log.info({ node: accepted.offline }, "create form names a node that is not online");
-      await ack({
-        response_action: "errors",
-        errors: fieldErrors({
-          node: `${accepted.offline} is not online in Proxmox now: choose another node.`,
-        }),
-      });
+    const checked = await checkSubmission(deps, userId, view, log);
+    if ("errors" in checked) {
+      await ack({ response_action: "errors", errors: checked.errors });
       return;
     }
-    if (!result.ok) {
-      log.info({ fields: Object.keys(result.errors) }, "create form has invalid fields");
-      await ack({ response_action: "errors", errors: fieldErrors(result.errors) });
-      return;
-    }
-    // A name or an address a VM, or a request on its way, already uses: refused on its field.
-    // A repeated delivery of a submission already handled is not in conflict with itself.
-    const repeated = deps.store.findBySubmission(`view:${view.id}`) !== undefined;
-    const taken = repeated ? {} : findConflicts(result.spec, deps.store.listByStatus(HOLDING));
-    if (taken.name !== undefined || taken.ip !== undefined) {
-      log.info(
-        { name: taken.name?.id, ip: taken.ip?.id },
-        "create form names a VM or an address already taken",
-      );
-      await ack({
-        response_action: "errors",
-        errors: fieldErrors({
-          ...(taken.name === undefined ? {} : { name: nameTakenWords(taken.name) }),
-          ...(taken.ip === undefined
-            ? {}
-            : { ip: ipTakenWords(result.spec.ip, taken.ip, taken.suggestion) }),
-        }),
-      });
-      return;
-    }
-    const metadata = CreateMetadataSchema.safeParse(safeJson(view.private_metadata));
-    if (!metadata.success) {
-      log.warn("create form came back without its channel");
-      await ack({
-        response_action: "errors",
-        errors: {
-          [CREATE_FIELDS.name]:
-            "This form is damaged or too old. Close it and run /vm create again.",
-        },
-      });
-      return;
-    }
-    if (decision !== "allowed") {
-      log.info({ decision }, "create form refused: requester not confirmed");
-      await ack({
-        response_action: "errors",
-        errors: {
-          [CREATE_FIELDS.name]:
-            decision === "denied"
-              ? NOT_REQUESTER_FIELD
-              : "Slack did not confirm in time that you may ask for VMs. Nothing was created: please press Create again.",
-        },
-      });
-      return;
-    }
-    // Inside what the policy lets this person ask for, and inside their quotas: else on the field.
-    const verdict = await checkRequest(deps, userId, result.spec, POLICY_CHECK_BUDGET_MS);
-    if (!verdict.ok) {
-      await ack({ response_action: "errors", errors: fieldErrors(verdict.errors) });
-      return;
-    }
-    let stored: ReturnType<Store["createRequest"]>;
-    try {
-      stored = deps.store.createRequest({
-        requester: userId,
-        spec: result.spec,
-        notes: result.notes,
-        channel: metadata.data.channel,
-        submissionKey: `view:${view.id}`,
-        stateName: stateNameFor(deps.config.stateNameTemplate, result.spec.name),
-      });
-    } catch (error) {
-      if (storeWriteFailure(error) === undefined) throw error;
-      log.error({ err: error }, "could not record the request: the store refused the write");
-      await ack({
-        response_action: "errors",
-        errors: {
-          [CREATE_FIELDS.name]:
-            "vmbot could not record your request just now (its store cannot take a write), so nothing was created. Please press Create again in a minute.",
-        },
-      });
+    const stored = storeRequest(deps, userId, view, checked, log);
+    if ("errors" in stored) {
+      await ack({ response_action: "errors", errors: stored.errors });
       return;
     }
     const { request, created } = stored;
@@ -219,7 +142,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
         requestId: request.id,
         actor: userId,
         action: "requested",
-        detail: { spec: result.spec, rule: verdict.decision.rule },
+        detail: { spec: checked.spec, rule: checked.rule },
       });
     }
     await ack();
@@ -229,6 +152,130 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
     }
     await deps.starter.start(request);
   };
+}
+
+/** Every check of a submission, in order; the first that fails gives the errors to show. */
+async function checkSubmission(
+  deps: CreateSubmitDeps,
+  userId: string,
+  view: View,
+  log: Logger,
+): Promise<{ errors: FieldErrors } | Checked> {
+  const form = readCreateForm(view.state.values);
+  // Both within Slack's three seconds, side by side: the node check and the access check.
+  const [accepted, decision] = await Promise.all([
+    acceptedNodes(deps, form.node?.trim()),
+    deps.access.mayWithin("create", userId, 1_500),
+  ]);
+  const valid = validSpec(deps, form, accepted, log);
+  if ("errors" in valid) return valid;
+  const taken = conflictErrors(deps, view, valid.spec, log);
+  if (taken) return { errors: taken };
+  const metadata = CreateMetadataSchema.safeParse(safeJson(view.private_metadata));
+  if (!metadata.success) {
+    log.warn("create form came back without its channel");
+    return {
+      errors: {
+        [CREATE_FIELDS.name]: "This form is damaged or too old. Close it and run /vm create again.",
+      },
+    };
+  }
+  const refused = accessErrors(decision, log);
+  if (refused) return { errors: refused };
+  // Inside what the policy lets this person ask for, and inside their quotas: else on the field.
+  const verdict = await checkRequest(deps, userId, valid.spec, POLICY_CHECK_BUDGET_MS);
+  if (!verdict.ok) return { errors: fieldErrors(verdict.errors) };
+  return { ...valid, channel: metadata.data.channel, rule: verdict.decision.rule };
+}
+
+/** The form's spec once its fields are valid and its node online; else the errors to show. */
+function validSpec(
+  deps: CreateSubmitDeps,
+  form: VmFormValues,
+  accepted: { nodes: string[]; offline: string | undefined },
+  log: Logger,
+): { errors: FieldErrors } | { spec: VmSpec; notes: string[] } {
+  const result = validateVmForm(form, {
+    nodes: accepted.nodes,
+    templates: deps.config.vm.templates,
+  });
+  if (result.ok && accepted.offline !== undefined) {
+    log.info({ node: accepted.offline }, "create form names a node that is not online");
+    return {
+      errors: fieldErrors({
+        node: `${accepted.offline} is not online in Proxmox now: choose another node.`,
+      }),
+    };
+  }
+  if (!result.ok) {
+    log.info({ fields: Object.keys(result.errors) }, "create form has invalid fields");
+    return { errors: fieldErrors(result.errors) };
+  }
+  return { spec: result.spec, notes: result.notes };
+}
+
+/**
+ * A name or an address a VM, or a request on its way, already uses: refused on its field.
+ * A repeated delivery of a submission already handled is not in conflict with itself.
+ */
+function conflictErrors(
+  deps: CreateSubmitDeps,
+  view: View,
+  spec: VmSpec,
+  log: Logger,
+): FieldErrors | undefined {
+  const repeated = deps.store.findBySubmission(`view:${view.id}`) !== undefined;
+  const taken = repeated ? {} : findConflicts(spec, deps.store.listByStatus(HOLDING));
+  if (taken.name === undefined && taken.ip === undefined) return undefined;
+  log.info(
+    { name: taken.name?.id, ip: taken.ip?.id },
+    "create form names a VM or an address already taken",
+  );
+  return fieldErrors({
+    ...(taken.name === undefined ? {} : { name: nameTakenWords(taken.name) }),
+    ...(taken.ip === undefined ? {} : { ip: ipTakenWords(spec.ip, taken.ip, taken.suggestion) }),
+  });
+}
+
+/** The requester not confirmed as one who may ask for VMs: refused on the name field. */
+function accessErrors(decision: AccessDecision, log: Logger): FieldErrors | undefined {
+  if (decision === "allowed") return undefined;
+  log.info({ decision }, "create form refused: requester not confirmed");
+  return {
+    [CREATE_FIELDS.name]:
+      decision === "denied"
+        ? NOT_REQUESTER_FIELD
+        : "Slack did not confirm in time that you may ask for VMs. Nothing was created: please press Create again.",
+  };
+}
+
+/** Records the request once per form; a store that cannot take the write gives the errors. */
+function storeRequest(
+  deps: CreateSubmitDeps,
+  userId: string,
+  view: View,
+  checked: Checked,
+  log: Logger,
+): ReturnType<Store["createRequest"]> | { errors: FieldErrors } {
+  try {
+    return deps.store.createRequest({
+      requester: userId,
+      spec: checked.spec,
+      notes: checked.notes,
+      channel: checked.channel,
+      submissionKey: `view:${view.id}`,
+      stateName: stateNameFor(deps.config.stateNameTemplate, checked.spec.name),
+    });
+  } catch (error) {
+    if (storeWriteFailure(error) === undefined) throw error;
+    log.error({ err: error }, "could not record the request: the store refused the write");
+    return {
+      errors: {
+        [CREATE_FIELDS.name]:
+          "vmbot could not record your request just now (its store cannot take a write), so nothing was created. Please press Create again in a minute.",
+      },
+    };
+  }
 }
 
 function safeJson(text: string): unknown {

@@ -5,7 +5,6 @@ import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../views/errors.js";
-import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { recordApproval } from "../policy/approval-step.js";
 import type { Logger } from "../logger.js";
@@ -13,7 +12,6 @@ import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
 import { createClosure } from "../tracker/closure.js";
 import { createNotifier } from "../tracker/notify.js";
-import { readBackPlay } from "../tracker/play.js";
 import { expiredWords, planExpired } from "../tracker/review.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import {
@@ -22,7 +20,13 @@ import {
   playNotStartedWords,
   playUnknownWords,
 } from "../views/decision.js";
-import { PlayedResultSchema } from "../effect-results.js";
+import {
+  claimApproval,
+  playClaimed,
+  releaseApproval,
+  type ApprovalClaim,
+  type PlayWords,
+} from "./approval-claim.js";
 import { anotherApproverWords, applyNotStartedWords } from "../views/request-notes.js";
 
 export interface PlanDecisionDeps {
@@ -219,129 +223,86 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     // The claim, the intent to play and the audit's "approved" are one write: who approved is
     // on record whatever GitLab answers, and after a crash the tracker finishes the play.
     const step = `play_apply:${decision.at}`;
-    const claimed = deps.store.transition(
-      found.id,
-      ["awaiting_approval"],
-      "applying",
-      { decision },
-      { step },
-      { actor: user, action: "approved", detail: { rule: approval.rule, tally: approval.tally } },
-    );
-    if (!claimed) {
-      const current = deps.store.getRequest(found.id) ?? found;
-      await tell(args.client, args.body.channel?.id ?? "", user, alreadyDecided(current));
-      return;
-    }
     const answer = (text: string) => tell(args.client, args.body.channel?.id ?? "", user, text);
-    /** Nothing was started in GitLab: the approval is given back, the buttons return. */
-    const release = async (words: string, reason: string) => {
-      deps.store.complete(found.id, step, { failed: true });
-      const released = deps.store.transition(
-        found.id,
-        ["applying"],
-        "awaiting_approval",
-        { decision: null, error: null },
-        undefined,
-        { actor: user, action: "approval_released", detail: { reason } },
-      );
-      await answer(words);
-      if (released) await render(args.client, deps.store, released, log);
-    };
-    let apply: Job;
-    try {
-      const [jobs, pipeline] = await Promise.all([
-        deps.gitlab.pipelineJobs(found.pipelineId ?? 0),
-        deps.gitlab.pipeline(found.pipelineId ?? 0),
-      ]);
-      const named = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
-      if (!named) {
-        throw new Error(`the pipeline has no job named ${deps.config.gitlab.jobs.apply}`);
-      }
-      apply = named;
-      if (SUPERSEDED.has(apply.status)) {
-        // Canceled, failed or skipped in GitLab meanwhile: this plan will never be applied.
-        const words = `This plan can no longer be applied: its apply job is ${apply.status} in GitLab. Run /vm create again for a fresh plan.`;
-        const ended = deps.store.transition(found.id, ["applying"], "canceled", {
-          error: words,
-          decision: null,
-        });
-        deps.store.complete(found.id, step, { abandoned: apply.status });
-        deps.store.audit({
-          requestId: found.id,
-          actor: user,
-          action: "approval_refused",
-          detail: { applyStatus: apply.status },
-        });
-        await answer(words);
-        if (ended) await render(args.client, deps.store, ended, log);
-        return;
-      }
-      if (await refuseOutdated(deps, args, found, step, jobs, pipeline.status, log)) return;
-    } catch (error) {
-      // Only reads so far: nothing was asked of GitLab, so nothing can have started.
-      log.error(
-        { err: error },
-        "could not read the pipeline before playing; releasing the approval",
-      );
-      await release(
-        applyNotStartedWords(found.spec.name, userMessage(error)),
-        "pipeline_unreadable",
-      );
-      return;
+    const claimed = await claimApproval(
+      deps,
+      found,
+      step,
+      decision,
+      { actor: user, action: "approved", detail: { rule: approval.rule, tally: approval.tally } },
+      answer,
+    );
+    if (!claimed) return;
+    const redraw = (request: RequestRecord) => render(args.client, deps.store, request, log);
+    const claim = { deps, found, claimed, user, step, log, answer, render: redraw };
+    const apply = await readApplyJob(claim, args);
+    if (apply) await playClaimed(claim, apply, applyWords(found, claimed));
+  };
+}
+
+/**
+ * The apply job to play, read from GitLab with its pipeline; undefined once the approval was
+ * refused (the job or the pipeline ended, the plan ran again) or given back (GitLab unreadable).
+ */
+async function readApplyJob(claim: ApprovalClaim, args: ButtonArgs): Promise<Job | undefined> {
+  const { deps, found, step, log } = claim;
+  try {
+    const [jobs, pipeline] = await Promise.all([
+      deps.gitlab.pipelineJobs(found.pipelineId ?? 0),
+      deps.gitlab.pipeline(found.pipelineId ?? 0),
+    ]);
+    const apply = jobs.find((job) => job.name === deps.config.gitlab.jobs.apply);
+    if (!apply) {
+      throw new Error(`the pipeline has no job named ${deps.config.gitlab.jobs.apply}`);
     }
-    try {
-      // Played already (in GitLab, or by the tracker finishing this approval): not again.
-      await deps.effects.once(found.id, step, {
-        result: PlayedResultSchema,
-        fresh: true,
-        act: async () =>
-          apply.status === "manual"
-            ? { jobId: apply.id, status: (await deps.gitlab.playJob(apply.id)).status }
-            : { jobId: apply.id, status: apply.status, playedElsewhere: true },
-      });
-      deps.store.audit({
-        requestId: found.id,
-        actor: user,
-        action: "apply_started",
-        detail: { jobId: apply.id },
-      });
-      log.info({ jobId: apply.id }, "plan approved; apply job started");
-      await render(args.client, deps.store, claimed, log);
-    } catch (error) {
-      if (gitlabRefused(error)) {
-        log.warn({ err: error }, "GitLab refused to start the apply job; releasing the approval");
-        await release(applyNotStartedWords(found.spec.name, userMessage(error)), "play_refused");
-        return;
-      }
-      // The answer was lost (timeout, reset, 5xx): GitLab may have started the job. Read it back.
-      log.warn({ err: error }, "no answer to the play; reading the apply job back");
-      const back = await readBackPlay(deps.gitlab, apply.id);
-      if (back.kind === "played") {
-        deps.store.complete(found.id, step, {
-          jobId: back.job.id,
-          status: back.job.status,
-          confirmed: true,
-        });
-        deps.store.audit({
-          requestId: found.id,
-          actor: user,
-          action: "apply_started",
-          detail: { jobId: back.job.id, confirmedByReading: true },
-        });
-        await answer(playConfirmedWords(claimed, back.job));
-        await render(args.client, deps.store, claimed, log);
-      } else if (back.kind === "not_played") {
-        await release(playNotStartedWords(found, userMessage(error)), "play_unanswered");
-      } else {
-        // Still unknown: the approval stands, the buttons stay away, the tracker settles it.
-        log.warn({ err: back.error }, "could not read the apply job back either");
-        const checking = deps.store.transition(found.id, ["applying"], "applying", {
-          error: checkingWords(),
-        });
-        await answer(playUnknownWords(found));
-        if (checking) await render(args.client, deps.store, checking, log);
-      }
+    if (SUPERSEDED.has(apply.status)) {
+      await refuseSuperseded(claim, apply);
+      return undefined;
     }
+    if (await refuseOutdated(deps, args, found, step, jobs, pipeline.status, log)) return undefined;
+    return apply;
+  } catch (error) {
+    // Only reads so far: nothing was asked of GitLab, so nothing can have started.
+    log.error({ err: error }, "could not read the pipeline before playing; releasing the approval");
+    await releaseApproval(
+      claim,
+      applyNotStartedWords(found.spec.name, userMessage(error)),
+      "pipeline_unreadable",
+    );
+    return undefined;
+  }
+}
+
+/** Canceled, failed or skipped in GitLab meanwhile: this plan will never be applied. */
+async function refuseSuperseded(claim: ApprovalClaim, apply: Job) {
+  const { deps, found, step, user } = claim;
+  const words = `This plan can no longer be applied: its apply job is ${apply.status} in GitLab. Run /vm create again for a fresh plan.`;
+  const ended = deps.store.transition(found.id, ["applying"], "canceled", {
+    error: words,
+    decision: null,
+  });
+  deps.store.complete(found.id, step, { abandoned: apply.status });
+  deps.store.audit({
+    requestId: found.id,
+    actor: user,
+    action: "approval_refused",
+    detail: { applyStatus: apply.status },
+  });
+  await claim.answer(words);
+  if (ended) await claim.render(ended);
+}
+
+/** What an approval of a plan says and records about its apply job. */
+function applyWords(found: RequestRecord, claimed: RequestRecord): PlayWords {
+  return {
+    job: "apply",
+    startedAction: "apply_started",
+    startedLog: "plan approved; apply job started",
+    notStarted: (why) => applyNotStartedWords(found.spec.name, why),
+    confirmed: (job) => playConfirmedWords(claimed, job),
+    unanswered: (why) => playNotStartedWords(found, why),
+    checking: () => checkingWords(),
+    unknown: () => playUnknownWords(found),
   };
 }
 
