@@ -131,7 +131,30 @@ function toVm(row: unknown): VmRecord {
   };
 }
 
-export function createSqliteInventory(db: Database.Database, clock: () => Date): Inventory {
+/** Reading VMs: one by name, or all of them (or one person's), newest first. */
+function sqliteVmReads(db: Database.Database): Pick<Inventory, "get" | "list"> {
+  const selectOne = db.prepare("SELECT * FROM vms WHERE name = ?");
+  const selectAll = db.prepare("SELECT * FROM vms ORDER BY created_at DESC, name");
+  const selectOwned = db.prepare(
+    "SELECT * FROM vms WHERE owner = ? ORDER BY created_at DESC, name",
+  );
+  return {
+    get(name) {
+      const row = selectOne.get(name);
+      return row === undefined ? undefined : toVm(row);
+    },
+    list(options = {}) {
+      const rows = options.owner === undefined ? selectAll.all() : selectOwned.all(options.owner);
+      return rows.map(toVm);
+    },
+  };
+}
+
+/** Changing VMs: recording, marking, removing, leases, notes and when they were checked. */
+function sqliteVmWrites(
+  db: Database.Database,
+  clock: () => Date,
+): Pick<Inventory, "record" | "mark" | "remove" | "setLease" | "note" | "checked"> {
   // A new request for a live VM's name updated that VM: it keeps its creation time. Over a VM
   // that is gone, the name starts again.
   const upsert = db.prepare(`
@@ -148,10 +171,6 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
       status = 'live', status_note = NULL
     WHERE vms.request_id <> excluded.request_id OR vms.status <> 'live'`);
   const selectOne = db.prepare("SELECT * FROM vms WHERE name = ?");
-  const selectAll = db.prepare("SELECT * FROM vms ORDER BY created_at DESC, name");
-  const selectOwned = db.prepare(
-    "SELECT * FROM vms WHERE owner = ? ORDER BY created_at DESC, name",
-  );
   const updateStatus = db.prepare(
     "UPDATE vms SET status = ?, status_note = ?, checked_at = ? WHERE name = ?",
   );
@@ -161,13 +180,6 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
   );
   const updateLease = db.prepare("UPDATE vms SET lease_until = ? WHERE name = ?");
   const updateChecked = db.prepare("UPDATE vms SET checked_at = ? WHERE name = ?");
-  const clearStates = db.prepare("DELETE FROM states_seen");
-  const insertState = db.prepare("INSERT INTO states_seen (name, seen_at) VALUES (?, ?)");
-  const selectUnmanaged = db.prepare(`
-    SELECT name FROM states_seen
-    WHERE name NOT IN (SELECT state_name FROM vms WHERE state_name IS NOT NULL)
-      AND name NOT IN (SELECT state_name FROM requests WHERE state_name IS NOT NULL)
-    ORDER BY name`);
 
   return {
     record(vm) {
@@ -179,14 +191,6 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
         }),
       );
       return toVm(selectOne.get(vm.name));
-    },
-    get(name) {
-      const row = selectOne.get(name);
-      return row === undefined ? undefined : toVm(row);
-    },
-    list(options = {}) {
-      const rows = options.owner === undefined ? selectAll.all() : selectOwned.all(options.owner);
-      return rows.map(toVm);
     },
     mark(name, status, note) {
       guardWrite(`mark the VM ${name} ${status}`, () =>
@@ -210,6 +214,22 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
         })();
       });
     },
+  };
+}
+
+/** The project's Terraform states as GitLab listed them last, and those vmbot did not make. */
+function sqliteStatesSeen(
+  db: Database.Database,
+  clock: () => Date,
+): Pick<Inventory, "seeStates" | "unmanagedStates"> {
+  const clearStates = db.prepare("DELETE FROM states_seen");
+  const insertState = db.prepare("INSERT INTO states_seen (name, seen_at) VALUES (?, ?)");
+  const selectUnmanaged = db.prepare(`
+    SELECT name FROM states_seen
+    WHERE name NOT IN (SELECT state_name FROM vms WHERE state_name IS NOT NULL)
+      AND name NOT IN (SELECT state_name FROM requests WHERE state_name IS NOT NULL)
+    ORDER BY name`);
+  return {
     seeStates(names) {
       const at = clock().toISOString();
       guardWrite("record the project's Terraform states", () => {
@@ -223,6 +243,10 @@ export function createSqliteInventory(db: Database.Database, clock: () => Date):
       return selectUnmanaged.all().map((row) => StateRowSchema.parse(row).name);
     },
   };
+}
+
+export function createSqliteInventory(db: Database.Database, clock: () => Date): Inventory {
+  return { ...sqliteVmReads(db), ...sqliteVmWrites(db, clock), ...sqliteStatesSeen(db, clock) };
 }
 
 const StateRowSchema = z.object({ name: z.string() });

@@ -195,8 +195,8 @@ function approveConfirmation(vm: string) {
   };
 }
 
-/** A destroy request's one message: what goes, who asked, where it stands, and its buttons. */
-export function destroyMessage(request: RequestRecord): DestroyReply {
+/** The message's top: its title, who asked and when, and what goes (node, address, VM ID, state). */
+function destroyHead(request: RequestRecord): KnownBlock[] {
   const { spec } = request;
   const status = STATUS[request.status];
   const createdAt = Math.floor(Date.parse(request.createdAt) / 1000);
@@ -204,7 +204,7 @@ export function destroyMessage(request: RequestRecord): DestroyReply {
     type: "mrkdwn" as const,
     text: truncate(`*${label}*\n${value}`, 2000),
   });
-  const blocks: KnownBlock[] = [
+  return [
     {
       type: "header",
       text: { type: "plain_text", text: truncate(`Destroy ${spec.name} — ${status.label}`, 150) },
@@ -230,6 +230,44 @@ export function destroyMessage(request: RequestRecord): DestroyReply {
         ),
       ],
     },
+  ];
+}
+
+/** Approve, Reject and Withdraw while the request waits; Withdraw alone while it still can be. */
+function destroyButtons(request: RequestRecord): KnownBlock[] {
+  if (request.status === "awaiting_approval") {
+    return [
+      {
+        type: "actions",
+        block_id: PLAN_ACTIONS_BLOCK,
+        elements: [
+          {
+            type: "button",
+            action_id: DESTROY_APPROVE,
+            text: { type: "plain_text", text: "Approve (destroys)" },
+            style: "danger",
+            value: request.id,
+            confirm: approveConfirmation(request.spec.name),
+          },
+          {
+            type: "button",
+            action_id: PLAN_REJECT,
+            text: { type: "plain_text", text: "Reject" },
+            value: request.id,
+          },
+          withdrawButton(request),
+        ],
+      },
+    ];
+  }
+  return withdrawable(request) ? [{ type: "actions", elements: [withdrawButton(request)] }] : [];
+}
+
+/** A destroy request's one message: what goes, who asked, where it stands, and its buttons. */
+export function destroyMessage(request: RequestRecord): DestroyReply {
+  const status = STATUS[request.status];
+  const blocks: KnownBlock[] = [
+    ...destroyHead(request),
     section(`${status.emoji} ${statusLine(request)}`),
   ];
   if (request.decision !== null && request.decision.kind === "approved") {
@@ -252,33 +290,8 @@ export function destroyMessage(request: RequestRecord): DestroyReply {
       ],
     });
   }
-  blocks.push(...durationsBlocks(request));
-  if (request.status === "awaiting_approval") {
-    blocks.push({
-      type: "actions",
-      block_id: PLAN_ACTIONS_BLOCK,
-      elements: [
-        {
-          type: "button",
-          action_id: DESTROY_APPROVE,
-          text: { type: "plain_text", text: "Approve (destroys)" },
-          style: "danger",
-          value: request.id,
-          confirm: approveConfirmation(spec.name),
-        },
-        {
-          type: "button",
-          action_id: PLAN_REJECT,
-          text: { type: "plain_text", text: "Reject" },
-          value: request.id,
-        },
-        withdrawButton(request),
-      ],
-    });
-  } else if (withdrawable(request)) {
-    blocks.push({ type: "actions", elements: [withdrawButton(request)] });
-  }
-  return { text: `Destroy ${escapeMrkdwn(spec.name)} — ${status.label}`, blocks };
+  blocks.push(...durationsBlocks(request), ...destroyButtons(request));
+  return { text: `Destroy ${escapeMrkdwn(request.spec.name)} — ${status.label}`, blocks };
 }
 
 /** In the thread when a destroy request ends: the requester is told, by mention. */

@@ -192,69 +192,44 @@ function approveConfirmation(resources: readonly PlanResource[], vmName: string)
   };
 }
 
-/**
- * The request message once Terraform has planned: what will change, what would be destroyed,
- * the nodes' load, links, and the Approve and Reject buttons (which carry only the request ID).
- */
-export function planMessage(
-  request: RequestRecord,
-  review: PlanReview,
-): { text: string; blocks: KnownBlock[] } {
-  const { plan } = review;
-  const destroyed = destructive(plan);
-  const blocks: KnownBlock[] = [...requestHead(request), { type: "divider" }];
+const context = (text: string): KnownBlock => ({
+  type: "context",
+  elements: [{ type: "mrkdwn", text }],
+});
 
-  if (destroyed.length > 0) {
-    blocks.push({
-      type: "section",
-      text: { type: "mrkdwn", text: truncate(warning(destroyed, request.spec.name), 3000) },
-    });
-  }
-  blocks.push({
-    type: "section",
-    text: {
-      type: "mrkdwn",
-      text: truncate(planText(plan), 3000),
-    },
-  });
+const section = (text: string): KnownBlock => ({
+  type: "section",
+  text: { type: "mrkdwn", text },
+});
+
+/** The plan's warnings and notes: a count mismatch, how the summary was made, a cut log. */
+function planNotesBlocks(review: PlanReview): KnownBlock[] {
+  const { plan } = review;
+  const blocks: KnownBlock[] = [];
   if (plan.mismatch !== undefined) {
-    blocks.push({
-      type: "context",
-      elements: [
-        { type: "mrkdwn", text: truncate(`:warning: ${escapeMrkdwn(plan.mismatch)}`, 2000) },
-      ],
-    });
+    blocks.push(context(truncate(`:warning: ${escapeMrkdwn(plan.mismatch)}`, 2000)));
   }
   if (plan.notes.length > 0) {
     // How the summary was put together, and what leaves the state without being destroyed.
     const shown = plan.notes.slice(0, SHOWN_NOTES).map((note) => escapeMrkdwn(note));
     if (plan.notes.length > SHOWN_NOTES) shown.push(`and ${plan.notes.length - SHOWN_NOTES} more`);
-    blocks.push({
-      type: "context",
-      elements: [{ type: "mrkdwn", text: truncate(shown.join("\n"), 2000) }],
-    });
+    blocks.push(context(truncate(shown.join("\n"), 2000)));
   }
   if (review.logCutAt !== undefined && review.planJobUrl !== undefined) {
-    blocks.push({
-      type: "context",
-      elements: [
-        {
-          type: "mrkdwn",
-          text: truncate(planLogCutWarning(review.logCutAt, review.planJobUrl), 2000),
-        },
-      ],
-    });
+    blocks.push(context(truncate(planLogCutWarning(review.logCutAt, review.planJobUrl), 2000)));
   }
-  if (review.nodes !== undefined && review.nodes.length > 0) {
-    const lines = orderNodes(review.nodes, request.spec.node)
-      .slice(0, 20)
-      .map((node) => nodeLine(node, request.spec.node));
-    blocks.push({
-      type: "section",
-      text: { type: "mrkdwn", text: truncate(`*Nodes*\n${lines.join("\n")}`, 3000) },
-    });
-  }
+  return blocks;
+}
 
+function nodesBlocks(request: RequestRecord, review: PlanReview): KnownBlock[] {
+  if (review.nodes === undefined || review.nodes.length === 0) return [];
+  const lines = orderNodes(review.nodes, request.spec.node)
+    .slice(0, 20)
+    .map((node) => nodeLine(node, request.spec.node));
+  return [section(truncate(`*Nodes*\n${lines.join("\n")}`, 3000))];
+}
+
+function linksBlocks(request: RequestRecord, review: PlanReview): KnownBlock[] {
   const links = [
     request.pipelineUrl === null || request.pipelineId === null
       ? undefined
@@ -266,86 +241,98 @@ export function planMessage(
         ? "the full plan could not be attached: open the plan job's log"
         : undefined,
   ].filter((part): part is string => part !== undefined);
-  if (links.length > 0) {
-    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: links.join(" · ") }] });
-  }
+  return links.length > 0 ? [context(links.join(" · "))] : [];
+}
 
-  if (request.decision !== null) {
-    const at = Math.floor(Date.parse(request.decision.at) / 1000);
-    const verb = {
-      approved: ":white_check_mark: Approved",
-      rejected: ":no_entry_sign: Rejected",
-      withdrawn: ":leftwards_arrow_with_hook: Withdrawn",
-    }[request.decision.kind];
-    blocks.push({
-      type: "context",
-      elements: [
-        {
-          type: "mrkdwn",
-          text: truncate(
-            `${verb} by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>${reasonWords(request).replace("\n", " · ")}`,
-            2000,
-          ),
-        },
-      ],
-    });
+function decisionBlocks(request: RequestRecord): KnownBlock[] {
+  if (request.decision === null) return [];
+  const at = Math.floor(Date.parse(request.decision.at) / 1000);
+  const verb = {
+    approved: ":white_check_mark: Approved",
+    rejected: ":no_entry_sign: Rejected",
+    withdrawn: ":leftwards_arrow_with_hook: Withdrawn",
+  }[request.decision.kind];
+  return [
+    context(
+      truncate(
+        `${verb} by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>${reasonWords(request).replace("\n", " · ")}`,
+        2000,
+      ),
+    ),
+  ];
+}
+
+/** Who may approve until when, the approvals so far, and the Approve, Reject, Withdraw buttons. */
+function approvalBlocks(request: RequestRecord, destroyed: readonly PlanResource[]): KnownBlock[] {
+  const blocks: KnownBlock[] = [];
+  const window = request.review;
+  if (window !== null && (window.expiresAt !== undefined || window.approvers !== undefined)) {
+    blocks.push(
+      context(approvalWindowWords(approverMentions(window.approvers ?? []), window.expiresAt)),
+    );
   }
-  if (request.status !== "awaiting_approval") {
-    blocks.push({
-      type: "section",
-      text: {
-        type: "mrkdwn",
-        text: truncate(`${statusEmoji(request)} ${statusLine(request)}`, 3000),
+  if (window?.approvals !== undefined) {
+    blocks.push(context(truncate(approvalsSoFarWords(window.approvals), 2000)));
+  }
+  blocks.push({
+    type: "actions",
+    block_id: PLAN_ACTIONS_BLOCK,
+    elements: [
+      {
+        type: "button",
+        action_id: PLAN_APPROVE,
+        text: {
+          type: "plain_text",
+          text: destroyed.length > 0 ? "Approve (destroys)" : "Approve",
+        },
+        // Destroying is not the safe default: the button says so in red.
+        style: destroyed.length > 0 ? "danger" : "primary",
+        value: request.id,
+        ...(destroyed.length > 0
+          ? { confirm: approveConfirmation(destroyed, request.spec.name) }
+          : {}),
       },
-    });
-    blocks.push(...durationsBlocks(request), ...nextStepBlocks(request));
+      {
+        type: "button",
+        action_id: PLAN_REJECT,
+        text: { type: "plain_text", text: "Reject" },
+        style: "danger",
+        value: request.id,
+      },
+      withdrawButton(request),
+    ],
+  });
+  return blocks;
+}
+
+/**
+ * The request message once Terraform has planned: what will change, what would be destroyed,
+ * the nodes' load, links, and the Approve and Reject buttons (which carry only the request ID).
+ */
+export function planMessage(
+  request: RequestRecord,
+  review: PlanReview,
+): { text: string; blocks: KnownBlock[] } {
+  const destroyed = destructive(review.plan);
+  const blocks: KnownBlock[] = [...requestHead(request), { type: "divider" }];
+  if (destroyed.length > 0) {
+    blocks.push(section(truncate(warning(destroyed, request.spec.name), 3000)));
+  }
+  blocks.push(
+    section(truncate(planText(review.plan), 3000)),
+    ...planNotesBlocks(review),
+    ...nodesBlocks(request, review),
+    ...linksBlocks(request, review),
+    ...decisionBlocks(request),
+  );
+  if (request.status !== "awaiting_approval") {
+    blocks.push(
+      section(truncate(`${statusEmoji(request)} ${statusLine(request)}`, 3000)),
+      ...durationsBlocks(request),
+      ...nextStepBlocks(request),
+    );
   } else {
-    const window = request.review;
-    if (window !== null && (window.expiresAt !== undefined || window.approvers !== undefined)) {
-      blocks.push({
-        type: "context",
-        elements: [
-          {
-            type: "mrkdwn",
-            text: approvalWindowWords(approverMentions(window.approvers ?? []), window.expiresAt),
-          },
-        ],
-      });
-    }
-    if (window?.approvals !== undefined) {
-      blocks.push({
-        type: "context",
-        elements: [{ type: "mrkdwn", text: truncate(approvalsSoFarWords(window.approvals), 2000) }],
-      });
-    }
-    blocks.push({
-      type: "actions",
-      block_id: PLAN_ACTIONS_BLOCK,
-      elements: [
-        {
-          type: "button",
-          action_id: PLAN_APPROVE,
-          text: {
-            type: "plain_text",
-            text: destroyed.length > 0 ? "Approve (destroys)" : "Approve",
-          },
-          // Destroying is not the safe default: the button says so in red.
-          style: destroyed.length > 0 ? "danger" : "primary",
-          value: request.id,
-          ...(destroyed.length > 0
-            ? { confirm: approveConfirmation(destroyed, request.spec.name) }
-            : {}),
-        },
-        {
-          type: "button",
-          action_id: PLAN_REJECT,
-          text: { type: "plain_text", text: "Reject" },
-          style: "danger",
-          value: request.id,
-        },
-        withdrawButton(request),
-      ],
-    });
+    blocks.push(...approvalBlocks(request, destroyed));
   }
   return { text: requestTitle(request), blocks };
 }

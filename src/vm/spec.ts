@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { VmTemplate } from "../config.js";
 import type { CreateField } from "../ids.js";
-import { inSubnet, isIpv4, parseIpv4Cidr } from "../net/ipv4.js";
+import { inSubnet, isIpv4, parseIpv4Cidr, type Ipv4Cidr } from "../net/ipv4.js";
 
 /** A validated VM request: what the pipeline is asked to build. */
 export const VmSpecSchema = z.object({
@@ -116,126 +116,157 @@ function checkIp(raw: string | undefined) {
   return { value: cidr };
 }
 
+const FormFieldsSchema = z.object({
+  name: z.string().optional(),
+  node: z.string().optional(),
+  template: z.string().optional(),
+  cores: z.string().optional(),
+  memory: z.string().optional(),
+  disk: z.string().optional(),
+  ip: z.string().optional(),
+  gateway: z.string().optional(),
+  dns: z.string().optional(),
+  vmId: z.string().optional(),
+  vlan: z.string().optional(),
+});
+type FormFields = z.infer<typeof FormFieldsSchema>;
+
+/** Tells the form a field is wrong, in words for the person filling it in. */
+type Fail = (field: CreateField, message: string) => void;
+
+/** The node and template, each one of those the form offered. */
+function checkPlacement(form: FormFields, options: FormOptions, fail: Fail) {
+  const node = form.node?.trim() ?? "";
+  if (!options.nodes.includes(node)) {
+    fail("node", `Choose one of the offered nodes: ${options.nodes.join(", ")}.`);
+  }
+
+  const template = options.templates.find((t) => String(t.id) === form.template?.trim());
+  if (!template) {
+    const offered = options.templates.map((t) => `${t.name} (${t.id})`).join(", ");
+    fail("template", `Choose one of the offered templates: ${offered}.`);
+  }
+  return { node, template };
+}
+
+function checkSizing(form: FormFields, fail: Fail) {
+  const cores = wholeNumber(form.cores, LIMITS.cores);
+  if (cores === undefined) fail("cores", "Cores must be a whole number from 1 to 128.");
+  const memoryMb = wholeNumber(form.memory, LIMITS.memoryMb);
+  if (memoryMb === undefined) {
+    fail(
+      "memory",
+      `Memory must be a whole number of MiB from ${fmt(LIMITS.memoryMb.min)} to ${fmt(LIMITS.memoryMb.max)}.`,
+    );
+  }
+  const diskGb = wholeNumber(form.disk, LIMITS.diskGb);
+  if (diskGb === undefined) {
+    fail("disk", `Disk must be a whole number of GiB from 1 to ${fmt(LIMITS.diskGb.max)}.`);
+  }
+  return { cores, memoryMb, diskGb };
+}
+
+/** The gateway: an IPv4 host inside the VM's subnet, other than the VM itself. */
+function checkGateway(form: FormFields, ip: Ipv4Cidr | undefined, fail: Fail): string {
+  const gateway = form.gateway?.trim() ?? "";
+  if (!isIpv4(gateway)) {
+    fail("gateway", "Enter the gateway as an IPv4 address, e.g. 192.168.1.1.");
+  } else if (ip) {
+    const subnet = `${ip.network}/${ip.prefix}`;
+    if (gateway === ip.address) {
+      fail("gateway", `The gateway cannot be the VM's own address (${gateway}).`);
+    } else if (!inSubnet(gateway, ip)) {
+      fail("gateway", `The gateway ${gateway} is outside the VM's subnet ${subnet}.`);
+    } else if (gateway === ip.network || gateway === ip.broadcast) {
+      fail(
+        "gateway",
+        `${gateway} is the ${gateway === ip.network ? "network" : "broadcast"} address of ${subnet}: the gateway must be a host in it.`,
+      );
+    }
+  }
+  return gateway;
+}
+
+function checkIds(form: FormFields, fail: Fail) {
+  const vmId = optionalId(form.vmId, LIMITS.vmId);
+  if (vmId === undefined) {
+    fail(
+      "vmId",
+      `The VM ID must be blank (or 0) for automatic, or a whole number from 100 to ${fmt(LIMITS.vmId.max)}.`,
+    );
+  }
+  const vlanId = optionalId(form.vlan, LIMITS.vlan);
+  if (vlanId === undefined) {
+    fail("vlan", "The VLAN must be blank (or 0) for untagged, or a whole number from 1 to 4094.");
+  }
+  return { vmId, vlanId };
+}
+
+/** Every field checked in the form's order; the spec when all are right, else undefined. */
+function checkForm(
+  form: FormFields,
+  options: FormOptions,
+  fail: Fail,
+): { spec: VmSpec; notes: string[] } | undefined {
+  const notes: string[] = [];
+
+  const name = checkName(form.name);
+  if (name.error) fail("name", name.error);
+  else if (name.value !== form.name?.trim()) {
+    notes.push(`The name was folded to lower case: ${name.value ?? ""}.`);
+  }
+
+  const { node, template } = checkPlacement(form, options, fail);
+  const { cores, memoryMb, diskGb } = checkSizing(form, fail);
+
+  const ip = checkIp(form.ip);
+  if (ip.error) fail("ip", ip.error);
+
+  const gateway = checkGateway(form, ip.value, fail);
+
+  const dns = form.dns?.trim() ?? "";
+  if (!isIpv4(dns)) fail("dns", "Enter the DNS server as an IPv4 address, e.g. 192.168.1.1.");
+
+  const { vmId, vlanId } = checkIds(form, fail);
+
+  if (
+    name.value === undefined ||
+    !template ||
+    cores === undefined ||
+    memoryMb === undefined ||
+    diskGb === undefined ||
+    !ip.value ||
+    vmId === undefined ||
+    vlanId === undefined
+  ) {
+    return undefined;
+  }
+  return {
+    spec: {
+      name: name.value,
+      node,
+      templateId: template.id,
+      templateName: template.name,
+      cores,
+      memoryMb,
+      diskGb,
+      ip: `${ip.value.address}/${ip.value.prefix}`,
+      gateway,
+      dns,
+      vmId,
+      vlanId,
+    },
+    notes,
+  };
+}
+
 const FormSchema = (options: FormOptions) =>
-  z
-    .object({
-      name: z.string().optional(),
-      node: z.string().optional(),
-      template: z.string().optional(),
-      cores: z.string().optional(),
-      memory: z.string().optional(),
-      disk: z.string().optional(),
-      ip: z.string().optional(),
-      gateway: z.string().optional(),
-      dns: z.string().optional(),
-      vmId: z.string().optional(),
-      vlan: z.string().optional(),
-    })
-    .transform((form, ctx): { spec: VmSpec; notes: string[] } => {
-      const fail = (field: CreateField, message: string) => {
-        ctx.addIssue({ code: "custom", path: [field], message });
-      };
-      const notes: string[] = [];
-
-      const name = checkName(form.name);
-      if (name.error) fail("name", name.error);
-      else if (name.value !== form.name?.trim()) {
-        notes.push(`The name was folded to lower case: ${name.value ?? ""}.`);
-      }
-
-      const node = form.node?.trim() ?? "";
-      if (!options.nodes.includes(node)) {
-        fail("node", `Choose one of the offered nodes: ${options.nodes.join(", ")}.`);
-      }
-
-      const template = options.templates.find((t) => String(t.id) === form.template?.trim());
-      if (!template) {
-        const offered = options.templates.map((t) => `${t.name} (${t.id})`).join(", ");
-        fail("template", `Choose one of the offered templates: ${offered}.`);
-      }
-
-      const cores = wholeNumber(form.cores, LIMITS.cores);
-      if (cores === undefined) fail("cores", "Cores must be a whole number from 1 to 128.");
-      const memoryMb = wholeNumber(form.memory, LIMITS.memoryMb);
-      if (memoryMb === undefined) {
-        fail(
-          "memory",
-          `Memory must be a whole number of MiB from ${fmt(LIMITS.memoryMb.min)} to ${fmt(LIMITS.memoryMb.max)}.`,
-        );
-      }
-      const diskGb = wholeNumber(form.disk, LIMITS.diskGb);
-      if (diskGb === undefined) {
-        fail("disk", `Disk must be a whole number of GiB from 1 to ${fmt(LIMITS.diskGb.max)}.`);
-      }
-
-      const ip = checkIp(form.ip);
-      if (ip.error) fail("ip", ip.error);
-
-      const gateway = form.gateway?.trim() ?? "";
-      if (!isIpv4(gateway)) {
-        fail("gateway", "Enter the gateway as an IPv4 address, e.g. 192.168.1.1.");
-      } else if (ip.value) {
-        const subnet = `${ip.value.network}/${ip.value.prefix}`;
-        if (gateway === ip.value.address) {
-          fail("gateway", `The gateway cannot be the VM's own address (${gateway}).`);
-        } else if (!inSubnet(gateway, ip.value)) {
-          fail("gateway", `The gateway ${gateway} is outside the VM's subnet ${subnet}.`);
-        } else if (gateway === ip.value.network || gateway === ip.value.broadcast) {
-          fail(
-            "gateway",
-            `${gateway} is the ${gateway === ip.value.network ? "network" : "broadcast"} address of ${subnet}: the gateway must be a host in it.`,
-          );
-        }
-      }
-
-      const dns = form.dns?.trim() ?? "";
-      if (!isIpv4(dns)) fail("dns", "Enter the DNS server as an IPv4 address, e.g. 192.168.1.1.");
-
-      const vmId = optionalId(form.vmId, LIMITS.vmId);
-      if (vmId === undefined) {
-        fail(
-          "vmId",
-          `The VM ID must be blank (or 0) for automatic, or a whole number from 100 to ${fmt(LIMITS.vmId.max)}.`,
-        );
-      }
-      const vlanId = optionalId(form.vlan, LIMITS.vlan);
-      if (vlanId === undefined) {
-        fail(
-          "vlan",
-          "The VLAN must be blank (or 0) for untagged, or a whole number from 1 to 4094.",
-        );
-      }
-
-      if (
-        name.value === undefined ||
-        !template ||
-        cores === undefined ||
-        memoryMb === undefined ||
-        diskGb === undefined ||
-        !ip.value ||
-        vmId === undefined ||
-        vlanId === undefined
-      ) {
-        return z.NEVER;
-      }
-      return {
-        spec: {
-          name: name.value,
-          node,
-          templateId: template.id,
-          templateName: template.name,
-          cores,
-          memoryMb,
-          diskGb,
-          ip: `${ip.value.address}/${ip.value.prefix}`,
-          gateway,
-          dns,
-          vmId,
-          vlanId,
-        },
-        notes,
-      };
-    });
+  FormFieldsSchema.transform((form, ctx): { spec: VmSpec; notes: string[] } => {
+    const fail: Fail = (field, message) => {
+      ctx.addIssue({ code: "custom", path: [field], message });
+    };
+    return checkForm(form, options, fail) ?? z.NEVER;
+  });
 
 /** Validates the create form against what it offered. Each error names the field's rule. */
 export function validateVmForm(values: VmFormValues, options: FormOptions): FormResult {
