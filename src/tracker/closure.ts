@@ -92,223 +92,237 @@ export interface Closure {
   forget(request: RequestRecord): void;
 }
 
+/** Cancels the pipeline once; a lost answer is settled by reading the jobs back. */
+async function cancel(
+  deps: ClosureDeps,
+  request: RequestRecord,
+  pipelineId: number,
+  fresh: boolean,
+) {
+  const { gitlab } = deps;
+  const settled = async () =>
+    (await gitlab.pipelineJobs(pipelineId)).every((job) => !CANCELABLE.has(job.status));
+  // One shape however it ends: the status and address GitLab gives when read back.
+  const readBack = async () => {
+    const read = await gitlab.pipeline(pipelineId);
+    return { status: read.status, webUrl: read.webUrl };
+  };
+  return deps.effects.once(request.id, "cancel_pipeline", {
+    result: CanceledResultSchema,
+    fresh,
+    reconcile: async () => ((await settled()) ? readBack() : undefined),
+    act: async () => {
+      try {
+        await gitlab.cancelPipeline(pipelineId);
+      } catch (error) {
+        // The answer was lost: GitLab's jobs say whether the cancel took effect.
+        if (gitlabRefused(error) || !(await settled())) throw error;
+      }
+      // GitLab answers 200 to a cancel whatever the state: read it back to be sure.
+      return readBack();
+    },
+  });
+}
+
+/** Deletes the plan job's artifacts once; a lost answer is settled by reading the job back. */
+async function erase(deps: ClosureDeps, request: RequestRecord, jobId: number, fresh: boolean) {
+  const { store, gitlab } = deps;
+  const gone = async () => !(await gitlab.job(jobId)).hasArtifacts;
+  return deps.effects.once(request.id, eraseStep(jobId), {
+    result: ErasedResultSchema,
+    fresh,
+    detail: { jobId },
+    reconcile: async () => ((await gone()) ? { erased: true } : undefined),
+    act: async () => {
+      try {
+        await gitlab.eraseJobArtifacts(jobId);
+      } catch (error) {
+        if (gitlabRefused(error) || !(await gone())) throw error;
+      }
+      store.audit({
+        requestId: request.id,
+        actor: "vmbot",
+        action: "plan_erased",
+        detail: { jobId },
+      });
+      return { erased: true };
+    },
+  });
+}
+
+async function eraseOrSay(
+  deps: ClosureDeps,
+  request: RequestRecord,
+  jobId: number,
+  fresh: boolean,
+) {
+  const { store, log } = deps;
+  try {
+    await erase(deps, request, jobId, fresh);
+  } catch (error) {
+    if (!gitlabRefused(error)) {
+      log.warn({ err: error, requestId: request.id }, "could not delete the plan's artifacts yet");
+      return;
+    }
+    // Refused (e.g. the token is not a Maintainer): said once, in the thread and the audit.
+    store.complete(request.id, eraseStep(jobId), {
+      refused: error instanceof VmbotError ? error.code : "refused",
+    });
+    store.audit({
+      requestId: request.id,
+      actor: "vmbot",
+      action: "plan_erase_refused",
+      detail: { jobId, reason: userMessage(error) },
+    });
+    log.warn(
+      { err: error, requestId: request.id },
+      "GitLab refused to delete the plan's artifacts",
+    );
+    await deps.post(request, "erase_refused", eraseRefusedWords(userMessage(error)));
+  }
+}
+
+async function close(deps: ClosureDeps, request: RequestRecord, fresh: boolean): Promise<string[]> {
+  const problems: string[] = [];
+  const pipelineId = request.pipelineId;
+  if (pipelineId === null) return problems;
+  try {
+    const after = await cancel(deps, request, pipelineId, fresh);
+    if (!["canceled", "manual", "skipped", "failed", "success"].includes(after.status)) {
+      problems.push(notCanceledWords(after.status, after.webUrl));
+    }
+  } catch (error) {
+    deps.log.warn({ err: error, requestId: request.id }, "could not cancel the pipeline");
+    problems.push(cancelFailedWords(gitlabRefused(error), userMessage(error)));
+  }
+  if (request.review !== null) await eraseOrSay(deps, request, request.review.planJobId, fresh);
+  return problems;
+}
+
+/** Posts once per job and step, and audits the first time only. */
+async function report(
+  deps: ClosureDeps,
+  request: RequestRecord,
+  step: string,
+  text: string,
+  action: string,
+  job: Job,
+) {
+  const { store, log } = deps;
+  const firstTime = store.effect(request.id, `reply_${step}`) === undefined;
+  if (firstTime) {
+    store.audit({
+      requestId: request.id,
+      actor: "vmbot",
+      action,
+      detail: { jobId: job.id, status: job.status, playedBy: job.user },
+    });
+    log.warn(
+      { requestId: request.id, jobId: job.id, playedBy: job.user, status: job.status },
+      `apply job of a ${request.status} request: ${action}`,
+    );
+  }
+  await deps.post(request, step, text);
+}
+
+async function expire(deps: ClosureDeps, request: RequestRecord) {
+  const expired = deps.store.transition(
+    request.id,
+    ["awaiting_approval"],
+    "expired",
+    { error: expiredWords(deps.config.planTtlMs) },
+    closeIntents(request),
+    { actor: "vmbot", action: "expired" },
+  );
+  if (expired === undefined) return undefined;
+  await deps.render(expired);
+  await close(deps, expired, true);
+  return expired;
+}
+
+async function finishPending(deps: ClosureDeps) {
+  const { store, log } = deps;
+  for (const effect of store.pendingEffects()) {
+    const cancelStep = effect.step === "cancel_pipeline";
+    if (!cancelStep && !effect.step.startsWith("erase_plan:")) continue;
+    const request = store.getRequest(effect.subject);
+    if (request === undefined || request.pipelineId === null) {
+      store.complete(effect.subject, effect.step, { abandoned: "no pipeline" });
+      continue;
+    }
+    if (cancelStep) {
+      await cancel(deps, request, request.pipelineId, false).catch((error: unknown) => {
+        log.warn({ err: error, requestId: request.id }, "could not cancel a closed pipeline");
+      });
+    } else {
+      await eraseOrSay(deps, request, Number(effect.step.slice("erase_plan:".length)), false);
+    }
+  }
+}
+
+function watched(store: Store) {
+  return store.pendingEffects().flatMap((effect) => {
+    if (effect.step !== WATCH_STEP) return [];
+    const request = store.getRequest(effect.subject);
+    return request !== undefined && isClosed(request) && request.pipelineId !== null
+      ? [request]
+      : [];
+  });
+}
+
+async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, jobs: Job[]) {
+  const { store } = deps;
+  // A destroy request's manual job is its destroy job: one played after the close is reported.
+  const { jobs: names } = deps.config.gitlab;
+  const manual = request.kind === "destroy" ? names.destroy : names.apply;
+  const apply = jobs.find((job) => job.name === manual);
+  if (apply !== undefined && (PLAYED.has(apply.status) || apply.status === "canceled")) {
+    const erased =
+      request.review !== null &&
+      store.effect(request.id, eraseStep(request.review.planJobId))?.result?.erased === true;
+    if (PLAYED.has(apply.status)) {
+      await report(
+        deps,
+        request,
+        `late_apply:${apply.id}`,
+        lateApplyWords(request, apply, erased),
+        "apply_after_close",
+        apply,
+      );
+    }
+    if (FINISHED.has(apply.status) && store.effect(request.id, `reply_late_apply:${apply.id}`)) {
+      await report(
+        deps,
+        request,
+        `late_apply_end:${apply.id}`,
+        lateApplyEndWords(request, apply),
+        `apply_after_close_${apply.status}`,
+        apply,
+      );
+    }
+  }
+  const since = Date.parse(request.decision?.at ?? request.updatedAt);
+  // A canceled apply that was never played can still be played (GitLab retries it as a
+  // new job): followed until one that was played has ended.
+  const ended =
+    apply === undefined ||
+    (FINISHED.has(apply.status) &&
+      store.effect(request.id, `reply_late_apply:${apply.id}`) !== undefined);
+  if (ended || now().getTime() - since > WATCH_MS) {
+    store.complete(request.id, WATCH_STEP, { applyStatus: apply?.status ?? null });
+  }
+}
+
 export function createClosure(deps: ClosureDeps): Closure {
-  const { store, gitlab, log } = deps;
   const now = deps.now ?? systemClock;
-
-  /** Cancels the pipeline once; a lost answer is settled by reading the jobs back. */
-  async function cancel(request: RequestRecord, pipelineId: number, fresh: boolean) {
-    const settled = async () =>
-      (await gitlab.pipelineJobs(pipelineId)).every((job) => !CANCELABLE.has(job.status));
-    // One shape however it ends: the status and address GitLab gives when read back.
-    const readBack = async () => {
-      const read = await gitlab.pipeline(pipelineId);
-      return { status: read.status, webUrl: read.webUrl };
-    };
-    return deps.effects.once(request.id, "cancel_pipeline", {
-      result: CanceledResultSchema,
-      fresh,
-      reconcile: async () => ((await settled()) ? readBack() : undefined),
-      act: async () => {
-        try {
-          await gitlab.cancelPipeline(pipelineId);
-        } catch (error) {
-          // The answer was lost: GitLab's jobs say whether the cancel took effect.
-          if (gitlabRefused(error) || !(await settled())) throw error;
-        }
-        // GitLab answers 200 to a cancel whatever the state: read it back to be sure.
-        return readBack();
-      },
-    });
-  }
-
-  /** Deletes the plan job's artifacts once; a lost answer is settled by reading the job back. */
-  async function erase(request: RequestRecord, jobId: number, fresh: boolean) {
-    const gone = async () => !(await gitlab.job(jobId)).hasArtifacts;
-    return deps.effects.once(request.id, eraseStep(jobId), {
-      result: ErasedResultSchema,
-      fresh,
-      detail: { jobId },
-      reconcile: async () => ((await gone()) ? { erased: true } : undefined),
-      act: async () => {
-        try {
-          await gitlab.eraseJobArtifacts(jobId);
-        } catch (error) {
-          if (gitlabRefused(error) || !(await gone())) throw error;
-        }
-        store.audit({
-          requestId: request.id,
-          actor: "vmbot",
-          action: "plan_erased",
-          detail: { jobId },
-        });
-        return { erased: true };
-      },
-    });
-  }
-
-  async function eraseOrSay(request: RequestRecord, jobId: number, fresh: boolean) {
-    try {
-      await erase(request, jobId, fresh);
-    } catch (error) {
-      if (!gitlabRefused(error)) {
-        log.warn(
-          { err: error, requestId: request.id },
-          "could not delete the plan's artifacts yet",
-        );
-        return;
-      }
-      // Refused (e.g. the token is not a Maintainer): said once, in the thread and the audit.
-      store.complete(request.id, eraseStep(jobId), {
-        refused: error instanceof VmbotError ? error.code : "refused",
-      });
-      store.audit({
-        requestId: request.id,
-        actor: "vmbot",
-        action: "plan_erase_refused",
-        detail: { jobId, reason: userMessage(error) },
-      });
-      log.warn(
-        { err: error, requestId: request.id },
-        "GitLab refused to delete the plan's artifacts",
-      );
-      await deps.post(request, "erase_refused", eraseRefusedWords(userMessage(error)));
-    }
-  }
-
-  async function close(request: RequestRecord, fresh: boolean): Promise<string[]> {
-    const problems: string[] = [];
-    const pipelineId = request.pipelineId;
-    if (pipelineId === null) return problems;
-    try {
-      const after = await cancel(request, pipelineId, fresh);
-      if (!["canceled", "manual", "skipped", "failed", "success"].includes(after.status)) {
-        problems.push(notCanceledWords(after.status, after.webUrl));
-      }
-    } catch (error) {
-      log.warn({ err: error, requestId: request.id }, "could not cancel the pipeline");
-      problems.push(cancelFailedWords(gitlabRefused(error), userMessage(error)));
-    }
-    if (request.review !== null) await eraseOrSay(request, request.review.planJobId, fresh);
-    return problems;
-  }
-
-  /** Posts once per job and step, and audits the first time only. */
-  async function report(
-    request: RequestRecord,
-    step: string,
-    text: string,
-    action: string,
-    job: Job,
-  ) {
-    const firstTime = store.effect(request.id, `reply_${step}`) === undefined;
-    if (firstTime) {
-      store.audit({
-        requestId: request.id,
-        actor: "vmbot",
-        action,
-        detail: { jobId: job.id, status: job.status, playedBy: job.user },
-      });
-      log.warn(
-        { requestId: request.id, jobId: job.id, playedBy: job.user, status: job.status },
-        `apply job of a ${request.status} request: ${action}`,
-      );
-    }
-    await deps.post(request, step, text);
-  }
-
   return {
-    close,
-
-    async expire(request) {
-      const expired = store.transition(
-        request.id,
-        ["awaiting_approval"],
-        "expired",
-        { error: expiredWords(deps.config.planTtlMs) },
-        closeIntents(request),
-        { actor: "vmbot", action: "expired" },
-      );
-      if (expired === undefined) return undefined;
-      await deps.render(expired);
-      await close(expired, true);
-      return expired;
-    },
-
-    async finishPending() {
-      for (const effect of store.pendingEffects()) {
-        const cancelStep = effect.step === "cancel_pipeline";
-        if (!cancelStep && !effect.step.startsWith("erase_plan:")) continue;
-        const request = store.getRequest(effect.subject);
-        if (request === undefined || request.pipelineId === null) {
-          store.complete(effect.subject, effect.step, { abandoned: "no pipeline" });
-          continue;
-        }
-        if (cancelStep) {
-          await cancel(request, request.pipelineId, false).catch((error: unknown) => {
-            log.warn({ err: error, requestId: request.id }, "could not cancel a closed pipeline");
-          });
-        } else {
-          await eraseOrSay(request, Number(effect.step.slice("erase_plan:".length)), false);
-        }
-      }
-    },
-
-    watched() {
-      return store.pendingEffects().flatMap((effect) => {
-        if (effect.step !== WATCH_STEP) return [];
-        const request = store.getRequest(effect.subject);
-        return request !== undefined && isClosed(request) && request.pipelineId !== null
-          ? [request]
-          : [];
-      });
-    },
-
-    async follow(request, jobs) {
-      // A destroy request's manual job is its destroy job: one played after the close is reported.
-      const { jobs: names } = deps.config.gitlab;
-      const manual = request.kind === "destroy" ? names.destroy : names.apply;
-      const apply = jobs.find((job) => job.name === manual);
-      if (apply !== undefined && (PLAYED.has(apply.status) || apply.status === "canceled")) {
-        const erased =
-          request.review !== null &&
-          store.effect(request.id, eraseStep(request.review.planJobId))?.result?.erased === true;
-        if (PLAYED.has(apply.status)) {
-          await report(
-            request,
-            `late_apply:${apply.id}`,
-            lateApplyWords(request, apply, erased),
-            "apply_after_close",
-            apply,
-          );
-        }
-        if (
-          FINISHED.has(apply.status) &&
-          store.effect(request.id, `reply_late_apply:${apply.id}`)
-        ) {
-          await report(
-            request,
-            `late_apply_end:${apply.id}`,
-            lateApplyEndWords(request, apply),
-            `apply_after_close_${apply.status}`,
-            apply,
-          );
-        }
-      }
-      const since = Date.parse(request.decision?.at ?? request.updatedAt);
-      // A canceled apply that was never played can still be played (GitLab retries it as a
-      // new job): followed until one that was played has ended.
-      const ended =
-        apply === undefined ||
-        (FINISHED.has(apply.status) &&
-          store.effect(request.id, `reply_late_apply:${apply.id}`) !== undefined);
-      if (ended || now().getTime() - since > WATCH_MS) {
-        store.complete(request.id, WATCH_STEP, { applyStatus: apply?.status ?? null });
-      }
-    },
-
+    close: (request, fresh) => close(deps, request, fresh),
+    expire: (request) => expire(deps, request),
+    finishPending: () => finishPending(deps),
+    watched: () => watched(deps.store),
+    follow: (request, jobs) => follow(deps, now, request, jobs),
     forget(request) {
-      store.complete(request.id, WATCH_STEP, { abandoned: "pipeline gone" });
+      deps.store.complete(request.id, WATCH_STEP, { abandoned: "pipeline gone" });
     },
   };
 }

@@ -28,82 +28,85 @@ export interface LeaseKeeperDeps {
   now: () => Date;
 }
 
-export function createLeaseKeeper(deps: LeaseKeeperDeps) {
-  const { store, config, log } = deps;
+type LeasedVm = ReturnType<Store["inventory"]["list"]>[number];
 
-  async function remind(vm: ReturnType<Store["inventory"]["list"]>[number], until: string) {
-    const left = Date.parse(until) - deps.now().getTime();
-    // Only the nearest reminder due: one missed while vmbot was down is not sent late as well.
-    const due = config.lease.warnMs.filter((warn) => left <= warn).at(-1);
-    if (due === undefined) return;
-    const subject = `lease:${vm.name}`;
-    const step = `lease_reminder:${until}:${due}`;
-    const payload = { name: vm.name, until, warn: due };
-    await deps.effects.once(subject, step, {
-      result: PostedResultSchema,
-      detail: { owner: vm.owner },
-      // After a crash: the reminder is looked for in the owner's direct messages first.
-      reconcile: async () => {
-        const opened = await deps.client.conversations.open({ users: vm.owner });
-        const channel = opened.channel?.id;
-        if (channel === undefined) return undefined;
-        const since = Date.parse(store.effect(subject, step)?.intendedAt ?? until) - 60_000;
-        return findMessage(deps.client, { channel, oldest: String(since / 1000) }, (message) => {
-          const metadata = metadataOf(message);
-          return (
-            metadata?.eventType === LEASE_EVENT_TYPE &&
-            metadata.payload.name === payload.name &&
-            metadata.payload.until === payload.until &&
-            metadata.payload.warn === payload.warn
-          );
-        });
-      },
-      act: async () => {
-        const posted = await deps.client.chat.postMessage({
-          channel: vm.owner,
-          ...leaseReminder(vm, until),
-          metadata: { event_type: LEASE_EVENT_TYPE, event_payload: payload },
-        });
-        store.audit({
-          requestId: null,
-          actor: "vmbot",
-          action: "lease_reminded",
-          detail: { name: vm.name, owner: vm.owner, until },
-        });
-        return { ts: posted.ts ?? "" };
-      },
-    });
-  }
-
-  async function expire(vm: ReturnType<Store["inventory"]["list"]>[number], until: string) {
-    if (inFlight(store, vm.name) !== undefined) return;
-    const channel = config.slack.channel ?? store.getRequest(vm.requestId)?.channel;
-    if (channel === undefined) {
-      log.warn({ name: vm.name }, "a lease ended, but vmbot knows no channel to ask in");
-      return;
-    }
-    const opened = openDestroyRequest(deps, {
-      vm,
-      requester: vm.owner,
-      channel,
-      log: log.child({ name: vm.name }),
-      key: `lease:${vm.name}:${until}`,
-      notes: [leaseExpiredNote(until)],
-      actor: "vmbot",
-    });
-    if (opened === "not_recorded") return;
-    if (opened.created) {
+async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
+  const { store, config } = deps;
+  const left = Date.parse(until) - deps.now().getTime();
+  // Only the nearest reminder due: one missed while vmbot was down is not sent late as well.
+  const due = config.lease.warnMs.filter((warn) => left <= warn).at(-1);
+  if (due === undefined) return;
+  const subject = `lease:${vm.name}`;
+  const step = `lease_reminder:${until}:${due}`;
+  const payload = { name: vm.name, until, warn: due };
+  await deps.effects.once(subject, step, {
+    result: PostedResultSchema,
+    detail: { owner: vm.owner },
+    // After a crash: the reminder is looked for in the owner's direct messages first.
+    reconcile: async () => {
+      const opened = await deps.client.conversations.open({ users: vm.owner });
+      const channel = opened.channel?.id;
+      if (channel === undefined) return undefined;
+      const since = Date.parse(store.effect(subject, step)?.intendedAt ?? until) - 60_000;
+      return findMessage(deps.client, { channel, oldest: String(since / 1000) }, (message) => {
+        const metadata = metadataOf(message);
+        return (
+          metadata?.eventType === LEASE_EVENT_TYPE &&
+          metadata.payload.name === payload.name &&
+          metadata.payload.until === payload.until &&
+          metadata.payload.warn === payload.warn
+        );
+      });
+    },
+    act: async () => {
+      const posted = await deps.client.chat.postMessage({
+        channel: vm.owner,
+        ...leaseReminder(vm, until),
+        metadata: { event_type: LEASE_EVENT_TYPE, event_payload: payload },
+      });
       store.audit({
-        requestId: opened.request.id,
+        requestId: null,
         actor: "vmbot",
-        action: "lease_expired",
+        action: "lease_reminded",
         detail: { name: vm.name, owner: vm.owner, until },
       });
-    }
-    // A request a crash left unstarted is started by the starter's own resume.
-    if (opened.created) await deps.starter.start(opened.request);
-  }
+      return { ts: posted.ts ?? "" };
+    },
+  });
+}
 
+async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
+  const { store, config, log } = deps;
+  if (inFlight(store, vm.name) !== undefined) return;
+  const channel = config.slack.channel ?? store.getRequest(vm.requestId)?.channel;
+  if (channel === undefined) {
+    log.warn({ name: vm.name }, "a lease ended, but vmbot knows no channel to ask in");
+    return;
+  }
+  const opened = openDestroyRequest(deps, {
+    vm,
+    requester: vm.owner,
+    channel,
+    log: log.child({ name: vm.name }),
+    key: `lease:${vm.name}:${until}`,
+    notes: [leaseExpiredNote(until)],
+    actor: "vmbot",
+  });
+  if (opened === "not_recorded") return;
+  if (opened.created) {
+    store.audit({
+      requestId: opened.request.id,
+      actor: "vmbot",
+      action: "lease_expired",
+      detail: { name: vm.name, owner: vm.owner, until },
+    });
+  }
+  // A request a crash left unstarted is started by the starter's own resume.
+  if (opened.created) await deps.starter.start(opened.request);
+}
+
+export function createLeaseKeeper(deps: LeaseKeeperDeps) {
+  const { store, log } = deps;
   return {
     async check(): Promise<void> {
       const now = deps.now().getTime();
@@ -111,8 +114,8 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps) {
         const until = vm.leaseUntil;
         if (until === null || vm.status !== "live") continue;
         try {
-          if (Date.parse(until) <= now) await expire(vm, until);
-          else await remind(vm, until);
+          if (Date.parse(until) <= now) await expire(deps, vm, until);
+          else await remind(deps, vm, until);
         } catch (error) {
           log.warn(
             { err: error, name: vm.name },

@@ -53,6 +53,139 @@ interface PlanLogReading {
   last: string;
 }
 
+async function readLog(deps: PlanReviewDeps, job: Job, keepFile: boolean): Promise<PlanLogReading> {
+  const cleaner = createTraceCleaner({ overwritten: "keep" });
+  const parser = createPlanTextParser();
+  const file = keepFile ? await createTextSpool(deps.redact) : undefined;
+  const take = async (lines: string[]) => {
+    for (const line of lines) parser.push(line);
+    await file?.writeLines(lines);
+  };
+  // Whether the log's last piece ended with a newline: if not, its last line is cut.
+  const tail = { ended: true };
+  try {
+    const { truncated } = await deps.gitlab.streamJobLog(
+      job.id,
+      deps.config.gitlab.logMaxBytes,
+      async (text) => {
+        tail.ended = text.endsWith("\n");
+        await take(cleaner.push(text));
+      },
+    );
+    const rest = cleaner.end();
+    // A last line with no newline that reads as a heading may be one cut short: it is left
+    // out of the reading (the file keeps it), as `parsePlanText` does.
+    const last = tail.ended ? undefined : rest.pop();
+    await take(rest);
+    if (last !== undefined && !mayBeCutHeading(last)) parser.push(last);
+    return { plan: parser.result(), truncated, file, last: last ?? "" };
+  } catch (error) {
+    await file?.discard();
+    throw error;
+  }
+}
+
+/**
+ * The plan from the job's JSON artifact when one is configured and present (with the nodes'
+ * load from its `node_resources` output), else the plan its log showed.
+ */
+async function readPlan(
+  deps: PlanReviewDeps,
+  job: Job,
+  fromLog: PlanTextResult,
+): Promise<Pick<PlanReviewRecord, "plan" | "nodes">> {
+  const path = deps.config.gitlab.planJsonArtifact;
+  const json = path === undefined ? undefined : await deps.gitlab.jobArtifact(job.id, path);
+  if (json === undefined) {
+    const plan = fromLog;
+    if (path !== undefined) {
+      plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
+    }
+    const nodes = await liveNodes(deps);
+    return { plan, ...(nodes === undefined ? {} : { nodes }) };
+  }
+  const result = parsePlanJson(json);
+  const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
+    name,
+    online: true,
+    cpuPercent: usage.cpuUsagePercent,
+    memoryUsedGb: usage.memoryUsedGb,
+    memoryTotalGb: usage.memoryTotalGb,
+  }));
+  if (result.nodeResourcesProblem !== undefined) result.notes.push(result.nodeResourcesProblem);
+  // Only the summary is kept: outputs may hold values nobody should see again in Slack.
+  const plan = PlanSummarySchema.parse(result);
+  const load = nodes.length > 0 ? nodes : await liveNodes(deps);
+  return { plan, ...(load === undefined ? {} : { nodes: load }) };
+}
+
+/**
+ * The nodes' load from Proxmox, for a plan that brings none: a fresh read within a few
+ * seconds, else the last answer Proxmox gave; undefined without Proxmox or any answer.
+ */
+async function liveNodes(deps: PlanReviewDeps): Promise<NodeUsage[] | undefined> {
+  const directory = deps.nodes;
+  if (directory === undefined) return undefined;
+  const read = await within(directory.nodes(), NODES_BUDGET_MS).catch((error: unknown) => {
+    deps.log.warn({ err: error }, "could not read the nodes' load from Proxmox for a plan");
+    return undefined;
+  });
+  const nodes = Array.isArray(read) ? read : directory.last();
+  if (nodes === undefined || nodes.length === 0) return undefined;
+  return nodes.map(usageOf);
+}
+
+/** Shares the plan file in the request's thread, once across crashes. */
+async function uploadPlanFile(
+  deps: PlanReviewDeps,
+  request: RequestRecord,
+  job: Job,
+  reading: PlanLogReading & { file: TextSpool },
+): Promise<PlanReviewRecord["planFile"]> {
+  const threadTs = request.messageTs;
+  if (threadTs === null) return "none";
+  const filename = `${request.spec.name}-plan.txt`;
+  const cut = planFileCutNotes(deps.config.gitlab.logMaxBytes, job.webUrl);
+  try {
+    const spooled = await reading.file.finish(reading.last);
+    // Slack takes no empty file, and an empty log has nothing to show.
+    if (spooled.bytes === 0 && !reading.truncated) return "none";
+    await deps.effects.once(request.id, `upload_plan:${job.id}`, {
+      result: UploadedResultSchema,
+      reconcile: () =>
+        deps.findInThread(request, (message) =>
+          (message.files ?? []).some((file) => file.name === filename),
+        ),
+      act: async () => {
+        await uploadSpooledText(
+          deps.client,
+          spooled,
+          {
+            channel: request.channel,
+            threadTs,
+            filename,
+            title: `Terraform plan for ${request.spec.name}`,
+            ...(reading.truncated ? { head: cut.head, tail: cut.tail } : {}),
+          },
+          deps.redact,
+        );
+        deps.store.audit({
+          requestId: request.id,
+          actor: "vmbot",
+          action: "plan_uploaded",
+          detail: { jobId: job.id },
+        });
+        return { jobId: job.id };
+      },
+    });
+    return "uploaded";
+  } catch (error) {
+    deps.log.warn({ err: error, requestId: request.id }, "could not upload the plan");
+    deps.store.complete(request.id, `upload_plan:${job.id}`, { failed: true });
+    return "failed";
+  }
+}
+
 /**
  * Reads a finished plan job: its plan (from the `terraform show -json` artifact when there is
  * one, else from the log), the nodes' load, and the log as a file in the request's thread.
@@ -62,147 +195,14 @@ interface PlanLogReading {
  * the parser's reading, not the log, so a long log costs no more memory than a short one.
  */
 export function createPlanReviewer(deps: PlanReviewDeps) {
-  const { config, gitlab, client, log } = deps;
-
-  async function readLog(job: Job, keepFile: boolean): Promise<PlanLogReading> {
-    const cleaner = createTraceCleaner({ overwritten: "keep" });
-    const parser = createPlanTextParser();
-    const file = keepFile ? await createTextSpool(deps.redact) : undefined;
-    const take = async (lines: string[]) => {
-      for (const line of lines) parser.push(line);
-      await file?.writeLines(lines);
-    };
-    // Whether the log's last piece ended with a newline: if not, its last line is cut.
-    const tail = { ended: true };
-    try {
-      const { truncated } = await gitlab.streamJobLog(
-        job.id,
-        config.gitlab.logMaxBytes,
-        async (text) => {
-          tail.ended = text.endsWith("\n");
-          await take(cleaner.push(text));
-        },
-      );
-      const rest = cleaner.end();
-      // A last line with no newline that reads as a heading may be one cut short: it is left
-      // out of the reading (the file keeps it), as `parsePlanText` does.
-      const last = tail.ended ? undefined : rest.pop();
-      await take(rest);
-      if (last !== undefined && !mayBeCutHeading(last)) parser.push(last);
-      return { plan: parser.result(), truncated, file, last: last ?? "" };
-    } catch (error) {
-      await file?.discard();
-      throw error;
-    }
-  }
-
-  /**
-   * The plan from the job's JSON artifact when one is configured and present (with the nodes'
-   * load from its `node_resources` output), else the plan its log showed.
-   */
-  async function readPlan(
-    job: Job,
-    fromLog: PlanTextResult,
-  ): Promise<Pick<PlanReviewRecord, "plan" | "nodes">> {
-    const path = config.gitlab.planJsonArtifact;
-    const json = path === undefined ? undefined : await gitlab.jobArtifact(job.id, path);
-    if (json === undefined) {
-      const plan = fromLog;
-      if (path !== undefined) {
-        plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
-      }
-      const nodes = await liveNodes();
-      return { plan, ...(nodes === undefined ? {} : { nodes }) };
-    }
-    const result = parsePlanJson(json);
-    const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
-      name,
-      online: true,
-      cpuPercent: usage.cpuUsagePercent,
-      memoryUsedGb: usage.memoryUsedGb,
-      memoryTotalGb: usage.memoryTotalGb,
-    }));
-    if (result.nodeResourcesProblem !== undefined) result.notes.push(result.nodeResourcesProblem);
-    // Only the summary is kept: outputs may hold values nobody should see again in Slack.
-    const plan = PlanSummarySchema.parse(result);
-    const load = nodes.length > 0 ? nodes : await liveNodes();
-    return { plan, ...(load === undefined ? {} : { nodes: load }) };
-  }
-
-  /**
-   * The nodes' load from Proxmox, for a plan that brings none: a fresh read within a few
-   * seconds, else the last answer Proxmox gave; undefined without Proxmox or any answer.
-   */
-  async function liveNodes(): Promise<NodeUsage[] | undefined> {
-    const directory = deps.nodes;
-    if (directory === undefined) return undefined;
-    const read = await within(directory.nodes(), NODES_BUDGET_MS).catch((error: unknown) => {
-      log.warn({ err: error }, "could not read the nodes' load from Proxmox for a plan");
-      return undefined;
-    });
-    const nodes = Array.isArray(read) ? read : directory.last();
-    if (nodes === undefined || nodes.length === 0) return undefined;
-    return nodes.map(usageOf);
-  }
-
-  /** Shares the plan file in the request's thread, once across crashes. */
-  async function uploadPlanFile(
-    request: RequestRecord,
-    job: Job,
-    reading: PlanLogReading & { file: TextSpool },
-  ): Promise<PlanReviewRecord["planFile"]> {
-    const threadTs = request.messageTs;
-    if (threadTs === null) return "none";
-    const filename = `${request.spec.name}-plan.txt`;
-    const cut = planFileCutNotes(config.gitlab.logMaxBytes, job.webUrl);
-    try {
-      const spooled = await reading.file.finish(reading.last);
-      // Slack takes no empty file, and an empty log has nothing to show.
-      if (spooled.bytes === 0 && !reading.truncated) return "none";
-      await deps.effects.once(request.id, `upload_plan:${job.id}`, {
-        result: UploadedResultSchema,
-        reconcile: () =>
-          deps.findInThread(request, (message) =>
-            (message.files ?? []).some((file) => file.name === filename),
-          ),
-        act: async () => {
-          await uploadSpooledText(
-            client,
-            spooled,
-            {
-              channel: request.channel,
-              threadTs,
-              filename,
-              title: `Terraform plan for ${request.spec.name}`,
-              ...(reading.truncated ? { head: cut.head, tail: cut.tail } : {}),
-            },
-            deps.redact,
-          );
-          deps.store.audit({
-            requestId: request.id,
-            actor: "vmbot",
-            action: "plan_uploaded",
-            detail: { jobId: job.id },
-          });
-          return { jobId: job.id };
-        },
-      });
-      return "uploaded";
-    } catch (error) {
-      log.warn({ err: error, requestId: request.id }, "could not upload the plan");
-      deps.store.complete(request.id, `upload_plan:${job.id}`, { failed: true });
-      return "failed";
-    }
-  }
-
   /** Reads a finished plan job and hands its review on. */
   return async function reviewPlan(request: RequestRecord, job: Job): Promise<void> {
-    const reading = await readLog(job, request.messageTs !== null);
+    const reading = await readLog(deps, job, request.messageTs !== null);
     let planFile: PlanReviewRecord["planFile"] = "none";
     try {
-      const { plan, nodes } = await readPlan(job, reading.plan);
+      const { plan, nodes } = await readPlan(deps, job, reading.plan);
       if (reading.file !== undefined) {
-        planFile = await uploadPlanFile(request, job, { ...reading, file: reading.file });
+        planFile = await uploadPlanFile(deps, request, job, { ...reading, file: reading.file });
       }
       const reviewedAt = deps.now().toISOString();
       await deps.reviewed(request, {
@@ -212,12 +212,12 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
         planJobUrl: job.webUrl,
         planFile,
         reviewedAt,
-        expiresAt: approvalDeadline(reviewedAt, config.planTtlMs),
+        expiresAt: approvalDeadline(reviewedAt, deps.config.planTtlMs),
         // Who may approve this one: not its requester, unless self-approval is allowed.
-        approvers: config.access.approvers.filter(
-          (id) => config.access.allowSelfApproval || id !== request.requester,
+        approvers: deps.config.access.approvers.filter(
+          (id) => deps.config.access.allowSelfApproval || id !== request.requester,
         ),
-        ...(reading.truncated ? { logCutAt: config.gitlab.logMaxBytes } : {}),
+        ...(reading.truncated ? { logCutAt: deps.config.gitlab.logMaxBytes } : {}),
       });
     } finally {
       await reading.file?.discard();

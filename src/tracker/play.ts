@@ -54,89 +54,105 @@ export interface ApprovalFinisher {
   settle(request: RequestRecord, apply: Job): Promise<void>;
 }
 
-export function createApprovalFinisher(deps: ApprovalFinisherDeps): ApprovalFinisher {
-  const { store, log } = deps;
-
-  async function settle(request: RequestRecord, apply: Job): Promise<void> {
-    const step = playStep(request);
-    if (store.effect(request.id, step)?.state === "intended") {
-      store.complete(request.id, step, { jobId: apply.id, status: apply.status, confirmed: true });
-      store.audit({
-        requestId: request.id,
-        actor: request.decision?.by ?? "vmbot",
-        action: playAction(request, "confirmed"),
-        detail: { jobId: apply.id, status: apply.status, playedBy: apply.user },
-      });
-    }
-    if (request.error === null) return;
-    const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
-    if (cleared) await deps.render(cleared);
+async function settle(
+  deps: ApprovalFinisherDeps,
+  request: RequestRecord,
+  apply: Job,
+): Promise<void> {
+  const { store } = deps;
+  const step = playStep(request);
+  if (store.effect(request.id, step)?.state === "intended") {
+    store.complete(request.id, step, { jobId: apply.id, status: apply.status, confirmed: true });
+    store.audit({
+      requestId: request.id,
+      actor: request.decision?.by ?? "vmbot",
+      action: playAction(request, "confirmed"),
+      detail: { jobId: apply.id, status: apply.status, playedBy: apply.user },
+    });
   }
+  if (request.error === null) return;
+  const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
+  if (cleared) await deps.render(cleared);
+}
 
-  /** GitLab refused the play: released when the job still waits, settled if it was played. */
-  async function refused(request: RequestRecord, apply: Job, error: unknown): Promise<void> {
-    const back = await readBackPlay(deps.gitlab, apply.id);
-    if (back.kind === "played") {
-      await settle(request, back.job);
+/** GitLab refused the play: released when the job still waits, settled if it was played. */
+async function refused(
+  deps: ApprovalFinisherDeps,
+  request: RequestRecord,
+  apply: Job,
+  error: unknown,
+): Promise<void> {
+  const { store, log } = deps;
+  const back = await readBackPlay(deps.gitlab, apply.id);
+  if (back.kind === "played") {
+    await settle(deps, request, back.job);
+    return;
+  }
+  if (back.kind === "unknown") throw error;
+  store.complete(request.id, playStep(request), { failed: true, refused: true });
+  const released = store.transition(
+    request.id,
+    ["applying"],
+    "awaiting_approval",
+    { decision: null, error: null },
+    undefined,
+    {
+      actor: "vmbot",
+      action: "approval_released",
+      detail: { jobId: apply.id, reason: userMessage(error) },
+    },
+  );
+  log.warn(
+    { err: error, requestId: request.id },
+    "GitLab refused the apply job; approval released",
+  );
+  if (released) await deps.render(released);
+}
+
+async function playApproved(
+  deps: ApprovalFinisherDeps,
+  request: RequestRecord,
+  apply: Job,
+): Promise<void> {
+  const { store, log } = deps;
+  try {
+    await deps.effects.once(request.id, playStep(request), {
+      result: PlayedResultSchema,
+      act: async () => {
+        const played = await deps.gitlab.playJob(apply.id);
+        log.info({ requestId: request.id, jobId: apply.id }, "played the approved apply job");
+        store.audit({
+          requestId: request.id,
+          actor: request.decision?.by ?? "vmbot",
+          action: playAction(request, "started"),
+          detail: { jobId: apply.id, playedLater: true },
+        });
+        return { jobId: apply.id, status: played.status };
+      },
+    });
+    if (request.error !== null) {
+      const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
+      if (cleared) await deps.render(cleared);
+    }
+  } catch (error) {
+    if (gitlabRefused(error)) {
+      await refused(deps, request, apply, error);
       return;
     }
-    if (back.kind === "unknown") throw error;
-    store.complete(request.id, playStep(request), { failed: true, refused: true });
-    const released = store.transition(
-      request.id,
-      ["applying"],
-      "awaiting_approval",
-      { decision: null, error: null },
-      undefined,
-      {
-        actor: "vmbot",
-        action: "approval_released",
-        detail: { jobId: apply.id, reason: userMessage(error) },
-      },
-    );
-    log.warn(
-      { err: error, requestId: request.id },
-      "GitLab refused the apply job; approval released",
-    );
-    if (released) await deps.render(released);
+    // Unknown: the intent stays, the next pass reads the job again and settles it.
+    if (request.error === null) {
+      const checking = store.transition(request.id, ["applying"], "applying", {
+        error: checkingWords(),
+      });
+      if (checking) await deps.render(checking);
+    }
+    throw error;
   }
+}
 
+export function createApprovalFinisher(deps: ApprovalFinisherDeps): ApprovalFinisher {
   return {
-    settle,
-    async playApproved(request, apply) {
-      try {
-        await deps.effects.once(request.id, playStep(request), {
-          result: PlayedResultSchema,
-          act: async () => {
-            const played = await deps.gitlab.playJob(apply.id);
-            log.info({ requestId: request.id, jobId: apply.id }, "played the approved apply job");
-            store.audit({
-              requestId: request.id,
-              actor: request.decision?.by ?? "vmbot",
-              action: playAction(request, "started"),
-              detail: { jobId: apply.id, playedLater: true },
-            });
-            return { jobId: apply.id, status: played.status };
-          },
-        });
-        if (request.error !== null) {
-          const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
-          if (cleared) await deps.render(cleared);
-        }
-      } catch (error) {
-        if (gitlabRefused(error)) {
-          await refused(request, apply, error);
-          return;
-        }
-        // Unknown: the intent stays, the next pass reads the job again and settles it.
-        if (request.error === null) {
-          const checking = store.transition(request.id, ["applying"], "applying", {
-            error: checkingWords(),
-          });
-          if (checking) await deps.render(checking);
-        }
-        throw error;
-      }
-    },
+    settle: (request, apply) => settle(deps, request, apply),
+    playApproved: (request, apply) => playApproved(deps, request, apply),
   };
 }

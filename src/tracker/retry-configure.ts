@@ -62,112 +62,135 @@ class NotRetried extends Error {
   override name = "NotRetried";
 }
 
-export function createConfigureRetry(deps: ConfigureRetryDeps): ConfigureRetry {
-  const { gitlab, store, config } = deps;
+/** The configure job that replaced `failedJobId` in the pipeline, if GitLab made one. */
+async function replacement(
+  deps: ConfigureRetryDeps,
+  pipelineId: number,
+  failedJobId: number,
+): Promise<Job | undefined> {
+  const jobs = await deps.gitlab.pipelineJobs(pipelineId);
+  const latest = jobs
+    .filter((job) => job.name === deps.config.gitlab.jobs.configure)
+    .sort((a, b) => b.id - a.id)[0];
+  return latest !== undefined && latest.id > failedJobId ? latest : undefined;
+}
 
-  /** The configure job that replaced `failedJobId` in the pipeline, if GitLab made one. */
-  async function replacement(pipelineId: number, failedJobId: number): Promise<Job | undefined> {
-    const jobs = await gitlab.pipelineJobs(pipelineId);
-    const latest = jobs
-      .filter((job) => job.name === config.gitlab.jobs.configure)
-      .sort((a, b) => b.id - a.id)[0];
-    return latest !== undefined && latest.id > failedJobId ? latest : undefined;
+function release(
+  deps: ConfigureRetryDeps,
+  request: RequestRecord,
+  why: string,
+): RequestRecord | undefined {
+  return deps.store.transition(
+    request.id,
+    ["configuring"],
+    "failed",
+    { error: retryNotTakenWords(why) },
+    undefined,
+    { actor: "vmbot", action: "configure_retry_released", detail: { reason: why } },
+  );
+}
+
+async function settle(deps: ConfigureRetryDeps, api: ConfigureRetry, request: RequestRecord) {
+  const failed = request.failure;
+  if (failed?.stage !== "configure" || failed.retries === undefined) return undefined;
+  const effect = deps.store.effect(request.id, retryStep(failed.jobId, failed.retries));
+  if (effect?.state === "done") {
+    return effect.result?.failed === true
+      ? release(deps, request, "GitLab shows no new run of the job.")
+      : undefined;
   }
+  if (effect?.state !== "intended") return undefined;
+  const by = typeof effect.intent.by === "string" ? effect.intent.by : "vmbot";
+  const outcome = await api.run(request, failed.jobId, by, false);
+  return outcome.kind === "not_started" ? release(deps, request, outcome.why) : undefined;
+}
 
-  function release(request: RequestRecord, why: string): RequestRecord | undefined {
-    return store.transition(
-      request.id,
-      ["configuring"],
-      "failed",
-      { error: retryNotTakenWords(why) },
-      undefined,
-      { actor: "vmbot", action: "configure_retry_released", detail: { reason: why } },
+/** Asks GitLab to retry the job; a lost or refused answer is settled by reading the pipeline. */
+async function retryJob(
+  deps: ConfigureRetryDeps,
+  request: RequestRecord,
+  pipelineId: number,
+  failedJobId: number,
+) {
+  try {
+    const job = await deps.gitlab.retryJob(failedJobId);
+    return { jobId: job.id, webUrl: job.webUrl };
+  } catch (error) {
+    // The answer was lost, or a repeated request was refused because the job was
+    // retried already: the pipeline's jobs say whether GitLab took the retry.
+    deps.log.warn(
+      { err: error, requestId: request.id },
+      "the retry was not answered with a job; reading the pipeline back",
     );
+    let job: Job | undefined;
+    try {
+      job = await replacement(deps, pipelineId, failedJobId);
+    } catch {
+      throw error;
+    }
+    if (job !== undefined) {
+      return { jobId: job.id, webUrl: job.webUrl, confirmedByReading: true };
+    }
+    if (gitlabRefused(error)) throw error;
+    throw new NotRetried(userMessage(error), { cause: error });
   }
+}
 
+async function run(
+  deps: ConfigureRetryDeps,
+  request: RequestRecord,
+  failedJobId: number,
+  by: string,
+  fresh: boolean,
+): Promise<RetryOutcome> {
+  const { store } = deps;
+  const pipelineId = request.pipelineId ?? 0;
+  const step = retryStep(failedJobId, request.failure?.retries ?? 0);
+  let result: { jobId: number; webUrl: string };
+  try {
+    result = await deps.effects.once(request.id, step, {
+      result: RetriedResultSchema,
+      fresh,
+      detail: { jobId: failedJobId, by },
+      reconcile: async () => {
+        const job = await replacement(deps, pipelineId, failedJobId);
+        return job === undefined ? undefined : { jobId: job.id, webUrl: job.webUrl };
+      },
+      act: () => retryJob(deps, request, pipelineId, failedJobId),
+    });
+  } catch (error) {
+    if (gitlabRefused(error) || error instanceof NotRetried) {
+      store.complete(request.id, step, { failed: true });
+      deps.log.warn({ err: error, requestId: request.id }, "GitLab did not retry the job");
+      return {
+        kind: "not_started",
+        why: error instanceof NotRetried ? error.message : userMessage(error),
+      };
+    }
+    deps.log.warn(
+      { err: error, requestId: request.id },
+      "could not learn whether GitLab retried the job",
+    );
+    return { kind: "unknown" };
+  }
+  const job = { id: result.jobId, webUrl: result.webUrl };
+  if (store.effect(request.id, `reply_retry_started:${failedJobId}`) === undefined) {
+    store.audit({
+      requestId: request.id,
+      actor: by,
+      action: "configure_retry_started",
+      detail: { failedJobId, jobId: job.id },
+    });
+  }
+  await deps.post(request, `retry_started:${failedJobId}`, retryStartedWords(by, job));
+  return { kind: "started", job };
+}
+
+export function createConfigureRetry(deps: ConfigureRetryDeps): ConfigureRetry {
   const api: ConfigureRetry = {
-    release,
-
-    async settle(request) {
-      const failed = request.failure;
-      if (failed?.stage !== "configure" || failed.retries === undefined) return undefined;
-      const effect = store.effect(request.id, retryStep(failed.jobId, failed.retries));
-      if (effect?.state === "done") {
-        return effect.result?.failed === true
-          ? release(request, "GitLab shows no new run of the job.")
-          : undefined;
-      }
-      if (effect?.state !== "intended") return undefined;
-      const by = typeof effect.intent.by === "string" ? effect.intent.by : "vmbot";
-      const outcome = await api.run(request, failed.jobId, by, false);
-      return outcome.kind === "not_started" ? release(request, outcome.why) : undefined;
-    },
-
-    async run(request, failedJobId, by, fresh) {
-      const pipelineId = request.pipelineId ?? 0;
-      const step = retryStep(failedJobId, request.failure?.retries ?? 0);
-      let result: { jobId: number; webUrl: string };
-      try {
-        result = await deps.effects.once(request.id, step, {
-          result: RetriedResultSchema,
-          fresh,
-          detail: { jobId: failedJobId, by },
-          reconcile: async () => {
-            const job = await replacement(pipelineId, failedJobId);
-            return job === undefined ? undefined : { jobId: job.id, webUrl: job.webUrl };
-          },
-          act: async () => {
-            try {
-              const job = await gitlab.retryJob(failedJobId);
-              return { jobId: job.id, webUrl: job.webUrl };
-            } catch (error) {
-              // The answer was lost, or a repeated request was refused because the job was
-              // retried already: the pipeline's jobs say whether GitLab took the retry.
-              deps.log.warn(
-                { err: error, requestId: request.id },
-                "the retry was not answered with a job; reading the pipeline back",
-              );
-              let job: Job | undefined;
-              try {
-                job = await replacement(pipelineId, failedJobId);
-              } catch {
-                throw error;
-              }
-              if (job !== undefined) {
-                return { jobId: job.id, webUrl: job.webUrl, confirmedByReading: true };
-              }
-              if (gitlabRefused(error)) throw error;
-              throw new NotRetried(userMessage(error), { cause: error });
-            }
-          },
-        });
-      } catch (error) {
-        if (gitlabRefused(error) || error instanceof NotRetried) {
-          store.complete(request.id, step, { failed: true });
-          deps.log.warn({ err: error, requestId: request.id }, "GitLab did not retry the job");
-          return {
-            kind: "not_started",
-            why: error instanceof NotRetried ? error.message : userMessage(error),
-          };
-        }
-        deps.log.warn(
-          { err: error, requestId: request.id },
-          "could not learn whether GitLab retried the job",
-        );
-        return { kind: "unknown" };
-      }
-      const job = { id: result.jobId, webUrl: result.webUrl };
-      if (store.effect(request.id, `reply_retry_started:${failedJobId}`) === undefined) {
-        store.audit({
-          requestId: request.id,
-          actor: by,
-          action: "configure_retry_started",
-          detail: { failedJobId, jobId: job.id },
-        });
-      }
-      await deps.post(request, `retry_started:${failedJobId}`, retryStartedWords(by, job));
-      return { kind: "started", job };
-    },
+    release: (request, why) => release(deps, request, why),
+    settle: (request) => settle(deps, api, request),
+    run: (request, failedJobId, by, fresh) => run(deps, request, failedJobId, by, fresh),
   };
   return api;
 }

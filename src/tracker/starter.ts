@@ -60,157 +60,193 @@ const slackErrorCode = (error: unknown): string | undefined => {
 
 const before = (iso: string, ms: number) => new Date(Date.parse(iso) - ms).toISOString();
 
-export function createRequestStarter(deps: StarterDeps): RequestStarter {
-  const { store, client, gitlab, effects, config } = deps;
-  const starting = new Map<string, Promise<void>>();
-
-  /** The request message a crash left unrecorded, found by its metadata in the channel. */
-  const findRequestMessage = (request: RequestRecord) =>
-    findMessage(
-      client,
-      {
-        channel: request.channel,
-        oldest: String((Date.parse(request.createdAt) - LOOKBACK_MS) / 1000),
-      },
-      (message) => {
-        const metadata = metadataOf(message);
-        return (
-          metadata?.eventType === REQUEST_EVENT_TYPE && metadata.payload.request_id === request.id
-        );
-      },
-    );
-
-  async function postRequestMessage(request: RequestRecord): Promise<RequestRecord | undefined> {
-    try {
-      const { ts } = await effects.once(request.id, "post_request_message", {
-        result: PostedResultSchema,
-        reconcile: () => findRequestMessage(request),
-        act: () => postMessage(client, request),
-      });
-      const posted = store.updateRequest(request.id, { messageTs: ts });
-      // What was posted is what the request held: the message is not behind.
-      if (store.effect(request.id, "post_request_message")?.result?.reconciled !== true) {
-        record(store, posted, messageDigest(renderRequest(request)), deps.log);
-      }
-      return posted;
-    } catch (error) {
-      deps.log.error({ err: error }, "could not post the request message");
-      const reason = slackErrorCode(error);
-      const message = notPostedWords(request, reason);
-      store.transition(request.id, ["queued"], "failed", { error: message });
-      store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
-      store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
-      await client.chat
-        .postMessage({ channel: request.requester, text: message })
-        .catch((dmError: unknown) => {
-          deps.log.error({ err: dmError }, "could not tell the requester");
-        });
-      return undefined;
-    }
-  }
-
-  async function createPipeline(request: RequestRecord): Promise<RequestRecord> {
-    const earlier = store.effect(request.id, "create_pipeline");
-    const intended = earlier?.intendedAt ?? request.createdAt;
-    // A crash left a create in flight: GitLab may still make that one visible after this
-    // attempt, and the tracker keeps looking for it for a while (late-pipelines.ts).
-    const leftInFlight = earlier?.state === "intended";
-    const watch = () => ({
-      watchUntil: new Date(
-        Date.parse(store.effect(request.id, "create_pipeline")?.intendedAt ?? intended) +
-          LATE_WATCH_MS,
-      ).toISOString(),
-    });
-    const find = async () => {
-      const found = await gitlab.findPipeline(request.id, before(intended, 60_000));
-      return found === undefined
-        ? undefined
-        : { id: found.id, webUrl: found.webUrl, sure: found.sure };
-    };
-    try {
-      const pipeline = await effects.once(request.id, "create_pipeline", {
-        result: PipelineCreatedSchema,
-        reconcile: find,
-        act: async () => {
-          try {
-            const shape = {
-              sizing: config.gitlab.sizingParams,
-              numberInputs: config.gitlab.numberInputs,
-            };
-            // A destroy request sends the VM's recorded inputs with action=destroy.
-            const params =
-              request.kind === "destroy"
-                ? destroyParams(request.spec, shape, request.stateName)
-                : pipelineParams(request.spec, shape, request.stateName);
-            const created = await gitlab.triggerPipeline(params, request.id);
-            return {
-              id: created.id,
-              webUrl: created.webUrl,
-              sure: true,
-              ...(leftInFlight ? watch() : {}),
-            };
-          } catch (error) {
-            // The answer may be lost while the pipeline exists: look before calling it failed.
-            if (!(error instanceof VmbotError) || !UNCERTAIN.has(error.code)) throw error;
-            const found = await find().catch((readError: unknown) => {
-              deps.log.warn(
-                { err: readError },
-                "could not look for the pipeline after GitLab's answer was lost; one that shows up later is canceled",
-              );
-              return undefined;
-            });
-            if (found === undefined) throw error;
-            return { ...found, ...(leftInFlight ? watch() : {}) };
-          }
-        },
-      });
-      const id = pipeline.id;
-      const notes = !pipeline.sure ? [...request.notes, tookFirstPipelineNote(id)] : undefined;
-      const updated = store.updateRequest(request.id, {
-        pipelineId: id,
-        pipelineUrl: pipeline.webUrl,
-        ...(notes === undefined ? {} : { notes }),
-      });
-      store.audit({
-        requestId: request.id,
-        actor: "vmbot",
-        action: "pipeline_created",
-        detail: {
-          pipelineId: id,
-          webUrl: pipeline.webUrl,
-          ...(store.effect(request.id, "create_pipeline")?.result?.reconciled === true
-            ? { reconciled: true }
-            : {}),
-        },
-      });
-      deps.log.info({ pipelineId: id }, "pipeline created");
-      return updated;
-    } catch (error) {
-      const code = error instanceof VmbotError ? error.code : "internal";
-      deps.log.error({ err: error, code }, "could not create the pipeline");
-      // GitLab may still create it: the tracker cancels one that lands late.
-      store.complete(request.id, "create_pipeline", {
-        failed: code,
-        ...(leftInFlight || UNCERTAIN.has(code) ? watch() : {}),
-      });
-      store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
-      // Withdrawn meanwhile: the request keeps that end.
+/** The request message a crash left unrecorded, found by its metadata in the channel. */
+const findRequestMessage = (client: SlackClient, request: RequestRecord) =>
+  findMessage(
+    client,
+    {
+      channel: request.channel,
+      oldest: String((Date.parse(request.createdAt) - LOOKBACK_MS) / 1000),
+    },
+    (message) => {
+      const metadata = metadataOf(message);
       return (
-        store.transition(request.id, ["queued"], "failed", { error: userMessage(error) }) ??
-        store.getRequest(request.id) ??
-        request
+        metadata?.eventType === REQUEST_EVENT_TYPE && metadata.payload.request_id === request.id
       );
+    },
+  );
+
+async function postRequestMessage(
+  deps: StarterDeps,
+  request: RequestRecord,
+): Promise<RequestRecord | undefined> {
+  const { store, client, effects } = deps;
+  try {
+    const { ts } = await effects.once(request.id, "post_request_message", {
+      result: PostedResultSchema,
+      reconcile: () => findRequestMessage(client, request),
+      act: () => postMessage(client, request),
+    });
+    const posted = store.updateRequest(request.id, { messageTs: ts });
+    // What was posted is what the request held: the message is not behind.
+    if (store.effect(request.id, "post_request_message")?.result?.reconciled !== true) {
+      record(store, posted, messageDigest(renderRequest(request)), deps.log);
     }
+    return posted;
+  } catch (error) {
+    deps.log.error({ err: error }, "could not post the request message");
+    const reason = slackErrorCode(error);
+    const message = notPostedWords(request, reason);
+    store.transition(request.id, ["queued"], "failed", { error: message });
+    store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
+    store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
+    await client.chat
+      .postMessage({ channel: request.requester, text: message })
+      .catch((dmError: unknown) => {
+        deps.log.error({ err: dmError }, "could not tell the requester");
+      });
+    return undefined;
   }
+}
+
+/** What a create attempt knows before it calls GitLab: when it was meant, and how to look. */
+function createAttempt(deps: StarterDeps, request: RequestRecord) {
+  const { store, gitlab } = deps;
+  const earlier = store.effect(request.id, "create_pipeline");
+  const intended = earlier?.intendedAt ?? request.createdAt;
+  // A crash left a create in flight: GitLab may still make that one visible after this
+  // attempt, and the tracker keeps looking for it for a while (late-pipelines.ts).
+  const leftInFlight = earlier?.state === "intended";
+  const watch = () => ({
+    watchUntil: new Date(
+      Date.parse(store.effect(request.id, "create_pipeline")?.intendedAt ?? intended) +
+        LATE_WATCH_MS,
+    ).toISOString(),
+  });
+  const find = async () => {
+    const found = await gitlab.findPipeline(request.id, before(intended, 60_000));
+    return found === undefined
+      ? undefined
+      : { id: found.id, webUrl: found.webUrl, sure: found.sure };
+  };
+  return { leftInFlight, watch, find };
+}
+
+type CreateAttempt = ReturnType<typeof createAttempt>;
+
+async function triggerPipeline(deps: StarterDeps, request: RequestRecord, attempt: CreateAttempt) {
+  const { config } = deps;
+  const { leftInFlight, watch, find } = attempt;
+  try {
+    const shape = {
+      sizing: config.gitlab.sizingParams,
+      numberInputs: config.gitlab.numberInputs,
+    };
+    // A destroy request sends the VM's recorded inputs with action=destroy.
+    const params =
+      request.kind === "destroy"
+        ? destroyParams(request.spec, shape, request.stateName)
+        : pipelineParams(request.spec, shape, request.stateName);
+    const created = await deps.gitlab.triggerPipeline(params, request.id);
+    return {
+      id: created.id,
+      webUrl: created.webUrl,
+      sure: true,
+      ...(leftInFlight ? watch() : {}),
+    };
+  } catch (error) {
+    // The answer may be lost while the pipeline exists: look before calling it failed.
+    if (!(error instanceof VmbotError) || !UNCERTAIN.has(error.code)) throw error;
+    const found = await find().catch((readError: unknown) => {
+      deps.log.warn(
+        { err: readError },
+        "could not look for the pipeline after GitLab's answer was lost; one that shows up later is canceled",
+      );
+      return undefined;
+    });
+    if (found === undefined) throw error;
+    return { ...found, ...(leftInFlight ? watch() : {}) };
+  }
+}
+
+function recordPipeline(
+  deps: StarterDeps,
+  request: RequestRecord,
+  pipeline: { id: number; webUrl: string; sure: boolean },
+): RequestRecord {
+  const { store } = deps;
+  const id = pipeline.id;
+  const notes = !pipeline.sure ? [...request.notes, tookFirstPipelineNote(id)] : undefined;
+  const updated = store.updateRequest(request.id, {
+    pipelineId: id,
+    pipelineUrl: pipeline.webUrl,
+    ...(notes === undefined ? {} : { notes }),
+  });
+  store.audit({
+    requestId: request.id,
+    actor: "vmbot",
+    action: "pipeline_created",
+    detail: {
+      pipelineId: id,
+      webUrl: pipeline.webUrl,
+      ...(store.effect(request.id, "create_pipeline")?.result?.reconciled === true
+        ? { reconciled: true }
+        : {}),
+    },
+  });
+  deps.log.info({ pipelineId: id }, "pipeline created");
+  return updated;
+}
+
+function pipelineFailed(
+  deps: StarterDeps,
+  request: RequestRecord,
+  attempt: CreateAttempt,
+  error: unknown,
+): RequestRecord {
+  const { store } = deps;
+  const code = error instanceof VmbotError ? error.code : "internal";
+  deps.log.error({ err: error, code }, "could not create the pipeline");
+  // GitLab may still create it: the tracker cancels one that lands late.
+  store.complete(request.id, "create_pipeline", {
+    failed: code,
+    ...(attempt.leftInFlight || UNCERTAIN.has(code) ? attempt.watch() : {}),
+  });
+  store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
+  // Withdrawn meanwhile: the request keeps that end.
+  return (
+    store.transition(request.id, ["queued"], "failed", { error: userMessage(error) }) ??
+    store.getRequest(request.id) ??
+    request
+  );
+}
+
+async function createPipeline(deps: StarterDeps, request: RequestRecord): Promise<RequestRecord> {
+  const attempt = createAttempt(deps, request);
+  try {
+    const pipeline = await deps.effects.once(request.id, "create_pipeline", {
+      result: PipelineCreatedSchema,
+      reconcile: attempt.find,
+      act: () => triggerPipeline(deps, request, attempt),
+    });
+    return recordPipeline(deps, request, pipeline);
+  } catch (error) {
+    return pipelineFailed(deps, request, attempt, error);
+  }
+}
+
+export function createRequestStarter(deps: StarterDeps): RequestStarter {
+  const { store, client } = deps;
+  const starting = new Map<string, Promise<void>>();
 
   async function run(initial: RequestRecord): Promise<void> {
     let request = initial;
     if (request.messageTs === null) {
-      const posted = await postRequestMessage(request);
+      const posted = await postRequestMessage(deps, request);
       if (posted === undefined) return;
       request = posted;
     }
-    if (request.pipelineId === null) request = await createPipeline(request);
+    if (request.pipelineId === null) request = await createPipeline(deps, request);
     await updateRequestMessage(client, store, request, deps.log.child({ requestId: request.id }));
   }
 
