@@ -37,6 +37,9 @@ export default tseslint.config(
     // simulators or the tests; sandbox/ may import src/; test/ and bench/ may import both.
     files: ["src/**/*.ts"],
     rules: {
+      // A file a reader takes in whole, a function that fits on a screen (README, "Layout").
+      "max-lines": ["error", { max: 400 }],
+      "max-lines-per-function": ["error", { max: 80, skipBlankLines: true, skipComments: true }],
       "no-restricted-imports": [
         "error",
         {

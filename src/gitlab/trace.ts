@@ -147,6 +147,7 @@ function parseOptions(raw: string | undefined): Record<string, string> {
   return options;
 }
 
+// eslint-disable-next-line max-lines-per-function -- one closure over a streaming reader's state, on the hot path of every job log; still to be split as the plan text reader was
 export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceCleaner {
   const keepOverwritten = options.overwritten === "keep";
   const lineByLine = options.lineByLine === true;
