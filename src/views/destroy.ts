@@ -25,7 +25,11 @@ const section = (text: string): KnownBlock => ({
 
 const reply = (text: string): DestroyReply => ({ text, blocks: [section(text)] });
 
-const name = (vm: string) => `*${escapeMrkdwn(vm)}*`;
+/**
+ * A VM's name in bold. A real one is at most 63 characters; any longer is cut here, so that a
+ * message's own links after it are never what a section's limit cuts.
+ */
+const name = (vm: string) => `*${escapeMrkdwn(truncate(vm, 100))}*`;
 
 /** Where a VM lives: its recorded address, else the address it was asked with. */
 export const vmAddressOf = (vm: VmRecord) => vm.address ?? vm.spec.ip.split("/")[0] ?? vm.spec.ip;
@@ -81,7 +85,7 @@ export function destroyConfirmation(vm: VmRecord, now: Date): DestroyReply {
     text: truncate(`*${label}*\n${value}`, 2000),
   });
   return {
-    text: `Destroy ${vm.name}?`,
+    text: `Destroy ${escapeMrkdwn(vm.name)}?`,
     blocks: [
       section(
         `:rotating_light: *Destroy ${escapeMrkdwn(vm.name)}?* Terraform removes the VM and its disks from Proxmox; this cannot be undone. An approver reviews the request first.`,

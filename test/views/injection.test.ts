@@ -8,6 +8,20 @@ import { REQUEST_STATUSES, type RequestRecord } from "../../src/store/store.js";
 import { deriveCounts, type PlanResource } from "../../src/terraform/plan-text.js";
 import { capacityFailure, capacityMessage, capacityUsage } from "../../src/views/capacity.js";
 import { createModal, liveNodeOptions } from "../../src/views/create-modal.js";
+import {
+  destroyAskedReply,
+  destroyCanceledReply,
+  destroyConfirmation,
+  destroyedWords,
+  destroyFailedNote,
+  destroyFailedWords,
+  destroyMessage,
+  destroyRefusedReply,
+  goneVmReply,
+  inFlightReply,
+  noDestroyJobWords,
+  unknownVmReply,
+} from "../../src/views/destroy.js";
 import { helpMessage } from "../../src/views/help.js";
 import {
   approvalWindowWords,
@@ -65,6 +79,8 @@ const ADMIN = "U0ADMIN";
 const KNOWN_USERS = new Set([REQUESTER, APPROVER, ADMIN]);
 /** The approvers' user group, which the bot mentions when a plan waits for them. */
 const KNOWN_GROUPS = new Set(["S0APPROVERS"]);
+/** The channels the bot names in its own words (a request's, the configured one). */
+const KNOWN_CHANNELS = new Set(["C0CHAN"]);
 const GITLAB = "https://gitlab.example.com/";
 const PROXMOX = "https://pve.example.com:8006";
 const TRUSTED_URLS = [GITLAB, PROXMOX];
@@ -432,6 +448,48 @@ function renderAll(o: Outside): Payload[] {
   );
 
   payloads.push({ view: "helpMessage", payload: helpMessage(o.command) });
+
+  // `/vm destroy`: the VM as the inventory holds it, and its destroy request.
+  const vm = {
+    name: o.vmName,
+    requestId: "vm-mabc123-0a1b2c3d",
+    owner: REQUESTER,
+    spec,
+    stateName: o.stateName,
+    address: o.address,
+    pipelineId: 42,
+    approvedBy: APPROVER,
+    createdAt: "2026-12-01T09:00:00Z",
+    leaseUntil: null,
+    status: "gone" as const,
+    statusNote: o.note,
+    checkedAt: null,
+  };
+  const destroyJob = {
+    id: 7,
+    name: o.stateName,
+    stage: "destroy",
+    status: "failed",
+    webUrl: `${GITLAB}infra/vms/-/jobs/7`,
+    finishedAt: null,
+    user: o.lockedBy,
+    hasArtifacts: false,
+  };
+  const destroying = sampleRequest({ ...base, kind: "destroy", status: "awaiting_approval" });
+  payloads.push(
+    { view: "destroyRefusedReply", payload: destroyRefusedReply(vm, [ADMIN, "S0APPROVERS"]) },
+    { view: "unknownVmReply", payload: unknownVmReply(o.command, [o.vmName]) },
+    { view: "inFlightReply", payload: inFlightReply(o.vmName, destroying) },
+    { view: "goneVmReply", payload: goneVmReply(vm) },
+    { view: "destroyConfirmation", payload: destroyConfirmation(vm, now) },
+    { view: "destroyCanceledReply", payload: destroyCanceledReply(o.vmName) },
+    { view: "destroyAskedReply", payload: destroyAskedReply(o.vmName, "C0CHAN") },
+    { view: "destroyMessage", payload: destroyMessage(destroying) },
+    { view: "destroyedWords", payload: { text: destroyedWords(destroying, destroyJob) } },
+    { view: "destroyFailedWords", payload: { text: destroyFailedWords(destroyJob) } },
+    { view: "destroyFailedNote", payload: { text: destroyFailedNote(destroyJob) } },
+    { view: "noDestroyJobWords", payload: { text: noDestroyJobWords(o.stateName) } },
+  );
   payloads.push({
     view: "createModal",
     payload: createModal({
@@ -475,6 +533,7 @@ function mrkdwnTexts(payload: unknown): string[] {
 
 const MENTION = /<@([A-Z0-9]+)>/g;
 const GROUP_MENTION = /<!subteam\^([A-Z0-9]+)>/g;
+const CHANNEL_LINK = /<#(C[A-Z0-9]+)>/g;
 const DATE = /<!date\^-?\d+\^[^<>|]*\|[^<>|]*>/g;
 const LINK = /<(https:\/\/[^<>|\s]+)\|([^<>]*)>/g;
 
@@ -487,6 +546,10 @@ function problems(text: string): string[] {
   });
   rest = rest.replace(GROUP_MENTION, (whole, id: string) => {
     if (!KNOWN_GROUPS.has(id)) found.push(`mentions ${whole}`);
+    return "";
+  });
+  rest = rest.replace(CHANNEL_LINK, (whole, id: string) => {
+    if (!KNOWN_CHANNELS.has(id)) found.push(`links to ${whole}`);
     return "";
   });
   rest = rest.replace(DATE, "");
@@ -641,6 +704,16 @@ describe("outside text in every view the bot posts", () => {
         "retryNotTakenWords",
         "retryUnknownWords",
         "plannedAgainReply",
+        "unknownVmReply",
+        "inFlightReply",
+        "goneVmReply",
+        "destroyConfirmation",
+        "destroyCanceledReply",
+        "destroyAskedReply",
+        "destroyMessage",
+        "destroyedWords",
+        "destroyRefusedReply",
+        "noDestroyJobWords",
       ].sort(),
     );
   });
