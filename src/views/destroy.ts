@@ -6,7 +6,13 @@ import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 import type { VmRecord } from "../store/inventory.js";
 import type { RequestRecord, RequestStatus } from "../store/store.js";
 import { whoMay } from "./refusals.js";
-import { durationsBlocks, reasonWords, withdrawButton, withdrawable } from "./request-message.js";
+import {
+  durationsBlocks,
+  reasonWords,
+  requestedBy,
+  withdrawButton,
+  withdrawable,
+} from "./request-message.js";
 import { age } from "./unlock.js";
 
 type KnownBlock = types.KnownBlock;
@@ -203,7 +209,6 @@ function approveConfirmation(vm: string) {
 function destroyHead(request: RequestRecord): KnownBlock[] {
   const { spec } = request;
   const status = STATUS[request.status];
-  const createdAt = Math.floor(Date.parse(request.createdAt) / 1000);
   const field = (label: string, value: string) => ({
     type: "mrkdwn" as const,
     text: truncate(`*${label}*\n${value}`, 2000),
@@ -213,15 +218,7 @@ function destroyHead(request: RequestRecord): KnownBlock[] {
       type: "header",
       text: { type: "plain_text", text: truncate(`Destroy ${spec.name} — ${status.label}`, 150) },
     },
-    {
-      type: "context",
-      elements: [
-        {
-          type: "mrkdwn",
-          text: `Requested by <@${request.requester}> · <!date^${createdAt}^{date_short_pretty} {time}|${request.createdAt}> · \`${request.id}\``,
-        },
-      ],
-    },
+    requestedBy(request),
     {
       type: "section",
       fields: [

@@ -123,25 +123,30 @@ export function memoryWords(mib: number): string {
   return `${Number.isInteger(gib) ? gib.toLocaleString("en-US") : gib.toFixed(2)} GiB`;
 }
 
+/** The line under a request message's header: who asked, when, and the request's ID. */
+export function requestedBy(request: RequestRecord): KnownBlock {
+  const createdAt = Math.floor(Date.parse(request.createdAt) / 1000);
+  return {
+    type: "context",
+    elements: [
+      {
+        type: "mrkdwn",
+        text: `Requested by <@${request.requester}> · <!date^${createdAt}^{date_short_pretty} {time}|${request.createdAt}> · \`${request.id}\``,
+      },
+    ],
+  };
+}
+
 /** The head every request message starts with: name and status, who asked, the inputs. */
 export function requestHead(request: RequestRecord): KnownBlock[] {
   const { spec } = request;
   const status = STATUS[request.status];
-  const createdAt = Math.floor(Date.parse(request.createdAt) / 1000);
   return [
     {
       type: "header",
       text: { type: "plain_text", text: truncate(`VM ${spec.name} — ${status.label}`, 150) },
     },
-    {
-      type: "context",
-      elements: [
-        {
-          type: "mrkdwn",
-          text: `Requested by <@${request.requester}> · <!date^${createdAt}^{date_short_pretty} {time}|${request.createdAt}> · \`${request.id}\``,
-        },
-      ],
-    },
+    requestedBy(request),
     {
       type: "section",
       fields: [
