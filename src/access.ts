@@ -1,4 +1,5 @@
 import type { webApi } from "@slack/bolt";
+import { millisOf, systemClock, type Clock } from "./clock.js";
 import type { Logger } from "./logger.js";
 import {
   ACTION_ROLE,
@@ -74,7 +75,8 @@ export function createAccess(options: {
   lists: AccessLists;
   client: Pick<webApi.WebClient, "usergroups">;
   log: Logger;
-  now?: () => number;
+  /** What time it is, for the user-group cache; the machine's clock by default. */
+  clock?: Clock;
   /** The policy in force; the access lists (one approval) when not given. */
   policy?: () => Policy;
   /** Where decisions are audited. */
@@ -83,7 +85,7 @@ export function createAccess(options: {
   const members = createGroupMembers({
     client: options.client,
     log: options.log,
-    now: options.now ?? Date.now,
+    now: millisOf(options.clock ?? systemClock),
   });
   const fromLists = policyFromLists({
     ...options.lists,

@@ -138,6 +138,7 @@ export function createApp(deps: AppDeps): VmbotApp {
       lists: config.access,
       client: app.client,
       log,
+      ...(deps.now === undefined ? {} : { clock: deps.now }),
       ...(deps.policy === undefined ? {} : { policy: deps.policy.current }),
       audit: (entry) => {
         deps.store.audit(entry);

@@ -227,7 +227,7 @@ export async function startVmbot(
     const wake = (pipelineId: number | undefined) => {
       tracker.wake(pipelineId);
     };
-    const server = createServer({ config, log, vmbot, health, wake, limits: options.httpLimits });
+    const server = createServer({ config, log, vmbot, health, wake }, options);
     await slack.verify();
     undo.push(async () => {
       if (vmbot.socket) await vmbot.app.stop();

@@ -1,3 +1,4 @@
+import { millisOf, systemClock, type Clock } from "../clock.js";
 import type { Proxmox, ProxmoxNode } from "./proxmox.js";
 
 /**
@@ -19,10 +20,10 @@ export interface NodeDirectory {
 
 export function createNodeDirectory(
   proxmox: Proxmox,
-  options: { maxAgeMs?: number; now?: () => number } = {},
+  options: { maxAgeMs?: number; clock?: Clock } = {},
 ): NodeDirectory {
   const maxAgeMs = options.maxAgeMs ?? 15_000;
-  const now = options.now ?? Date.now;
+  const now = millisOf(options.clock ?? systemClock);
   let latest: { nodes: ProxmoxNode[]; at: number } | undefined;
   let pending: Promise<ProxmoxNode[]> | undefined;
 

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
+import { millisOf, systemClock, type Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
 
 /** Slack refuses to act on a signed request more than five minutes from now, either way. */
@@ -137,9 +138,10 @@ export function createSlackEventsHandler(options: {
   bolt: (req: IncomingMessage, res: ServerResponse) => void;
   log: Logger;
   maxBodyBytes: number;
-  now?: () => number;
+  /** What time it is, for the signature's five minutes; the machine's clock by default. */
+  clock?: Clock;
 }): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  const now = options.now ?? Date.now;
+  const now = millisOf(options.clock ?? systemClock);
   return async (req, res) => {
     try {
       const signature = header(req, "x-slack-signature");

@@ -97,6 +97,7 @@ export async function connectPlatform(
       kvMount: settings.kvMount,
       log: log.child({ component: "vault" }),
       redactor,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.vaultTimeoutMs === undefined ? {} : { timeoutMs: options.vaultTimeoutMs }),
     });
     try {
@@ -150,10 +151,10 @@ export async function connectPlatform(
     return {
       vault,
       gitlabToken,
-      nodes: createNodeDirectory(
-        proxmox,
-        options.nodeListMaxAgeMs === undefined ? {} : { maxAgeMs: options.nodeListMaxAgeMs },
-      ),
+      nodes: createNodeDirectory(proxmox, {
+        ...(options.nodeListMaxAgeMs === undefined ? {} : { maxAgeMs: options.nodeListMaxAgeMs }),
+        ...(options.clock === undefined ? {} : { clock: options.clock }),
+      }),
     };
   } catch (error) {
     vault?.stop();

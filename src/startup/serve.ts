@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import { createWebhookHandler } from "../gitlab/webhook.js";
 import type { Logger } from "../logger.js";
@@ -15,18 +16,23 @@ export interface ServeDeps {
   health: () => Health;
   /** A GitLab hook arrived for this pipeline: look at it now. */
   wake: (pipelineId: number | undefined) => void;
-  limits?: Partial<ServerLimits> | undefined;
+}
+
+export interface ServeOptions {
+  httpLimits?: Partial<ServerLimits> | undefined;
+  /** What time it is, for signed requests' five minutes; the machine's clock by default. */
+  clock?: Clock | undefined;
 }
 
 /** The HTTP server: Slack's events (HTTP mode), GitLab's webhook when configured, `/healthz`. */
-export function createServer(deps: ServeDeps): Server {
+export function createServer(deps: ServeDeps, options: ServeOptions = {}): Server {
   const { config, log } = deps;
   const secret = config.gitlab.webhookSecret;
   const gitlabWebhook =
     secret === undefined
       ? undefined
       : createWebhookHandler({ secret, wake: deps.wake, log: log.child({ component: "webhook" }) });
-  const limits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const limits = { ...DEFAULT_LIMITS, ...options.httpLimits };
   const bolt = deps.vmbot.slackEvents;
   const slackEvents =
     bolt === undefined
@@ -36,6 +42,7 @@ export function createServer(deps: ServeDeps): Server {
           bolt,
           log: log.child({ component: "http" }),
           maxBodyBytes: limits.maxBodyBytes,
+          ...(options.clock === undefined ? {} : { clock: options.clock }),
         });
   return createHttpServer(
     { slackEvents, gitlabWebhook, health: deps.health },

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import nodeVault from "node-vault";
+import { millisOf, systemClock, systemScheduler, type Clock, type Scheduler } from "../clock.js";
 import type { VaultAuth } from "../config.js";
 import { VmbotError, type VaultAsk } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -33,7 +34,10 @@ export interface VaultOptions {
   timeoutMs?: number;
   /** How long a secret read from KV is used before it is read again. */
   cacheMs?: number;
-  now?: () => number;
+  /** What time it is, for the cache's ages; the machine's clock by default. */
+  clock?: Clock;
+  /** When renewals and retries run; the machine's timers by default. */
+  scheduler?: Scheduler;
 }
 
 export interface Vault {
@@ -83,6 +87,7 @@ interface Session {
   redactor: Redactor;
   client: nodeVault.client;
   now: () => number;
+  scheduler: Scheduler;
   timeoutMs: number;
   cacheMs: number;
   canLogIn: boolean;
@@ -90,7 +95,8 @@ interface Session {
   grantedSeconds: number;
   stopped: boolean;
   loggingIn: Promise<void> | undefined;
-  timer: NodeJS.Timeout | undefined;
+  /** Cancels the renewal or retry waiting to run, if any. */
+  cancelTimer: () => void;
   retryDelay: number;
   cache: Map<string, { data: Record<string, unknown>; at: number }>;
   reading: Map<string, Promise<Record<string, unknown>>>;
@@ -114,14 +120,15 @@ export function createVault(options: VaultOptions): Vault {
     log,
     redactor,
     client,
-    now: options.now ?? Date.now,
+    now: millisOf(options.clock ?? systemClock),
+    scheduler: options.scheduler ?? systemScheduler,
     timeoutMs,
     cacheMs: options.cacheMs ?? DEFAULT_CACHE_MS,
     canLogIn: auth.method !== "token",
     grantedSeconds: 0,
     stopped: false,
     loggingIn: undefined,
-    timer: undefined,
+    cancelTimer: () => undefined,
     retryDelay: RETRY_MS.min,
     cache: new Map(),
     reading: new Map(),
@@ -152,7 +159,7 @@ export function createVault(options: VaultOptions): Vault {
     },
     stop() {
       session.stopped = true;
-      clearTimeout(session.timer);
+      session.cancelTimer();
     },
   };
 }
@@ -167,15 +174,14 @@ function readOf(session: Session, path: string): VaultAsk {
 }
 
 function later(session: Session, delayMs: number, work: () => Promise<void>): void {
-  clearTimeout(session.timer);
+  session.cancelTimer();
   if (session.stopped) return;
-  session.timer = setTimeout(
+  session.cancelTimer = session.scheduler.after(
+    Math.min(Math.max(0, delayMs), LONGEST_WAIT_MS),
     () => {
       void work();
     },
-    Math.min(Math.max(0, delayMs), LONGEST_WAIT_MS),
   );
-  session.timer.unref();
 }
 
 /** After a failure Vault may recover from: the same work again, a little later each time. */

@@ -1,5 +1,9 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { sameSecret } from "../../src/gitlab/webhook.js";
+import { createWebhookHandler, sameSecret } from "../../src/gitlab/webhook.js";
+import { createLogger } from "../../src/logger.js";
+import { createRedactor } from "../../src/redact.js";
 import { readFixture } from "../support/fixtures.js";
 import { askForVm, harnessPerTest, runUntilSettled, type Harness } from "../support/harness.js";
 import { waitFor } from "../support/wait.js";
@@ -8,7 +12,7 @@ import { TEST_SECRETS } from "../support/secrets.js";
 const start = harnessPerTest();
 const withWebhook = { env: { GITLAB_WEBHOOK_SECRET: TEST_SECRETS.webhookSecret } };
 
-function post(h: Harness, token: string | undefined, body: string) {
+function post(h: Pick<Harness, "baseUrl">, token: string | undefined, body: string) {
   return fetch(`${h.baseUrl}/gitlab/webhook`, {
     method: "POST",
     headers: {
@@ -59,13 +63,27 @@ describe("POST /gitlab/webhook", () => {
   });
 
   it("refuses a wrong or missing token with 401 and wakes nothing", async () => {
-    const h = await start(withWebhook);
+    const wakes: (number | undefined)[] = [];
+    const server = createServer(
+      createWebhookHandler({
+        secret: TEST_SECRETS.webhookSecret,
+        wake: (pipelineId) => wakes.push(pipelineId),
+        log: createLogger({ level: "silent", redactor: createRedactor() }),
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
     const body = JSON.stringify({ object_kind: "pipeline", object_attributes: { id: 1 } });
-    const before = h.gitlab.requests.length;
-    expect((await post(h, "not-the-secret", body)).status).toBe(401);
-    expect((await post(h, undefined, body)).status).toBe(401);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(h.gitlab.requests.length).toBe(before);
+    try {
+      // The handler wakes the tracker before it answers, so an answer means it has decided.
+      expect((await post({ baseUrl: url }, "not-the-secret", body)).status).toBe(401);
+      expect((await post({ baseUrl: url }, undefined, body)).status).toBe(401);
+      expect(wakes).toStrictEqual([]);
+      expect((await post({ baseUrl: url }, TEST_SECRETS.webhookSecret, body)).status).toBe(200);
+      expect(wakes).toStrictEqual([1]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("answers 400 to a body that is not a GitLab hook", async () => {

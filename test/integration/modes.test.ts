@@ -62,23 +62,28 @@ async function bannerPort(bot: BotProcess): Promise<number> {
   );
 }
 
-/** Polls /healthz until it answers 200 or the deadline passes; returns the last answer. */
+/** Waits for /healthz to answer 200; returns that answer. */
 async function healthy(port: number): Promise<{ status: number; body: unknown }> {
-  const deadline = Date.now() + 10_000;
-  let last: { status: number; body: unknown } | undefined;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
-      last = { status: response.status, body: await response.json() };
-      if (response.status === 200) return last;
-    } catch (error) {
-      lastError = error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  if (last) return last;
-  throw new Error(`/healthz never answered: ${String(lastError)}`);
+  let last: unknown = "no answer yet";
+  return waitFor(
+    async () => {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+        const answer = { status: response.status, body: await response.json() };
+        last = answer;
+        return response.status === 200 ? answer : undefined;
+      } catch (error) {
+        last = error;
+        return undefined;
+      }
+    },
+    "/healthz to answer 200",
+    {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      detail: () => (last instanceof Error ? last.message : JSON.stringify(last)),
+    },
+  );
 }
 
 describe("VMBOT_MODE auto with no Slack credential", () => {

@@ -58,6 +58,7 @@ export function timeRange(args: JsonObject): (ts: string) => boolean {
 interface WorkspaceOptions {
   botToken: string;
   triggerTtlMs: number;
+  now?: (() => number) | undefined;
   identity: SlackIdentity;
   baseUrl: () => string;
 }
@@ -83,7 +84,7 @@ export class WorkspaceDirectory {
 
   constructor(protected readonly options: WorkspaceOptions) {
     this.identity = options.identity;
-    this.triggers = new TriggerRegistry(options.triggerTtlMs);
+    this.triggers = new TriggerRegistry(options.triggerTtlMs, options.now);
   }
 
   message(channel: string, ts: string): FakeMessage | undefined {

@@ -40,6 +40,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     workspace: new SlackWorkspace({
       botToken: options.botToken,
       triggerTtlMs: options.triggerTtlMs ?? DEFAULT_TRIGGER_TTL_MS,
+      now: options.now,
       identity,
       baseUrl: () => baseUrl,
     }),

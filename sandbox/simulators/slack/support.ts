@@ -125,13 +125,16 @@ export class TriggerRegistry {
   private readonly issued = new Map<string, IssuedTrigger>();
   private sequence = 0;
 
-  constructor(private readonly ttlMs: number) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   issue(viewId?: string): string {
     this.sequence += 1;
-    const first = `${String(Date.now()).slice(-10)}${String(this.sequence % 1000).padStart(3, "0")}`;
+    const first = `${String(this.now()).slice(-10)}${String(this.sequence % 1000).padStart(3, "0")}`;
     const id = `${first}.${String(4_000_000_000_000 + this.sequence)}.${randomBytes(16).toString("hex")}`;
-    this.issued.set(id, { issuedAt: Date.now(), exchanged: false, viewId });
+    this.issued.set(id, { issuedAt: this.now(), exchanged: false, viewId });
     return id;
   }
 
@@ -140,7 +143,7 @@ export class TriggerRegistry {
     const trigger = this.issued.get(triggerId);
     if (trigger === undefined) throw new SlackApiError("invalid_trigger_id");
     if (trigger.exchanged) throw new SlackApiError("exchanged_trigger_id");
-    if (Date.now() - trigger.issuedAt > this.ttlMs) throw new SlackApiError("expired_trigger_id");
+    if (this.now() - trigger.issuedAt > this.ttlMs) throw new SlackApiError("expired_trigger_id");
     trigger.exchanged = true;
     return trigger;
   }

@@ -135,6 +135,8 @@ export interface FakeSlackOptions {
   botToken: string;
   /** How long an issued trigger_id stays usable; Slack's is 3 seconds. */
   triggerTtlMs?: number;
+  /** What time it is, in milliseconds, for trigger_ids' lifetime; the machine's by default. */
+  now?: () => number;
   teamId?: string;
   teamDomain?: string;
 }

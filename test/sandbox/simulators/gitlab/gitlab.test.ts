@@ -909,7 +909,22 @@ describe("fake GitLab: the simulated runner", () => {
     );
     fake.stopAutoAdvance();
     fake.playJob(id, "tf:apply");
-    await new Promise((resolve) => setTimeout(resolve, 30));
+
+    // A second GitLab on the same timers moves its played job on: the first had as many chances.
+    const other = await startWithPipeline();
+    other.fake.autoAdvance({ intervalMs: 5 });
+    await waitFor(
+      () => (other.fake.pipeline(other.id).status === "manual" ? true : undefined),
+      "the second pipeline to wait on its manual job",
+      { timeoutMs: 2_000, intervalMs: 5 },
+    );
+    other.fake.playJob(other.id, "tf:apply");
+    await waitFor(
+      () => (other.fake.job(other.id, "tf:apply").status !== "pending" ? true : undefined),
+      "the second pipeline's apply to start",
+      { timeoutMs: 2_000, intervalMs: 5 },
+    );
+    other.fake.stopAutoAdvance();
     expect(fake.job(id, "tf:apply").status).toBe("pending");
   });
 

@@ -142,10 +142,6 @@ function modalState(name: string | null, size: typeof SMALL | typeof LARGE) {
   };
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 // ---------------------------------------------------------------------------
 // The fake, through the real WebClient
 // ---------------------------------------------------------------------------
@@ -392,10 +388,11 @@ describe("fake Slack Web API, through the real WebClient", () => {
   });
 
   it("refuses a trigger_id older than its lifetime with expired_trigger_id", async () => {
-    const shortLived = await startFakeSlack({ botToken: BOT_TOKEN, triggerTtlMs: 30 });
+    let now = Date.now();
+    const shortLived = await startFakeSlack({ botToken: BOT_TOKEN, now: () => now });
     try {
       const triggerId = shortLived.issueTriggerId();
-      await sleep(60);
+      now += 3_001;
 
       const error = await slackError(
         clientFor(shortLived).views.open({ trigger_id: triggerId, view: modal() }),
