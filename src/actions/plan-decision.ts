@@ -12,7 +12,7 @@ import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
 import { createClosure } from "../tracker/closure.js";
 import { createNotifier } from "../tracker/notify.js";
-import { expiredWords, planExpired } from "../tracker/review.js";
+import { planExpired } from "../tracker/review.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import {
   checkingWords,
@@ -27,7 +27,11 @@ import {
   type ApprovalClaim,
   type PlayWords,
 } from "./approval-claim.js";
-import { anotherApproverWords, applyNotStartedWords } from "../views/request-notes.js";
+import {
+  anotherApproverWords,
+  applyNotStartedWords,
+  expiredWords,
+} from "../views/request-notes.js";
 
 export interface PlanDecisionDeps {
   config: Config;

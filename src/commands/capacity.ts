@@ -4,7 +4,12 @@ import { capacityRefusedWords } from "../views/refusals.js";
 import { userMessage } from "../views/errors.js";
 import type { Logger } from "../logger.js";
 import type { NodeDirectory } from "../proxmox/directory.js";
-import { capacityFailure, capacityMessage, capacityUsage } from "../views/capacity.js";
+import {
+  capacityFailure,
+  capacityMessage,
+  capacityUsage,
+  PROXMOX_NOT_CONFIGURED,
+} from "../views/capacity.js";
 
 export interface CapacityDeps {
   access: Access;
@@ -31,9 +36,7 @@ export function createCapacityCommand(deps: CapacityDeps) {
     if (deps.nodes === undefined) {
       await ack({
         response_type: "ephemeral",
-        ...capacityFailure(
-          "Proxmox is not configured: an admin sets PROXMOX_URL, and the API token in PROXMOX_TOKEN or in Vault.",
-        ),
+        ...capacityFailure(PROXMOX_NOT_CONFIGURED),
       });
       return;
     }

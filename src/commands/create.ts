@@ -12,6 +12,7 @@ import {
   liveNodeOptions,
   type CreateModalOptions,
 } from "../views/create-modal.js";
+import { FORM_NOT_OPENED, NODE_HINTS, staleNodesHint } from "../views/create-words.js";
 import { encodeCreateMetadata } from "../actions/create-submit.js";
 
 export interface CreateCommandDeps {
@@ -45,8 +46,7 @@ function nodeChoice(
   if (answer === "late") {
     return {
       ...configured,
-      nodeHint:
-        "Proxmox has not answered yet: these are the configured nodes (VM_NODES). The list updates with free CPU and memory when it answers.",
+      nodeHint: NODE_HINTS.late,
     };
   }
   if ("stale" in answer) {
@@ -54,7 +54,7 @@ function nodeChoice(
     if (live.length > 0) {
       return {
         nodes: live,
-        nodeHint: `Free CPU and memory as of ${answer.at.toISOString().slice(11, 16)} UTC; Proxmox is being asked again and the list updates when it answers.`,
+        nodeHint: staleNodesHint(answer.at),
       };
     }
     return nodeChoice(config, "late");
@@ -62,18 +62,17 @@ function nodeChoice(
   if ("failed" in answer) {
     return {
       ...configured,
-      nodeHint:
-        "Proxmox could not be asked (see /vm capacity for why): these are the configured nodes (VM_NODES).",
+      nodeHint: NODE_HINTS.failed,
     };
   }
   const live = liveNodeOptions(answer, config.vm.nodes);
   if (live.length === 0) {
     return {
       ...configured,
-      nodeHint: "Proxmox reports no online node: these are the configured nodes (VM_NODES).",
+      nodeHint: NODE_HINTS.noneOnline,
     };
   }
-  return { nodes: live, nodeHint: "Free CPU and memory, live from Proxmox." };
+  return { nodes: live, nodeHint: NODE_HINTS.live };
 }
 
 type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
@@ -143,7 +142,7 @@ export function createCreateCommand(deps: CreateCommandDeps) {
       log.error({ err: error }, "could not open the create form");
       await respond({
         response_type: "ephemeral",
-        text: "Slack did not let vmbot open the form in time (the command's trigger expires after 3 seconds). Please run `/vm create` again.",
+        text: FORM_NOT_OPENED,
       });
       return;
     }

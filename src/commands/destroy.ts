@@ -26,6 +26,7 @@ import {
   unknownVmReply,
   type DestroyReply,
 } from "../views/destroy.js";
+import { notConfirmedWords } from "../views/refusals.js";
 
 /**
  * `/vm destroy <name>`: for the VM's owner and for admins. Shows what would be destroyed and
@@ -83,7 +84,7 @@ export async function checkDestroy(
     if (decision === "unknown") {
       return {
         refusal: {
-          text: "Slack did not confirm in time that you may destroy this VM. Please try again.",
+          text: notConfirmedWords("destroy"),
           blocks: [],
         },
       };

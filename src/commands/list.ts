@@ -2,8 +2,8 @@ import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt"
 import type { Access } from "../access.js";
 import type { Logger } from "../logger.js";
 import type { Store } from "../store/store.js";
-import { listRefusedWords } from "../views/refusals.js";
-import { vmList } from "../views/vm-list.js";
+import { listRefusedWords, notConfirmedWords } from "../views/refusals.js";
+import { LIST_USAGE, vmList } from "../views/vm-list.js";
 
 export interface ListDeps {
   access: Access;
@@ -14,15 +14,13 @@ export interface ListDeps {
 
 type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
 
-const USAGE = "Usage: `/vm list` shows your VMs; `/vm list all` shows every VM vmbot made.";
-
 /** `/vm list [all]`: the asker's VMs, or everyone's, to the asker only. */
 export function createListCommand(deps: ListDeps) {
   const now = deps.now ?? (() => new Date());
   return async ({ command, ack }: CommandArgs, arg: string | undefined) => {
     const scope = arg?.toLowerCase();
     if (scope !== undefined && scope !== "all") {
-      await ack({ response_type: "ephemeral", text: `:warning: ${USAGE}` });
+      await ack({ response_type: "ephemeral", text: `:warning: ${LIST_USAGE}` });
       return;
     }
     const decision = await deps.access.mayWithin("list", command.user_id, 1_500);
@@ -33,7 +31,7 @@ export function createListCommand(deps: ListDeps) {
         text: `:warning: ${
           decision === "denied"
             ? listRefusedWords(deps.access.who("list"))
-            : "Slack did not confirm in time that you may see the VM list. Please try again."
+            : notConfirmedWords("list")
         }`,
       });
       return;

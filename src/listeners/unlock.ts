@@ -8,7 +8,7 @@ import type {
 import { z } from "zod";
 import type { Logger } from "../logger.js";
 import type { UnlockService } from "../unlock/service.js";
-import { failure, type Reply, type UnlockTarget } from "../views/unlock.js";
+import { failure, UNLOCK_USAGE, type Reply, type UnlockTarget } from "../views/unlock.js";
 import { STATE_NAME } from "../vm/state-name.js";
 
 /** `/vm unlock`, Force-unlock and Cancel: each reads what Slack sent, asks the unlock service, answers. */
@@ -23,9 +23,6 @@ const UnlockTargetSchema = z.object({
   state: z.string().regex(STATE_NAME),
   lockedAt: z.string().min(1),
 });
-
-const USAGE =
-  "Usage: `/vm unlock [VM or state]`. A VM or state name has letters, digits, '.', '_' or '-'; without one, vmbot lists the locked states.";
 
 const ephemeral = (reply: Reply) => ({ response_type: "ephemeral" as const, ...reply });
 const replace = (reply: Reply) => ({ replace_original: true, ...reply });
@@ -49,7 +46,7 @@ export function unlockCommand(unlock: UnlockService) {
   return async ({ command, ack, respond }: CommandArgs, arg: string | undefined) => {
     const name = UnlockArgSchema.safeParse(arg);
     if (!name.success) {
-      await ack(ephemeral(failure(USAGE)));
+      await ack(ephemeral(failure(UNLOCK_USAGE)));
       return;
     }
     await ack();

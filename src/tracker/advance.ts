@@ -11,6 +11,7 @@ import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestPatch, RequestRecord, RequestStatus, Store } from "../store/store.js";
 import { recapCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
+import { applyStoppedWords, pipelineDeletedWords } from "../views/request-notes.js";
 import { isClosed, type Closure } from "./closure.js";
 import type { FailureRecord } from "./failure-cause.js";
 import { createJobFailure } from "./job-failure.js";
@@ -104,7 +105,7 @@ async function planStage(step: Step, request: RequestRecord, jobs: Job[]): Promi
 async function approvalStage(step: Step, request: RequestRecord, apply: Job | undefined) {
   if (apply && STOPPED.has(apply.status)) {
     await step.moveAndRender(request, "canceled", {
-      error: `The apply job was ${apply.status} in GitLab before anyone approved here.`,
+      error: applyStoppedWords(apply.status),
     });
   } else if (apply && (RUNNING.has(apply.status) || apply.status === "success")) {
     // Someone played the job in GitLab itself: follow it.
@@ -246,10 +247,7 @@ async function follow(step: Step, request: RequestRecord, pipelineId: number): P
     jobs = await step.gitlab.pipelineJobs(pipelineId);
   } catch (error) {
     if (!gone(error)) throw error;
-    await step.fail(
-      request,
-      `Pipeline #${pipelineId} no longer exists in GitLab (it was deleted), so nothing more will happen for this request. Run /vm create again if the VM is still needed.`,
-    );
+    await step.fail(request, pipelineDeletedWords(pipelineId));
     return;
   }
   // Several stages may have finished since the last reading (GitLab does not touch a

@@ -9,9 +9,8 @@ import type { Logger } from "../logger.js";
 import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestRecord, Store, TransitionIntent } from "../store/store.js";
 import { eraseRefusedWords, lateApplyEndWords, lateApplyWords } from "../views/decision.js";
-import { expiredWords } from "./review.js";
 import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
-import { cancelFailedWords, notCanceledWords } from "../views/request-notes.js";
+import { cancelFailedWords, expiredWords, notCanceledWords } from "../views/request-notes.js";
 
 /**
  * What follows a rejection or an expiry. Canceling the pipeline is not enough: GitLab leaves a

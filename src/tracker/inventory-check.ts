@@ -1,6 +1,7 @@
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { Store } from "../store/store.js";
+import { stateRemovedWords } from "../views/request-notes.js";
 
 export interface InventoryCheckDeps {
   store: Store;
@@ -42,11 +43,7 @@ export function createInventoryCheck(deps: InventoryCheckDeps): InventoryCheck {
       const present = states.has(state);
       if (vm.status === "live" && !present) {
         log.warn({ vm: vm.name, state }, "a VM's Terraform state is gone from GitLab");
-        store.inventory.mark(
-          vm.name,
-          "gone",
-          `Its Terraform state ${state} is no longer in GitLab: it was removed outside vmbot, so the VM may be gone too.`,
-        );
+        store.inventory.mark(vm.name, "gone", stateRemovedWords(state));
       } else if (vm.status === "gone" && present) {
         log.info({ vm: vm.name, state }, "a VM's Terraform state is back in GitLab");
         store.inventory.mark(vm.name, "live", null);

@@ -4,7 +4,14 @@ import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { Store } from "../store/store.js";
-import { failure, stillLocked, unlocked, type Reply } from "../views/unlock.js";
+import {
+  failure,
+  sameHolderWords,
+  stillLocked,
+  unlockUnconfirmedWords,
+  unlocked,
+  type Reply,
+} from "../views/unlock.js";
 
 /** What the unlock needs of GitLab: the states with their locks, and removing one. */
 export type StatesPort = Pick<GitlabPort, "terraformStates" | "unlockTerraformState">;
@@ -83,9 +90,7 @@ export async function confirmUnlock(
       detail: { ...detail, verified: false },
     });
     return {
-      reply: failure(
-        `GitLab accepted the unlock of \`${name}\`, but vmbot could not read the state again to confirm it: ${userMessage(error)}`,
-      ),
+      reply: failure(unlockUnconfirmedWords(name, userMessage(error))),
       tellChannel: true,
     };
   }
@@ -103,9 +108,7 @@ export async function confirmUnlock(
     deps.store.audit({ requestId: null, actor, action: "unlock_failed", detail });
     log.warn({ state: name }, "GitLab accepted the unlock, but the same lock is still there");
     return {
-      reply: failure(
-        `GitLab accepted the unlock, but \`${name}\` is still locked by the same holder. Try again, or remove the lock in GitLab (Operate → Terraform states).`,
-      ),
+      reply: failure(sameHolderWords(name)),
       tellChannel: false,
     };
   }

@@ -6,12 +6,15 @@ import type { Logger } from "../logger.js";
 import { notAdminWords } from "../views/refusals.js";
 import {
   alreadyUnlocked,
+  DAMAGED_UNLOCK_BUTTON,
   failure,
   leftLocked,
   lockChanged,
   lockedStates,
   notLocked,
+  stateGoneWords,
   stateMissing,
+  unlockUnderWayWords,
   unlockUnknown,
   unlockedNotice,
   unlockPrompt,
@@ -125,10 +128,7 @@ async function forceUnlock(
   const { state } = await findState(deps.gitlab, name);
   const locked = lockedState(state);
   if (locked === undefined) {
-    const reply =
-      state === undefined
-        ? failure(`GitLab no longer has a Terraform state \`${name}\`.`)
-        : alreadyUnlocked(name);
+    const reply = state === undefined ? failure(stateGoneWords(name)) : alreadyUnlocked(name);
     return { reply, inPlace: true };
   }
   if (locked.lockedAt !== target.lockedAt) return { reply: lockChanged(name), inPlace: true };
@@ -191,11 +191,11 @@ export function createUnlockService(options: UnlockDeps): UnlockService {
         return { reply: notAdmin(), inPlace: false };
       }
       if (target === undefined) {
-        return { reply: failure("This button is damaged. Run `/vm unlock` again."), inPlace: true };
+        return { reply: failure(DAMAGED_UNLOCK_BUTTON), inPlace: true };
       }
       const name = target.state;
       if (unlocking.has(name)) {
-        return { reply: failure(`An unlock of \`${name}\` is already under way.`), inPlace: false };
+        return { reply: failure(unlockUnderWayWords(name)), inPlace: false };
       }
       unlocking.add(name);
       try {

@@ -2,6 +2,10 @@ import type { types } from "@slack/bolt";
 import type { ProxmoxNode } from "../proxmox/proxmox.js";
 import { escapeMrkdwn, truncate } from "../slack/mrkdwn.js";
 
+/** `/vm capacity` on a bot with no Proxmox settings. */
+export const PROXMOX_NOT_CONFIGURED =
+  "Proxmox is not configured: an admin sets PROXMOX_URL, and the API token in PROXMOX_TOKEN or in Vault.";
+
 type KnownBlock = types.KnownBlock;
 
 /** Slack's limits for one message: 50 blocks, 3,000 characters in a section's text. */

@@ -49,3 +49,10 @@ export function listRefusedWords(requesters: readonly string[]): string {
 export function notAdminWords(admins: readonly string[]): string {
   return `Only vmbot's admins (${whoMay(admins)}) may unlock Terraform state. Ask one of them if the state is stuck.`;
 }
+
+/** Slack's user-group lookup did not answer within the command's budget: nothing was decided. */
+export function notConfirmedWords(what: "list" | "destroy"): string {
+  return what === "list"
+    ? "Slack did not confirm in time that you may see the VM list. Please try again."
+    : "Slack did not confirm in time that you may destroy this VM. Please try again.";
+}

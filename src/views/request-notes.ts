@@ -46,3 +46,29 @@ export function latePipelineWords(lateId: number, kept: number | null): string {
     ? `:warning: GitLab created pipeline #${lateId} for this request after vmbot had given up waiting for it. The request had ended, so vmbot canceled it.`
     : `:warning: GitLab created a second pipeline for this request late (#${lateId}), after vmbot had started #${kept}. vmbot follows #${kept} and canceled #${lateId}.`;
 }
+
+/** How a PLAN_TTL reads to people: 24 h, 90 min, 2 d. */
+export function ttlWords(ms: number): string {
+  if (ms % 86_400_000 === 0 && ms >= 2 * 86_400_000) return `${ms / 86_400_000} d`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  return `${Math.round(ms / 60_000)} min`;
+}
+
+/** What an expired request says. */
+export function expiredWords(planTtlMs: number): string {
+  return `This plan waited longer than PLAN_TTL (${ttlWords(planTtlMs)}) for approval and can no longer be applied: run /vm create again for a fresh plan.`;
+}
+
+/** The apply job stopped in GitLab while the plan waited here. */
+export function applyStoppedWords(status: string): string {
+  return `The apply job was ${status} in GitLab before anyone approved here.`;
+}
+
+export function pipelineDeletedWords(pipelineId: number): string {
+  return `Pipeline #${pipelineId} no longer exists in GitLab (it was deleted), so nothing more will happen for this request. Run /vm create again if the VM is still needed.`;
+}
+
+/** Shown in `/vm list` for a VM whose Terraform state disappeared. */
+export function stateRemovedWords(state: string): string {
+  return `Its Terraform state ${state} is no longer in GitLab: it was removed outside vmbot, so the VM may be gone too.`;
+}

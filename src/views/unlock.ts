@@ -204,3 +204,26 @@ export function failure(message: string): Reply {
 export function unlockUnknown(state: string, reason: string): string {
   return `GitLab did not answer the unlock of ${code(state)}, nor when vmbot read the lock again, so vmbot cannot tell whether it was removed. Run \`/vm unlock ${escapeMrkdwn(state)}\` in a minute to see. ${reason}`;
 }
+
+export const UNLOCK_USAGE =
+  "Usage: `/vm unlock [VM or state]`. A VM or state name has letters, digits, '.', '_' or '-'; without one, vmbot lists the locked states.";
+
+/** A Force-unlock or Cancel button whose value vmbot cannot read. */
+export const DAMAGED_UNLOCK_BUTTON = "This button is damaged. Run `/vm unlock` again.";
+
+export function stateGoneWords(state: string): string {
+  return `GitLab no longer has a Terraform state \`${state}\`.`;
+}
+
+export function unlockUnderWayWords(state: string): string {
+  return `An unlock of \`${state}\` is already under way.`;
+}
+
+/** The DELETE was accepted and the state could not be read again. */
+export function unlockUnconfirmedWords(state: string, why: string): string {
+  return `GitLab accepted the unlock of \`${state}\`, but vmbot could not read the state again to confirm it: ${why}`;
+}
+
+export function sameHolderWords(state: string): string {
+  return `GitLab accepted the unlock, but \`${state}\` is still locked by the same holder. Try again, or remove the lock in GitLab (Operate → Terraform states).`;
+}

@@ -3,6 +3,9 @@ import type { VmRecord } from "../store/inventory.js";
 import { escapeMrkdwn } from "../slack/mrkdwn.js";
 import { age } from "./unlock.js";
 
+export const LIST_USAGE =
+  "Usage: `/vm list` shows your VMs; `/vm list all` shows every VM vmbot made.";
+
 type KnownBlock = types.KnownBlock;
 
 export interface VmListReply {
