@@ -348,7 +348,9 @@ function contract(open: Opener): void {
 }
 
 describe("the store's contract on SQLite", () => {
-  contract((clock) => Promise.resolve(asAsyncStore(openSqliteStore(":memory:", { clock: clock.now }))));
+  contract((clock) =>
+    Promise.resolve(asAsyncStore(openSqliteStore(":memory:", { clock: clock.now }))),
+  );
 });
 
 describeWithPostgres("the store's contract on PostgreSQL", () => {
