@@ -25,11 +25,11 @@ export function isPostgresUrl(text: string): boolean {
   return /^postgres(?:ql)?:\/\//i.test(text.trim());
 }
 
-/** The connection string with its password replaced by `***`. */
+/** The connection string with its password (after the user, or as `password=`) replaced by `***`. */
 export function hidePassword(url: URL): string {
-  if (url.password === "") return url.toString();
   const copy = new URL(url.toString());
-  copy.password = "***";
+  if (copy.password !== "") copy.password = "***";
+  if (copy.searchParams.has("password")) copy.searchParams.set("password", "***");
   return copy.toString();
 }
 
@@ -71,6 +71,20 @@ export function parsePostgresUrl(text: string): PostgresTarget {
     connectionString: url.toString(),
     poolMax: max.success ? max.data : DEFAULT_POOL_MAX,
     shown: hidePassword(url),
-    password: url.password === "" ? undefined : decodeURIComponent(url.password),
+    password:
+      url.password === ""
+        ? (url.searchParams.get("password") ?? undefined)
+        : decodeURIComponent(url.password),
   };
+}
+
+/** Why VMBOT_DB, naming a PostgreSQL database, cannot be used as written; undefined when it can. */
+export function postgresUrlProblem(text: string): string | undefined {
+  if (!isPostgresUrl(text)) return undefined;
+  try {
+    parsePostgresUrl(text);
+    return undefined;
+  } catch (error) {
+    return `must be a SQLite file or a PostgreSQL connection string; this one ${(error as Error).message}`;
+  }
 }
