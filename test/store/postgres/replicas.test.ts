@@ -72,6 +72,19 @@ describeWithPostgres("replicas sharing one PostgreSQL database", () => {
     }
   });
 
+  it("refuses a database it cannot reach or cannot write, saying why without the password", async () => {
+    const unreachable = openPostgresStore("postgres://vmbot:Pg-Hidden-0003@127.0.0.1:1/vmbot");
+    await expect(unreachable).rejects.toThrow(
+      "the database postgres://vmbot:***@127.0.0.1:1/vmbot cannot be used: the database server cannot be reached (ECONNREFUSED)",
+    );
+    await expect(unreachable).rejects.not.toThrow("Pg-Hidden-0003");
+    const readOnly = new URL(database.url());
+    readOnly.searchParams.set("options", "-c default_transaction_read_only=on");
+    await expect(openPostgresStore(readOnly.toString())).rejects.toThrow(
+      "cannot be used: the database is read-only (a standby, or set read-only)",
+    );
+  });
+
   it("has every column of the SQLite store's schema, table by table", async () => {
     const memory = new Database(":memory:");
     for (const sql of MIGRATIONS) memory.exec(sql);
