@@ -88,6 +88,12 @@ export async function inTransaction<T>(
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A connection lost while checked out is reported as an 'error' event as well as through the
+  // query that was running: the pool listens only to idle connections, so this one must.
+  const lost = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", lost);
   try {
     await client.query("BEGIN");
     const result = await work(client);
@@ -99,6 +105,7 @@ export async function inTransaction<T>(
     });
     throw error;
   } finally {
+    client.off("error", lost);
     client.release(broken);
   }
 }
