@@ -1,5 +1,13 @@
 import { execFile } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { delimiter, join } from "node:path";
@@ -62,10 +70,41 @@ function asUser(user: string | undefined, command: string, args: string[]): [str
   return user === undefined ? [command, args] : ["runuser", ["-u", user, "--", command, ...args]];
 }
 
+type Exec = (command: string, args: string[]) => Promise<unknown>;
+
+/**
+ * A fresh cluster made once per PostgreSQL version and server user, kept in the temporary
+ * folder: initdb takes seconds, a copy of its result a fraction of one. Of runs making it at
+ * once, the first to finish keeps its own.
+ */
+async function clusterTemplate(bin: string, user: string | undefined, exec: Exec): Promise<string> {
+  const version = bin.replace(/[^A-Za-z0-9]+/g, "-");
+  const template = join(tmpdir(), `vmbot-pg-template${version}-${user ?? String(userInfo().uid)}`);
+  if (existsSync(join(template, "PG_VERSION"))) return template;
+  const building = `${template}-${process.pid}`;
+  rmSync(building, { recursive: true, force: true });
+  await exec("initdb", [
+    "-D",
+    building,
+    "-U",
+    TEST_USER,
+    "--auth=trust",
+    "--encoding=UTF8",
+    "--no-sync",
+  ]);
+  try {
+    renameSync(building, template);
+  } catch {
+    // Another run kept its template first: it is the same cluster.
+    rmSync(building, { recursive: true, force: true });
+  }
+  return template;
+}
+
 /**
  * Vitest's global setup: when PostgreSQL's server programs are installed, starts a throwaway
- * server for the run (a fresh cluster in a temporary folder, loopback only, trust authentication,
- * no fsync) and stops and removes it after. Without them, says once how to install them; the
+ * server for the run (a copy of a fresh cluster in a temporary folder, loopback only, trust
+ * authentication, no fsync) and stops and removes it after. Without them, says once how to install them; the
  * tests that need it skip (or fail, in CI).
  */
 export default async function startPostgres(
@@ -90,17 +129,11 @@ export default async function startPostgres(
   const data = join(dir, "data");
   const port = await freePort();
   const exec = (command: string, args: string[]) =>
-    run(...asUser(user, join(bin, command), args), { env: { ...process.env, LC_ALL: "C" } });
+    run(...asUser(user, command.startsWith("/") ? command : join(bin, command), args), {
+      env: { ...process.env, LC_ALL: "C" },
+    });
   try {
-    await exec("initdb", [
-      "-D",
-      data,
-      "-U",
-      TEST_USER,
-      "--auth=trust",
-      "--encoding=UTF8",
-      "--no-sync",
-    ]);
+    await exec("/bin/cp", ["-a", await clusterTemplate(bin, user, exec), data]);
     const options = [
       "-c listen_addresses=127.0.0.1",
       `-p ${port}`,
