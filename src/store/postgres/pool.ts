@@ -47,6 +47,9 @@ export type Queryable = Pick<pg.Pool | pg.PoolClient, "query">;
 export function postgresProblem(error: unknown): string {
   const code = (error as { code?: unknown } | undefined)?.code;
   const message = error instanceof Error ? error.message : String(error);
+  if (message.startsWith("Connection terminated")) {
+    return "the connection to the database server was lost";
+  }
   if (typeof code !== "string") return message;
   if (code === "53100") return "the database server's disk is full";
   if (code === "25006") return "the database is read-only (a standby, or set read-only)";

@@ -7,6 +7,8 @@ import { createServer, connect, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/store.js";
 import { StoreWriteError } from "../../../src/store/store.js";
+import { testClock } from "../../support/clock.js";
+import { waitFor } from "../../support/wait.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
 import { SAMPLE_SPEC } from "../../support/requests.js";
 
@@ -64,7 +66,7 @@ async function cuttingProxy(target: string): Promise<CuttingProxy> {
     cuts: () => cuts,
     async close() {
       for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      if (server.listening) await new Promise((resolve) => server.close(resolve));
     },
   };
 }
@@ -73,10 +75,11 @@ describeWithPostgres("a PostgreSQL write whose answer is lost", () => {
   const database = useDatabase();
   let proxy: CuttingProxy;
   let store: PostgresStore;
+  const clock = testClock();
 
   beforeAll(async () => {
     proxy = await cuttingProxy(database.url());
-    store = await openPostgresStore(proxy.url, { replica: "replica-a" });
+    store = await openPostgresStore(proxy.url, { replica: "replica-a", clock: clock.now });
   });
   afterAll(async () => {
     await store.close();
@@ -120,5 +123,26 @@ describeWithPostgres("a PostgreSQL write whose answer is lost", () => {
       StoreWriteError,
     );
     expect(await store.firstDelivery("command:lost", 60_000)).toBe(false);
+  });
+
+  it("says the store cannot take writes while the database cannot be reached, and why", async () => {
+    expect(await store.writable()).toEqual({ ok: true });
+    // The database goes away (the proxy stops, its connections cut).
+    await proxy.close();
+    clock.advance(2_001);
+    // A connection the pool held is found cut first; new ones are refused.
+    expect(await store.writable()).toEqual({
+      ok: false,
+      reason: expect.stringMatching(
+        /^the store cannot be written: the (connection to the database server was lost|database server cannot be reached \(ECONNREFUSED\))$/,
+      ) as string,
+    });
+    await waitFor(async () => {
+      const writable = await store.writable();
+      return !writable.ok && writable.reason.endsWith("(ECONNREFUSED)") ? true : undefined;
+    }, "the store to say the database server cannot be reached");
+    await expect(store.audit({ requestId: null, actor: "vmbot", action: "x" })).rejects.toThrow(
+      "the store could not audit x: the database server cannot be reached (ECONNREFUSED)",
+    );
   });
 });
