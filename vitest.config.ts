@@ -25,7 +25,11 @@ export default defineConfig({
           name: "vmbot",
           include: ["test/**/*.test.ts"],
           exclude: [...configDefaults.exclude, LOAD_TEST],
-          globalSetup: ["test/setup/chromium.ts", "test/setup/bot-bundle.ts"],
+          globalSetup: [
+            "test/setup/chromium.ts",
+            "test/setup/bot-bundle.ts",
+            "test/setup/postgres.ts",
+          ],
         },
       },
       {

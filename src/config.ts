@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { leaseProblems } from "./vm/lease.js";
 import { crossFieldProblems, EnvSchema, type Env, type RawEnv } from "./config/env.js";
 
@@ -175,5 +176,6 @@ export function configSecrets(config: Config): string[] {
     config.vault?.auth.method === "token" ? config.vault.auth.token : undefined,
     config.vault?.auth.method === "approle" ? config.vault.auth.secretId : undefined,
     config.proxmox.token,
+    isPostgresUrl(config.dbPath) ? parsePostgresUrl(config.dbPath).password : undefined,
   ].filter((value): value is string => value !== undefined && value.length > 0);
 }

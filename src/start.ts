@@ -14,6 +14,7 @@ import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
 import { createSlackLink, type SlackLink } from "./startup/slack-link.js";
 import { StoreOwnedError } from "./store/owner.js";
+import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import type { Store } from "./store/store.js";
 import { createInventoryCheck, type InventoryCheck } from "./tracker/inventory-check.js";
@@ -46,6 +47,11 @@ const FIRST_INVENTORY_CHECK_MS = 60_000;
  * is asked of Vault, Slack or GitLab.
  */
 function openStore(config: Config, clock: Clock): Store {
+  if (isPostgresUrl(config.dbPath)) {
+    throw new StartupError(
+      `VMBOT_DB names a PostgreSQL database (${parsePostgresUrl(config.dbPath).shown}), which this vmbot cannot use yet: it keeps its store in SQLite only. Leave VMBOT_DB unset (./data/vmbot.sqlite) or name a SQLite file.`,
+    );
+  }
   try {
     return openSqliteStore(config.dbPath, { clock });
   } catch (error) {

@@ -241,6 +241,20 @@ describe("loadConfig", () => {
     ]);
   });
 
+  it("reads a PostgreSQL connection string in VMBOT_DB, and keeps its password out of messages", () => {
+    const url = "postgres://vmbot:pg-Secret-0001@db.example:5432/vmbot?sslmode=verify-full";
+    const config = loadConfig({ ...minimal, VMBOT_DB: url });
+    expect(config.dbPath).toBe(url);
+    expect(configSecrets(config)).toContain("pg-Secret-0001");
+    const problems = problemsOf({
+      ...minimal,
+      VMBOT_DB: "postgresql://vmbot:pg-Secret-0001@db.example?sslmode=sometimes&pool_max=0",
+    });
+    expect(problems).toEqual([
+      "VMBOT_DB must be a SQLite file or a PostgreSQL connection string; this one (postgresql://vmbot:***@db.example?sslmode=sometimes&pool_max=0) names no database after the host; has sslmode=sometimes; PostgreSQL knows disable, allow, prefer, require, verify-ca, verify-full; has pool_max=0; it takes a whole number 1-100",
+    ]);
+  });
+
   it("refuses more nodes or templates than a Slack menu can offer", () => {
     const many = Array.from({ length: 101 }, (_, i) => `pve${i}`).join(",");
     expect(problemsOf({ ...minimal, VM_NODES: many })).toEqual([

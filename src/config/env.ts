@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { postgresUrlProblem } from "../store/postgres/url.js";
 import { LEASE_ENV } from "../vm/lease.js";
 import { stateNameTemplateProblem } from "../vm/state-name.js";
 import {
@@ -199,7 +200,13 @@ export const EnvSchema = z.object({
   ALLOW_SELF_APPROVAL: boolean(false),
   NOTIFY_APPROVERS: boolean(true),
   VMBOT_POLICY: optionalString(),
-  VMBOT_DB: z.preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite")),
+  /** A SQLite file, or a postgres:// URL (checked here; the bot does not use PostgreSQL yet). */
+  VMBOT_DB: z
+    .preprocess(blankToUndefined, z.string().trim().default("./data/vmbot.sqlite"))
+    .superRefine((value, context) => {
+      const problem = postgresUrlProblem(value);
+      if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
+    }),
   /** Read on its own by chooseMode, before the rest: the sandbox needs none of the others. */
   VMBOT_MODE: z.preprocess(
     blankToUndefined,

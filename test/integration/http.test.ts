@@ -161,6 +161,17 @@ describe("start-up mode", () => {
     );
   });
 
+  it("stops with a clear message, its password hidden, when VMBOT_DB names a PostgreSQL database", async () => {
+    const harness = await start();
+    const refusal = startAnother(harness, {
+      dbPath: "postgres://vmbot:Pg-Hidden-0002@db.example:5432/vmbot",
+    });
+    await expect(refusal).rejects.toThrow(
+      "VMBOT_DB names a PostgreSQL database (postgres://vmbot:***@db.example:5432/vmbot), which this vmbot cannot use yet: it keeps its store in SQLite only. Leave VMBOT_DB unset (./data/vmbot.sqlite) or name a SQLite file.",
+    );
+    await expect(refusal).rejects.not.toThrow("Pg-Hidden-0002");
+  });
+
   it("uses Socket Mode, with no /slack/events endpoint, when SLACK_APP_TOKEN is set", () => {
     const config = loadConfig({
       SLACK_BOT_TOKEN: TEST_SECRETS.botToken,

@@ -1,0 +1,201 @@
+import type pg from "pg";
+import type { Clock } from "../../clock.js";
+import { inTransaction } from "./pool.js";
+
+/**
+ * One leader among the replicas sharing a database, for the work only one may do (following
+ * GitLab, lease timers, reminders, reconciliation). The leader holds a lease row for `ttlMs`
+ * and renews it every `renewEveryMs`; when it stops renewing (it died, or paused), another
+ * takes the lease once it has run out, with the epoch one higher. Every write the leader makes
+ * goes through `fenced`, which checks in the write's own transaction that its epoch is still
+ * the current one: a leader that paused past its lease and resumed writes nothing.
+ *
+ * Lease times are the replicas' clocks (kept in step by NTP, as Kubernetes nodes are); a skew
+ * between them shortens or lengthens a failover by as much, never lets two leaders write.
+ */
+
+/** How long a lease lasts unless said (LEADER_TTL). */
+export const DEFAULT_LEADER_TTL_MS = 15_000;
+
+/** A write refused because this replica no longer leads (another took over since). */
+export class FencedError extends Error {
+  override name = "FencedError";
+  constructor(
+    readonly what: string,
+    readonly epoch: number | undefined,
+  ) {
+    super(
+      epoch === undefined
+        ? `refused to ${what}: this replica does not lead`
+        : `refused to ${what}: this replica's leadership (epoch ${epoch}) has passed to another`,
+    );
+  }
+}
+
+/** Runs `run` after `ms`; the answer cancels it. */
+export type Schedule = (run: () => void, ms: number) => () => void;
+
+const timers: Schedule = (run, ms) => {
+  const timer = setTimeout(run, ms);
+  timer.unref();
+  return () => {
+    clearTimeout(timer);
+  };
+};
+
+export interface LeaderOptions {
+  pool: pg.Pool;
+  /** This replica's name (PostgresStore.replica). */
+  replica: string;
+  clock: Clock;
+  /** What is led; one leader per name. */
+  name?: string;
+  ttlMs?: number;
+  /** A third of the lease unless said: two renewals may fail before the lease runs out. */
+  renewEveryMs?: number;
+  schedule?: Schedule;
+  /** Told when this replica starts or stops leading. */
+  onChange?: (leading: boolean, epoch: number | undefined) => void;
+  /** Told when a renewal could not reach the database (the next one tries again). */
+  onError?: (error: unknown) => void;
+}
+
+export interface Leader {
+  /** One attempt: renews the lease this replica holds, or takes one that has run out. */
+  step(): Promise<boolean>;
+  /** Steps now and every `renewEveryMs` after, until `stop`. */
+  start(): void;
+  /** Stops stepping and gives the lease up, so another replica takes over at its next step. */
+  stop(): Promise<void>;
+  /** Whether this replica leads now: it holds a lease its own clock says has not run out. */
+  isLeader(): boolean;
+  /** The epoch of the lease this replica holds, if it holds one. */
+  epoch(): number | undefined;
+  /**
+   * Runs `write` in one transaction that first checks (and holds, until it commits) that this
+   * replica's epoch is still the current one; throws FencedError, writing nothing, when not.
+   */
+  fenced<T>(what: string, write: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+}
+
+interface Held {
+  epoch: number;
+  /** When the lease runs out by this replica's clock: from before the write that set it. */
+  until: number;
+}
+
+/** The lease row's two writes: renewing the lease held, and taking one that has run out. */
+function leaseRow(pool: pg.Pool, name: string, replica: string, ttlMs: number) {
+  async function renew(now: number, current: Held): Promise<Held | undefined> {
+    const { rows } = await pool.query<{ epoch: number }>(
+      `UPDATE leadership SET expires_at = $3
+     WHERE name = $1 AND holder = $2 AND epoch = $4 AND expires_at > $5 RETURNING epoch`,
+      [name, replica, now + ttlMs, current.epoch, now],
+    );
+    return rows[0] === undefined ? undefined : { epoch: current.epoch, until: now + ttlMs };
+  }
+
+  async function acquire(now: number): Promise<Held | undefined> {
+    // Only a lease that has run out changes hands, and it does with the next epoch.
+    const { rows } = await pool.query<{ epoch: number }>(
+      `INSERT INTO leadership (name, holder, epoch, expires_at) VALUES ($1, $2, 1, $3)
+     ON CONFLICT (name) DO UPDATE
+       SET holder = excluded.holder, epoch = leadership.epoch + 1, expires_at = excluded.expires_at
+       WHERE leadership.expires_at <= $4
+     RETURNING epoch`,
+      [name, replica, now + ttlMs, now],
+    );
+    return rows[0] === undefined ? undefined : { epoch: rows[0].epoch, until: now + ttlMs };
+  }
+
+  return { renew, acquire };
+}
+
+export function createLeader(options: LeaderOptions): Leader {
+  const { pool, replica, clock } = options;
+  const name = options.name ?? "tracker";
+  const ttlMs = options.ttlMs ?? DEFAULT_LEADER_TTL_MS;
+  const renewEveryMs = options.renewEveryMs ?? Math.floor(ttlMs / 3);
+  const schedule = options.schedule ?? timers;
+  let held: Held | undefined;
+  let cancel: (() => void) | undefined;
+  let stepping: Promise<boolean> | undefined;
+
+  const change = (next: Held | undefined) => {
+    const was = held?.epoch;
+    held = next;
+    if (was !== next?.epoch) options.onChange?.(next !== undefined, next?.epoch);
+  };
+
+  const { renew, acquire } = leaseRow(pool, name, replica, ttlMs);
+
+  async function attempt(): Promise<boolean> {
+    const now = clock().getTime();
+    try {
+      const renewed = held === undefined ? undefined : await renew(now, held);
+      change(renewed ?? (await acquire(now)));
+    } catch (error) {
+      // Unreachable: keep what is held until it runs out by this replica's clock.
+      options.onError?.(error);
+    }
+    return leads();
+  }
+
+  const leads = () => held !== undefined && clock().getTime() < held.until;
+
+  const step = () => {
+    // One attempt at a time: a renewal never races this replica's own takeover.
+    stepping ??= attempt().finally(() => {
+      stepping = undefined;
+    });
+    return stepping;
+  };
+
+  const loop = () => {
+    cancel = schedule(() => {
+      void step().finally(() => {
+        if (cancel !== undefined) loop();
+      });
+    }, renewEveryMs);
+  };
+
+  return {
+    step,
+    start() {
+      if (cancel !== undefined) return;
+      void step();
+      loop();
+    },
+    async stop() {
+      cancel?.();
+      cancel = undefined;
+      await stepping;
+      const current = held;
+      change(undefined);
+      if (current === undefined) return;
+      await pool.query(
+        "UPDATE leadership SET expires_at = 0 WHERE name = $1 AND holder = $2 AND epoch = $3",
+        [name, replica, current.epoch],
+      );
+    },
+    isLeader: leads,
+    epoch: () => held?.epoch,
+    async fenced(what, write) {
+      const epoch = held?.epoch;
+      if (epoch === undefined) throw new FencedError(what, undefined);
+      return inTransaction(pool, async (client) => {
+        // FOR SHARE holds the lease row until this transaction ends: a takeover (an UPDATE of
+        // the row) waits for this write to commit, so no write lands after a newer epoch.
+        const { rowCount } = await client.query(
+          "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3 FOR SHARE",
+          [name, replica, epoch],
+        );
+        if (rowCount !== 1) {
+          if (held?.epoch === epoch) change(undefined);
+          throw new FencedError(what, epoch);
+        }
+        return write(client);
+      });
+    },
+  };
+}

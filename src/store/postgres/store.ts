@@ -1,0 +1,89 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type pg from "pg";
+import type { AsyncStore } from "../async.js";
+import { createPostgresAudit, createPostgresProbe } from "./audit.js";
+import { createPostgresEffects, type PostgresEffects } from "./effects.js";
+import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
+import { migratePostgres } from "./migrations.js";
+import { createPool, postgresProblem } from "./pool.js";
+import { createPostgresRequests } from "./requests.js";
+import { parsePostgresUrl } from "./url.js";
+
+export interface PostgresStoreOptions {
+  clock?: () => Date;
+  /** This replica's name, in claims, migrations and pg_stat_activity; host and a random part unless said. */
+  replica?: string;
+}
+
+/** The store several replicas share: the async store, plus what only a shared store needs. */
+export type PostgresStore = AsyncStore &
+  Pick<PostgresEffects, "claim"> & {
+    /** This replica's name. */
+    readonly replica: string;
+    /** The replica's connections, for the tracker's leadership (leader.ts). */
+    readonly pool: pg.Pool;
+  };
+
+/** A replica's name: its host (a pod's name) and a random part, new at every start. */
+export function newReplicaName(): string {
+  return `${hostname()}-${randomBytes(3).toString("hex")}`;
+}
+
+/**
+ * Connects to the PostgreSQL database at `url` (see url.ts), applies the migrations it lacks
+ * (one replica does, the others wait for it) and checks that it takes a write. Throws an error
+ * that says why it cannot, never quoting the password.
+ */
+export async function openPostgresStore(
+  url: string,
+  options: PostgresStoreOptions = {},
+): Promise<PostgresStore> {
+  const clock = options.clock ?? (() => new Date());
+  const replica = options.replica ?? newReplicaName();
+  const target = parsePostgresUrl(url);
+  const pool = createPool(target, { applicationName: `vmbot ${replica}` });
+  let open = true;
+  const probe = createPostgresProbe(pool, clock, () => open);
+  try {
+    await migratePostgres(pool, replica, clock);
+    const first = await probe();
+    if (!first.ok) throw new Error(first.reason);
+  } catch (error) {
+    open = false;
+    await pool.end();
+    throw new Error(`the database ${target.shown} cannot be used: ${postgresProblem(error)}`, {
+      cause: error,
+    });
+  }
+
+  const effects = createPostgresEffects(pool, clock, replica);
+  const log = createPostgresAudit(pool, clock);
+  const requests = createPostgresRequests(pool, clock, {
+    intend: effects.intendWith,
+    audit: log.auditWith,
+  });
+  return {
+    replica,
+    pool,
+    inventory: createPostgresInventory(pool, clock),
+    approvals: createPostgresApprovals(pool),
+    ...requests,
+    effect: effects.effect,
+    intend: effects.intend,
+    complete: effects.complete,
+    claim: effects.claim,
+    watchedEffects: effects.watchedEffects,
+    pendingEffects: effects.pendingEffects,
+    audit: log.audit,
+    listAudit: log.listAudit,
+    firstDelivery: log.firstDelivery,
+    writable: probe,
+    isOpen: () => Promise.resolve(open),
+    async close() {
+      if (!open) return;
+      open = false;
+      await pool.end();
+    },
+  };
+}
