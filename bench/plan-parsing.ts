@@ -95,10 +95,10 @@ async function cleanAndParse(mb: number) {
   const timed = await timeStream(
     mb,
     (chunk) => {
-      for (const line of cleaner.push(chunk)) parser.push(line);
+      parser.pushLines(cleaner.push(chunk));
     },
     () => {
-      for (const line of cleaner.end()) parser.push(line);
+      parser.pushLines(cleaner.end());
     },
   );
   return { ...timed, resources: parser.result().resources.length };

@@ -175,6 +175,8 @@ export function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
 }
 
 export function resourceReason(state: ResourceState): string | undefined {
+  // Most resources have no reason: no lists built for them.
+  if (state.comments.length === 0 && state.forcedBy.length === 0) return state.headingReason;
   const parts = [
     ...(state.headingReason === undefined ? [] : [state.headingReason]),
     ...state.comments,
