@@ -38,6 +38,29 @@ export const HEADING = new RegExp(
     .join("|")})$`,
 );
 export const MOVED_HEADING = /^\s*# (.+?) has moved to (.+)$/;
+/**
+ * The last characters a heading can end with, but for a move's and an action's
+ * (`has moved to <address>`, `will be invoked ...`), which end anywhere: the last character of
+ * each phrase, and `d` for drift and deferrals (`has changed`, `has been deleted`, `was deferred`).
+ */
+const HEADING_ENDS = new Set(
+  Object.keys(HEADING_PHRASES)
+    .map((phrase) => phrase.charCodeAt(phrase.length - 1))
+    .concat("d".charCodeAt(0)),
+);
+
+/**
+ * Whether a comment line (`# ...`, without trailing space) may be a heading: most comments under
+ * a heading (`# (3 unchanged attributes hidden)`) end otherwise and are not run through the
+ * heading patterns.
+ */
+export function mayBeHeading(text: string): boolean {
+  return (
+    HEADING_ENDS.has(text.charCodeAt(text.length - 1)) ||
+    text.includes(" has moved to ") ||
+    text.includes(" will be invoked")
+  );
+}
 /** Headings that describe something other than a planned action: drift, deferrals, actions. */
 export const OTHER_HEADING =
   /^\s*# \S.* (?:has changed|has been deleted|was deferred|will be invoked(?: .*)?)$/;
