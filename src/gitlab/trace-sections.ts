@@ -19,15 +19,27 @@ export interface TraceSection {
   endLine?: number;
 }
 
-/** The sections of one log: every one started, and those still open. */
+/**
+ * The sections of one log: every one started, and those still open. They are kept as columns of
+ * numbers and shared strings, one row per section, rather than as an object each: a long log
+ * starts many, and columns of numbers are memory the garbage collector never has to walk.
+ */
 export interface SectionBook {
-  seen: TraceSection[];
+  /** The book's copy of each section's name. */
+  name: string[];
+  startedAt: number[];
+  /** `OPEN` while the section is open. */
+  endedAt: number[];
+  options: Record<string, string>[];
+  startLine: number[];
+  /** `OPEN` while the section is open. */
+  endLine: number[];
   /**
-   * Sections started and not yet ended, by name, latest last: an end marker finds its section
-   * without a search through every open one, which a log of many unended sections would make
-   * quadratic.
+   * Rows of sections started and not yet ended, by name, latest last: an end marker finds its
+   * section without a search through every open one, which a log of many unended sections would
+   * make quadratic.
    */
-  open: Map<string, TraceSection[]>;
+  open: Map<string, number[]>;
   /**
    * One copy of each section name. A name cut out of its line would keep the line's whole chunk
    * of log in memory; and the same few names recur in every job.
@@ -36,6 +48,9 @@ export interface SectionBook {
   /** The same names in a list, searched before a name is cut out of its line while they are few. */
   nameList: string[];
 }
+
+/** An end that has not been read yet: unix seconds and line numbers are never negative. */
+const OPEN = -1;
 
 /** What a marker says, read where one was found. */
 export interface SectionMarker {
@@ -51,7 +66,17 @@ export interface SectionMarker {
 }
 
 export function createSectionBook(): SectionBook {
-  return { seen: [], open: new Map(), names: new Map(), nameList: [] };
+  return {
+    name: [],
+    startedAt: [],
+    endedAt: [],
+    options: [],
+    startLine: [],
+    endLine: [],
+    open: new Map(),
+    names: new Map(),
+    nameList: [],
+  };
 }
 
 /* eslint-disable no-control-regex -- this pattern exists to match control characters */
@@ -215,23 +240,48 @@ function keptName(book: SectionBook, text: string, from: number, to: number): st
 /** A marker read at clean line `line`: a section starts, or the latest open one of its name ends. */
 export function applyMarker(book: SectionBook, marker: SectionMarker, line: number): void {
   if (marker.start) {
-    const section: TraceSection = {
-      name: marker.name,
-      startedAt: marker.at,
-      options: parseOptions(marker.options),
-      startLine: line,
-    };
-    book.seen.push(section);
-    const sameName = book.open.get(section.name);
-    if (sameName === undefined) book.open.set(section.name, [section]);
-    else sameName.push(section);
+    const row = book.name.length;
+    book.name.push(marker.name);
+    book.startedAt.push(marker.at);
+    book.endedAt.push(OPEN);
+    book.options.push(parseOptions(marker.options));
+    book.startLine.push(line);
+    book.endLine.push(OPEN);
+    const sameName = book.open.get(marker.name);
+    if (sameName === undefined) book.open.set(marker.name, [row]);
+    else sameName.push(row);
     return;
   }
   // Like GitLab, an end marker for a section that is not open is ignored.
-  const section = book.open.get(marker.name)?.pop();
-  if (section !== undefined) {
-    section.endedAt = marker.at;
-    section.endLine = line;
+  const row = book.open.get(marker.name)?.pop();
+  if (row !== undefined) {
+    book.endedAt[row] = marker.at;
+    book.endLine[row] = line;
   }
   // An emptied list stays, for the name's next start: as few as the names are.
+}
+
+/** Every section started so far, in order, as it stands now. */
+export function listSections(book: SectionBook): TraceSection[] {
+  const sections: TraceSection[] = [];
+  for (let row = 0; row < book.name.length; row += 1) {
+    const section: TraceSection = {
+      name: book.name[row] ?? "",
+      startedAt: book.startedAt[row] ?? 0,
+      options: { ...book.options[row] },
+      startLine: book.startLine[row] ?? 0,
+    };
+    const endedAt = book.endedAt[row] ?? OPEN;
+    if (endedAt !== OPEN) {
+      section.endedAt = endedAt;
+      section.endLine = book.endLine[row] ?? 0;
+    }
+    sections.push(section);
+  }
+  return sections;
+}
+
+/** Distinct section names, in order of first appearance. */
+export function sectionNames(book: SectionBook): string[] {
+  return [...new Set(book.name)];
 }

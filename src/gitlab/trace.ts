@@ -29,7 +29,7 @@ import {
   pushChunk,
   type TraceCleanerOptions,
 } from "./trace-reader.js";
-import type { TraceSection } from "./trace-sections.js";
+import { listSections, sectionNames, type TraceSection } from "./trace-sections.js";
 
 export type { TraceCleanerOptions } from "./trace-reader.js";
 export type { TraceSection } from "./trace-sections.js";
@@ -39,7 +39,10 @@ export interface TraceCleaner {
   push(chunk: string): string[];
   /** Ends the log; returns the lines still held (a last line without a newline). */
   end(): string[];
-  /** Every section started so far, in order; a name that recurs appears once per start. */
+  /**
+   * Every section started so far, in order, as it stands when asked (a copy: a section still open
+   * does not end in it later); a name that recurs appears once per start.
+   */
   sections(): readonly TraceSection[];
   /** Distinct section names, in order of first appearance. */
   sectionNames(): string[];
@@ -49,12 +52,11 @@ export interface TraceCleaner {
 
 export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceCleaner {
   const state = createCleanerState(options);
-  const { seen } = state.sections;
   return {
     push: (chunk) => pushChunk(state, chunk),
     end: () => endTrace(state),
-    sections: () => seen,
-    sectionNames: () => [...new Set(seen.map((section) => section.name))],
+    sections: () => listSections(state.sections),
+    sectionNames: () => sectionNames(state.sections),
     timestamped: () => state.hasTimestamps,
   };
 }

@@ -198,14 +198,17 @@ export function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
 }
 
 export function resourceReason(state: ResourceState): string | undefined {
-  // Most resources have no reason: no lists built for them.
-  if (state.comments.length === 0 && state.forcedBy.length === 0) return state.headingReason;
-  const parts = [
-    ...(state.headingReason === undefined ? [] : [state.headingReason]),
-    ...state.comments,
-  ];
-  if (state.forcedBy.length > 0) {
-    const named = state.forcedBy.filter((name) => name !== "");
+  const { headingReason, comments, forcedBy } = state;
+  // Most resources have no reason, and most replaced ones one attribute that forces it: no
+  // lists built for them.
+  if (comments.length === 0 && forcedBy.length === 0) return headingReason;
+  if (headingReason === undefined && comments.length === 0 && forcedBy.length === 1) {
+    const name = forcedBy[0] ?? "";
+    return name === "" ? "forces replacement" : `${name} forces replacement`;
+  }
+  const parts = [...(headingReason === undefined ? [] : [headingReason]), ...comments];
+  if (forcedBy.length > 0) {
+    const named = forcedBy.filter((name) => name !== "");
     parts.push(
       named.length > 0
         ? `${[...new Set(named)].join(", ")} forces replacement`
