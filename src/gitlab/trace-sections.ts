@@ -174,7 +174,12 @@ export function readMarker(
   else if (holdsAt(text, index, "end:")) index += 4;
   else return false;
   const digits = index;
-  while (isDigit(text.charCodeAt(index))) index += 1;
+  // The value is read with the digits: exact while they are few enough (15), as `Number` reads it.
+  let value = 0;
+  for (let code = text.charCodeAt(index); isDigit(code); code = text.charCodeAt(index)) {
+    value = value * 10 + code - 48;
+    index += 1;
+  }
   if (index === digits || text.charCodeAt(index) !== 0x3a) return false;
   const digitsEnd = index;
   const name = index + 1;
@@ -189,8 +194,7 @@ export function readMarker(
   }
   if (!holdsAt(text, index, "\r\x1b[0K")) return false;
   found.start = start;
-  found.at =
-    digitsEnd - digits > 15 ? Number(text.slice(digits, digitsEnd)) : digitsValue(text, digits);
+  found.at = digitsEnd - digits > 15 ? Number(text.slice(digits, digitsEnd)) : value;
   found.name = keptName(book, text, name, nameEnd);
   found.options = index === nameEnd ? "" : text.slice(nameEnd, index);
   found.end = index + 5;
