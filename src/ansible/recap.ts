@@ -100,181 +100,222 @@ const YAML_CONTINUATION = /^\s/;
 /** A recap's own line under its banner before the rows: Ansible 2.0's retry hint. */
 const RECAP_NOTE = /^\s*to retry, use: --limit @/;
 
-// eslint-disable-next-line max-lines-per-function -- one closure over a streaming reader's state, on the hot path of every job log; still to be split as the plan text reader was
-export function createRecapParser(): RecapParser {
-  const plays: string[] = [];
-  const hosts = new Map<string, HostRecap>();
-  const records: FailureRecord[] = [];
-  let recapFound = false;
-  let inRecap = false;
-  let recapRows = 0;
-  let play: string | undefined;
-  let task = "";
-  let taskSeq = 0;
-  let pending: PendingPayload | undefined;
+/** What the parser keeps between lines. */
+interface RecapState {
+  plays: string[];
+  hosts: Map<string, HostRecap>;
+  records: FailureRecord[];
+  recapFound: boolean;
+  /** Between a `PLAY RECAP` banner and the end of its rows. */
+  inRecap: boolean;
+  recapRows: number;
+  play: string | undefined;
+  task: string;
+  /** Counts banners, so that failures of one task can be told from the next task's. */
+  taskSeq: number;
+  /** A failure whose result payload continues on the next lines. */
+  pending: PendingPayload | undefined;
   /**
    * Failures of the current task not yet marked by `...ignoring`, latest last: each marks the
    * latest, found without a search back through every failure the task has had.
    */
-  let unmarked: FailureRecord[] = [];
+  unmarked: FailureRecord[];
+}
 
-  function addRecord(record: FailureRecord): void {
-    records.push(record);
-    unmarked.push(record);
+function createRecapState(): RecapState {
+  return {
+    plays: [],
+    hosts: new Map(),
+    records: [],
+    recapFound: false,
+    inRecap: false,
+    recapRows: 0,
+    play: undefined,
+    task: "",
+    taskSeq: 0,
+    pending: undefined,
+    unmarked: [],
+  };
+}
+
+function addRecord(state: RecapState, record: FailureRecord): void {
+  state.records.push(record);
+  state.unmarked.push(record);
+}
+
+function failureDraft(
+  state: RecapState,
+  label: string,
+  kind: FailureKind,
+  item: string | undefined,
+): FailureDraft {
+  const { task, play, taskSeq } = state;
+  return { host: hostName(label), task, play, kind, item, ignored: false, taskSeq };
+}
+
+function startFailure(state: RecapState, draft: FailureDraft, payload: string): void {
+  const text = payload.trimStart();
+  const scan: BraceScan = { depth: 0, inString: false, escaped: false };
+  if (text === "") {
+    // `ANSIBLE_CALLBACK_RESULT_FORMAT=yaml` (or the `yaml` callback): nothing after `=>`.
+    state.pending = { draft, text: "", scan, yaml: true };
+    return;
   }
-
-  function failureDraft(label: string, kind: FailureKind, item: string | undefined): FailureDraft {
-    return { host: hostName(label), task, play, kind, item, ignored: false, taskSeq };
-  }
-
-  function startFailure(draft: FailureDraft, payload: string): void {
-    const text = payload.trimStart();
-    const scan: BraceScan = { depth: 0, inString: false, escaped: false };
-    if (text === "") {
-      // `ANSIBLE_CALLBACK_RESULT_FORMAT=yaml` (or the `yaml` callback): nothing after `=>`.
-      pending = { draft, text: "", scan, yaml: true };
+  if (text.startsWith("{")) {
+    scanBraces(scan, text);
+    if (scan.depth > 0) {
+      state.pending = { draft, text: text.slice(0, MAX_PAYLOAD_LENGTH), scan, yaml: false };
       return;
     }
-    if (text.startsWith("{")) {
-      scanBraces(scan, text);
-      if (scan.depth > 0) {
-        pending = { draft, text: text.slice(0, MAX_PAYLOAD_LENGTH), scan, yaml: false };
-        return;
-      }
-    }
-    addRecord(finishFailure(draft, text, false));
   }
+  addRecord(state, finishFailure(draft, text, false));
+}
 
-  function continuePayload(open: PendingPayload, line: string): void {
-    if (open.text.length < MAX_PAYLOAD_LENGTH) {
-      open.text = `${open.text}\n${line}`.slice(0, MAX_PAYLOAD_LENGTH);
-    }
-    if (open.yaml) return;
-    scanBraces(open.scan, line);
-    if (open.scan.depth <= 0) {
-      addRecord(finishFailure(open.draft, open.text, open.yaml));
-      pending = undefined;
-    }
+/**
+ * A line while a failure's payload is open: true when it continues the payload; else the
+ * payload is finished, and the line is to be read as any other.
+ */
+function payloadLine(state: RecapState, open: PendingPayload, line: string): boolean {
+  const continues = open.yaml ? YAML_CONTINUATION : CONTINUATION;
+  if (line.trim() === "" || !continues.test(line)) {
+    addRecord(state, finishFailure(open.draft, open.text, open.yaml));
+    state.pending = undefined;
+    return false;
   }
-
-  /** `...ignoring` belongs to the latest failure of the current task not yet marked. */
-  function markIgnored(): void {
-    const record = unmarked.pop();
-    if (record !== undefined) record.ignored = true;
+  if (open.text.length < MAX_PAYLOAD_LENGTH) {
+    open.text = `${open.text}\n${line}`.slice(0, MAX_PAYLOAD_LENGTH);
   }
+  if (open.yaml) return true;
+  scanBraces(open.scan, line);
+  if (open.scan.depth <= 0) {
+    addRecord(state, finishFailure(open.draft, open.text, open.yaml));
+    state.pending = undefined;
+  }
+  return true;
+}
 
-  function readRecapRow(line: string): boolean {
-    const row = RECAP_ROW.exec(line);
-    if (!row?.[1] || !row[2]) return false;
-    const counts = new Map<string, number>();
-    for (const [, key, value] of row[2].matchAll(RECAP_PAIR)) {
-      if (key !== undefined && value !== undefined) counts.set(key, Number(value));
-    }
-    const ok = counts.get("ok");
-    const changed = counts.get("changed");
-    const unreachable = counts.get("unreachable");
-    const failed = counts.get("failed");
-    if (ok === undefined || changed === undefined || unreachable === undefined) return false;
-    if (failed === undefined) return false;
-    const host = row[1];
-    const sum = hosts.get(host) ?? emptyRecap(host);
-    sum.ok += ok;
-    sum.changed += changed;
-    sum.unreachable += unreachable;
-    sum.failed += failed;
-    sum.skipped += counts.get("skipped") ?? 0;
-    sum.rescued += counts.get("rescued") ?? 0;
-    sum.ignored += counts.get("ignored") ?? 0;
-    hosts.set(host, sum);
+/** `...ignoring` belongs to the latest failure of the current task not yet marked. */
+function markIgnored(state: RecapState): void {
+  const record = state.unmarked.pop();
+  if (record !== undefined) record.ignored = true;
+}
+
+/** A host's row under `PLAY RECAP`, added to its counts; false when the line is not one. */
+function readRecapRow(state: RecapState, line: string): boolean {
+  const row = RECAP_ROW.exec(line);
+  if (!row?.[1] || !row[2]) return false;
+  const counts = new Map<string, number>();
+  for (const [, key, value] of row[2].matchAll(RECAP_PAIR)) {
+    if (key !== undefined && value !== undefined) counts.set(key, Number(value));
+  }
+  const ok = counts.get("ok");
+  const changed = counts.get("changed");
+  const unreachable = counts.get("unreachable");
+  const failed = counts.get("failed");
+  if (ok === undefined || changed === undefined || unreachable === undefined) return false;
+  if (failed === undefined) return false;
+  const host = row[1];
+  const sum = state.hosts.get(host) ?? emptyRecap(host);
+  sum.ok += ok;
+  sum.changed += changed;
+  sum.unreachable += unreachable;
+  sum.failed += failed;
+  sum.skipped += counts.get("skipped") ?? 0;
+  sum.rescued += counts.get("rescued") ?? 0;
+  sum.ignored += counts.get("ignored") ?? 0;
+  state.hosts.set(host, sum);
+  return true;
+}
+
+/** A line under a `PLAY RECAP` banner: true when it was part of the recap. */
+function recapLine(state: RecapState, trimmed: string): boolean {
+  if (readRecapRow(state, trimmed)) {
+    state.recapRows++;
     return true;
   }
+  if (state.recapRows === 0 && RECAP_NOTE.test(trimmed)) return true;
+  if (trimmed !== "" || state.recapRows > 0) state.inRecap = false;
+  return trimmed === "";
+}
 
-  function readLine(raw: string): void {
-    const line = visibleText(raw);
-
-    if (pending !== undefined) {
-      const continues = pending.yaml ? YAML_CONTINUATION : CONTINUATION;
-      if (line.trim() !== "" && continues.test(line)) {
-        continuePayload(pending, line);
-        return;
-      }
-      addRecord(finishFailure(pending.draft, pending.text, pending.yaml));
-      pending = undefined;
-    }
-
-    const trimmed = line.trimEnd();
-
-    if (inRecap) {
-      if (readRecapRow(trimmed)) {
-        recapRows++;
-        return;
-      }
-      if (recapRows === 0 && RECAP_NOTE.test(trimmed)) return;
-      if (trimmed !== "" || recapRows > 0) inRecap = false;
-      if (trimmed === "") return;
-    }
-
-    if (RECAP_BANNER.test(trimmed)) {
-      recapFound = true;
-      inRecap = true;
-      recapRows = 0;
-      return;
-    }
-    const playBanner = PLAY_BANNER.exec(trimmed);
-    if (playBanner) {
-      play = playBanner[1] ?? "";
-      plays.push(play);
-      task = "";
-      taskSeq++;
-      unmarked = [];
-      return;
-    }
-    const taskBanner = TASK_BANNER.exec(trimmed);
-    if (taskBanner) {
-      task = taskBanner[1] ?? "";
-      taskSeq++;
-      unmarked = [];
-      return;
-    }
-    if (ANY_BANNER.test(trimmed)) return;
-
-    const fatal = TASK_FAILURE.exec(trimmed);
-    if (fatal?.[1] !== undefined) {
-      const kind: FailureKind = fatal[2] === "UNREACHABLE" ? "unreachable" : "failed";
-      startFailure(failureDraft(fatal[1], kind, undefined), fatal[3] ?? "");
-      return;
-    }
-    const itemFailure = ITEM_FAILURE.exec(trimmed);
-    if (itemFailure?.[1] !== undefined) {
-      startFailure(
-        failureDraft(itemFailure[1], "failed", itemFailure[2] ?? ""),
-        itemFailure[3] ?? "",
-      );
-      return;
-    }
-    if (IGNORING.test(trimmed)) markIgnored();
+/** Whether the line is a banner: the recap's, a play's, a task's, or another. */
+function bannerLine(state: RecapState, trimmed: string): boolean {
+  if (RECAP_BANNER.test(trimmed)) {
+    state.recapFound = true;
+    state.inRecap = true;
+    state.recapRows = 0;
+    return true;
   }
+  const playBanner = PLAY_BANNER.exec(trimmed);
+  if (playBanner) {
+    state.play = playBanner[1] ?? "";
+    state.plays.push(state.play);
+    state.task = "";
+    state.taskSeq++;
+    state.unmarked = [];
+    return true;
+  }
+  const taskBanner = TASK_BANNER.exec(trimmed);
+  if (taskBanner) {
+    state.task = taskBanner[1] ?? "";
+    state.taskSeq++;
+    state.unmarked = [];
+    return true;
+  }
+  return ANY_BANNER.test(trimmed);
+}
 
+/** A task's failure (`fatal: [host]: FAILED! =>`, or a loop item's), or `...ignoring` after one. */
+function failureLine(state: RecapState, trimmed: string): void {
+  const fatal = TASK_FAILURE.exec(trimmed);
+  if (fatal?.[1] !== undefined) {
+    const kind: FailureKind = fatal[2] === "UNREACHABLE" ? "unreachable" : "failed";
+    startFailure(state, failureDraft(state, fatal[1], kind, undefined), fatal[3] ?? "");
+    return;
+  }
+  const itemFailure = ITEM_FAILURE.exec(trimmed);
+  if (itemFailure?.[1] !== undefined) {
+    const draft = failureDraft(state, itemFailure[1], "failed", itemFailure[2] ?? "");
+    startFailure(state, draft, itemFailure[3] ?? "");
+    return;
+  }
+  if (IGNORING.test(trimmed)) markIgnored(state);
+}
+
+function readLine(state: RecapState, raw: string): void {
+  const line = visibleText(raw);
+  if (state.pending !== undefined && payloadLine(state, state.pending, line)) return;
+  const trimmed = line.trimEnd();
+  if (state.inRecap && recapLine(state, trimmed)) return;
+  if (bannerLine(state, trimmed)) return;
+  failureLine(state, trimmed);
+}
+
+function recapResult(state: RecapState): AnsibleRun {
+  const { pending, records, hosts } = state;
+  const all =
+    pending === undefined
+      ? records
+      : [...records, finishFailure(pending.draft, pending.text, pending.yaml)];
+  return {
+    hosts: [...hosts.values()].map((h) => ({ ...h })),
+    failures: describeFailures(all, hosts),
+    recapFound: state.recapFound,
+    plays: [...state.plays],
+  };
+}
+
+export function createRecapParser(): RecapParser {
+  const state = createRecapState();
   return {
     push(line: string): void {
       if (!line.includes("\n")) {
-        readLine(line);
+        readLine(state, line);
         return;
       }
-      for (const part of line.split("\n")) readLine(part);
+      for (const part of line.split("\n")) readLine(state, part);
     },
-    result(): AnsibleRun {
-      const all =
-        pending === undefined
-          ? records
-          : [...records, finishFailure(pending.draft, pending.text, pending.yaml)];
-      return {
-        hosts: [...hosts.values()].map((h) => ({ ...h })),
-        failures: describeFailures(all, hosts),
-        recapFound,
-        plays: [...plays],
-      };
-    },
+    result: () => recapResult(state),
   };
 }
 

@@ -27,11 +27,11 @@ const ESCAPE_OR_CONTROL = new RegExp(`${ESCAPE_SEQUENCE.source}|${OTHER_CONTROL.
 /* eslint-enable no-control-regex */
 
 /**
- * Where the escape sequence starting at `at` (an ESC) ends: the same sequence `ESCAPE_SEQUENCE`
- * matches, found by character codes rather than a pattern tried at every position.
+ * Where the escape sequence starting at `at` (an ESC) ends, in text whose line ends at `length`:
+ * the same sequence `ESCAPE_SEQUENCE` matches in the line, found by character codes rather than a
+ * pattern tried at every position.
  */
-function escapeEnd(text: string, at: number): number {
-  const length = text.length;
+function escapeEnd(text: string, at: number, length: number): number {
   const next = at + 1;
   if (next >= length) return next;
   const code = text.charCodeAt(next);
@@ -48,15 +48,16 @@ function escapeEnd(text: string, at: number): number {
     for (let end = next + 1; end < length; end += 1) {
       const char = text.charCodeAt(end);
       if (char === 0x07) return end + 1;
-      if (char === 0x1b) return text.charCodeAt(end + 1) === 0x5c ? end + 2 : end;
+      if (char === 0x1b)
+        return end + 1 < length && text.charCodeAt(end + 1) === 0x5c ? end + 2 : end;
     }
     return length;
   }
   if (code === 0x50 || code === 0x58 || code === 0x5e || code === 0x5f) {
     // DCS, SOS, PM, APC: up to and with ST, or up to the next ESC or the end.
     const end = text.indexOf("\x1b", next + 1);
-    if (end === -1) return length;
-    return text.charCodeAt(end + 1) === 0x5c ? end + 2 : end;
+    if (end === -1 || end >= length) return length;
+    return end + 1 < length && text.charCodeAt(end + 1) === 0x5c ? end + 2 : end;
   }
   let end = next;
   while (end < length && isBetween(text.charCodeAt(end), 0x20, 0x2f)) end += 1;
@@ -73,16 +74,30 @@ function isBetween(code: number, low: number, high: number): boolean {
  * character.
  */
 export function stripEscapes(text: string): string {
-  let escape = text.indexOf("\x1b");
-  if (escape === -1) return text;
+  return stripEscapesBetween(text, 0, text.length, text.indexOf("\x1b"));
+}
+
+/**
+ * `stripEscapes` of the line `text.slice(from, end)`, whose first ESC is at `escape` (-1 or `end`
+ * and beyond: none), without cutting the line out first. Text between escapes is taken as slices
+ * of `text`: a line with escapes only around its words (`\e[32;1m$ terraform plan\e[0;m`) comes
+ * out as one slice, not as a joined copy.
+ */
+export function stripEscapesBetween(
+  text: string,
+  from: number,
+  end: number,
+  escape: number,
+): string {
   let clean = "";
-  let from = 0;
-  while (escape !== -1) {
-    clean += text.slice(from, escape);
-    from = escapeEnd(text, escape);
-    escape = text.indexOf("\x1b", from);
+  let at = from;
+  for (let next = escape; next !== -1 && next < end; next = text.indexOf("\x1b", at)) {
+    if (next > at) clean = clean === "" ? text.slice(at, next) : clean + text.slice(at, next);
+    at = escapeEnd(text, next, end);
   }
-  return clean + text.slice(from);
+  if (at >= end) return clean;
+  const rest = at === 0 && end === text.length ? text : text.slice(at, end);
+  return clean === "" ? rest : clean + rest;
 }
 
 /** Text without its escape sequences and other control characters but tab, by the pattern. */

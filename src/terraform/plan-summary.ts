@@ -72,6 +72,11 @@ export interface PlanTextResult extends PlanSummary {
 export interface PlanTextParser {
   /** Feeds one line of output (a trailing `\r` is ignored). */
   push(line: string): void;
+  /**
+   * Feeds lines that hold no newline and no carriage return, as the trace cleaner hands them out:
+   * what `push` does with each, without searching each for line ends first.
+   */
+  pushLines(lines: readonly string[]): void;
   /** What has been read so far; may be called at any time. */
   result(): PlanTextResult;
 }

@@ -38,6 +38,29 @@ export const HEADING = new RegExp(
     .join("|")})$`,
 );
 export const MOVED_HEADING = /^\s*# (.+?) has moved to (.+)$/;
+/**
+ * The last characters a heading can end with, but for a move's and an action's
+ * (`has moved to <address>`, `will be invoked ...`), which end anywhere: the last character of
+ * each phrase, and `d` for drift and deferrals (`has changed`, `has been deleted`, `was deferred`).
+ */
+const HEADING_ENDS = new Set(
+  Object.keys(HEADING_PHRASES)
+    .map((phrase) => phrase.charCodeAt(phrase.length - 1))
+    .concat("d".charCodeAt(0)),
+);
+
+/**
+ * Whether a comment line (`# ...`, without trailing space) may be a heading: most comments under
+ * a heading (`# (3 unchanged attributes hidden)`) end otherwise and are not run through the
+ * heading patterns.
+ */
+export function mayBeHeading(text: string): boolean {
+  return (
+    HEADING_ENDS.has(text.charCodeAt(text.length - 1)) ||
+    text.includes(" has moved to ") ||
+    text.includes(" will be invoked")
+  );
+}
 /** Headings that describe something other than a planned action: drift, deferrals, actions. */
 export const OTHER_HEADING =
   /^\s*# \S.* (?:has changed|has been deleted|was deferred|will be invoked(?: .*)?)$/;
@@ -175,12 +198,17 @@ export function finishDiagnostic(state: DiagnosticState): PlanDiagnostic {
 }
 
 export function resourceReason(state: ResourceState): string | undefined {
-  const parts = [
-    ...(state.headingReason === undefined ? [] : [state.headingReason]),
-    ...state.comments,
-  ];
-  if (state.forcedBy.length > 0) {
-    const named = state.forcedBy.filter((name) => name !== "");
+  const { headingReason, comments, forcedBy } = state;
+  // Most resources have no reason, and most replaced ones one attribute that forces it: no
+  // lists built for them.
+  if (comments.length === 0 && forcedBy.length === 0) return headingReason;
+  if (headingReason === undefined && comments.length === 0 && forcedBy.length === 1) {
+    const name = forcedBy[0] ?? "";
+    return name === "" ? "forces replacement" : `${name} forces replacement`;
+  }
+  const parts = [...(headingReason === undefined ? [] : [headingReason]), ...comments];
+  if (forcedBy.length > 0) {
+    const named = forcedBy.filter((name) => name !== "");
     parts.push(
       named.length > 0
         ? `${[...new Set(named)].join(", ")} forces replacement`

@@ -23,6 +23,7 @@ import {
   isWordCharacter,
   LEGACY_ACTIONS_HEADER,
   LEGACY_RESOURCE,
+  mayBeHeading,
   MOVED_HEADING,
   NO_CHANGES,
   OTHER_HEADING,
@@ -85,18 +86,35 @@ function heredocLine(state: PlanTextState, text: string, indent: number | undefi
   return false;
 }
 
+/**
+ * Whether a line whose text starts with this character may open a diagnostic, be a landmark or be
+ * a heading: `╷`, `│`, `E`, `W`, `P`, `N`, `T`, `C` or `#`. Most lines of a plan start otherwise.
+ */
+function mayOpen(first: number): boolean {
+  return first < 0x80
+    ? first === 0x23 ||
+        first === 0x43 ||
+        first === 0x45 ||
+        first === 0x4e ||
+        first === 0x50 ||
+        first === 0x54 ||
+        first === 0x57
+    : first === 0x2502 || first === 0x2577;
+}
+
 /** Whether the line opens an error or warning: a frame's top, a cut frame's heading, or plain. */
 function diagnosticStart(
   state: PlanTextState,
   text: string,
   start: number,
-  first: string,
+  first: number,
 ): boolean {
-  if (first === "╷" && start === text.length - 1) {
+  if (first === 0x2577 && start === text.length - 1) {
+    // `╷`
     openDiagnostic(state, true);
     return true;
   }
-  const boxed = first === "│" ? BOX_CONTENT.exec(text) : null;
+  const boxed = first === 0x2502 ? BOX_CONTENT.exec(text) : null; // `│`
   const boxedHeading = boxed === null ? null : PLAIN_DIAGNOSTIC.exec(boxed[1] ?? "");
   if (boxedHeading !== null) {
     // A frame whose top was cut off.
@@ -104,7 +122,7 @@ function diagnosticStart(
     openDiagnostic(state, true, kind, (boxedHeading[2] ?? "").trim());
     return true;
   }
-  const plain = first === "E" || first === "W" ? PLAIN_DIAGNOSTIC.exec(text) : null;
+  const plain = first === 0x45 || first === 0x57 ? PLAIN_DIAGNOSTIC.exec(text) : null; // E, W
   if (plain !== null) {
     openDiagnostic(
       state,
@@ -122,18 +140,18 @@ function diagnosticStart(
  * "No changes.", the actions header of Terraform before 0.12 and its resource lines, and the
  * outputs header and the outputs under it.
  */
-function landmarkLine(state: PlanTextState, text: string, start: number, first: string): boolean {
-  const plan = first === "P" ? PLAN_LINE.exec(text) : null;
+function landmarkLine(state: PlanTextState, text: string, start: number, first: number): boolean {
+  const plan = first === 0x50 ? PLAN_LINE.exec(text) : null; // P
   if (plan !== null) {
     planLine(state, text, plan);
     return true;
   }
-  if (first === "N" && NO_CHANGES.test(text)) {
+  if (first === 0x4e && NO_CHANGES.test(text)) {
     state.noChangesSeen = true;
     state.current = undefined;
     return true;
   }
-  if (first === "T" && LEGACY_ACTIONS_HEADER.test(text)) {
+  if (first === 0x54 && LEGACY_ACTIONS_HEADER.test(text)) {
     state.inActions = true;
     return true;
   }
@@ -144,7 +162,7 @@ function landmarkLine(state: PlanTextState, text: string, start: number, first: 
       return true;
     }
   }
-  if (first === "C" && OUTPUTS_HEADER.test(text)) {
+  if (first === 0x43 && OUTPUTS_HEADER.test(text)) {
     state.inOutputs = true;
     leaveResource(state);
     return true;
@@ -157,6 +175,7 @@ function landmarkLine(state: PlanTextState, text: string, start: number, first: 
  * than a planned action (drift, deferrals), which ends the resource before it.
  */
 function headingLine(state: PlanTextState, text: string): boolean {
+  if (!mayBeHeading(text)) return false;
   const found = HEADING.exec(text);
   if (found !== null) {
     heading(state, found[1] ?? "", found[2] ?? "");
@@ -187,15 +206,17 @@ function readLine(state: PlanTextState, raw: string, indent?: number): void {
   // The line patterns are anchored at the start, most after optional indentation: the first
   // character that is not space decides which of them can match at all, so most lines of a plan
   // (attributes, runner output) are ruled out without running them. Where the text starts is
-  // kept as an index, not as a copy of the rest of the line.
-  let start = 0;
-  while (start < text.length && isSpace(text.charCodeAt(start))) start += 1;
-  const first = text.charAt(start);
-  if (diagnosticStart(state, text, start, first)) return;
-  if (landmarkLine(state, text, start, first)) return;
+  // kept as an index. `trimStart` finds it natively, faster than a loop over the indentation, and
+  // its copy of the rest is dropped at once.
+  const start = text.length - text.trimStart().length;
+  const first = text.charCodeAt(start);
+  if (mayOpen(first) || state.inActions || state.inOutputs) {
+    if (diagnosticStart(state, text, start, first)) return;
+    if (landmarkLine(state, text, start, first)) return;
+  }
 
   // Headings and the `# (reason)` comments under them are comments: they start with `#`.
-  const comment = first === "#";
+  const comment = first === 0x23;
   if (comment && headingLine(state, text)) return;
   const current = state.current;
   if (current !== undefined) resourceLine(state, current, text, start, comment);
@@ -227,6 +248,9 @@ export function createPlanTextParser(): PlanTextParser {
         from = end + 1;
       }
       readPhysicalLine(state, from === 0 ? chunk : chunk.slice(from));
+    },
+    pushLines(lines) {
+      for (const line of lines) readLine(state, line);
     },
     result: () => planTextResult(state),
   };
