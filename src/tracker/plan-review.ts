@@ -17,6 +17,7 @@ import {
   type PlanTextResult,
 } from "../terraform/plan-text.js";
 import { planFileCutNotes } from "../views/log-cut.js";
+import { keptForMessage } from "../views/plan-kept.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { approvalDeadline } from "./notify.js";
 import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
@@ -206,7 +207,8 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
       }
       const reviewedAt = deps.now().toISOString();
       await deps.reviewed(request, {
-        plan,
+        // What the message needs of the plan, not the whole of a long one.
+        plan: keptForMessage(plan),
         ...(nodes === undefined ? {} : { nodes }),
         planJobId: job.id,
         planJobUrl: job.webUrl,
