@@ -16,7 +16,7 @@ import {
   mayBeCutHeading,
   type PlanTextResult,
 } from "../terraform/plan-text.js";
-import { planFileCutNotes } from "../views/log-cut.js";
+import { planFileCutNotes, planJsonMissing } from "../views/log-cut.js";
 import { keptForMessage } from "../views/plan-kept.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { approvalDeadline } from "./notify.js";
@@ -96,16 +96,16 @@ async function readPlan(
   fromLog: PlanTextResult,
 ): Promise<Pick<PlanReviewRecord, "plan" | "nodes">> {
   const path = deps.config.gitlab.planJsonArtifact;
-  const json = path === undefined ? undefined : await deps.gitlab.jobArtifact(job.id, path);
-  if (json === undefined) {
+  const maxBytes = deps.config.gitlab.logMaxBytes;
+  const json =
+    path === undefined ? undefined : await deps.gitlab.jobArtifact(job.id, path, maxBytes);
+  if (json === undefined || json.truncated) {
     const plan = fromLog;
-    if (path !== undefined) {
-      plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
-    }
+    if (path !== undefined) plan.notes.push(planJsonMissing(path, json !== undefined, maxBytes));
     const nodes = await liveNodes(deps);
     return { plan, ...(nodes === undefined ? {} : { nodes }) };
   }
-  const result = parsePlanJson(json);
+  const result = parsePlanJson(json.text);
   const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
     name,
     online: true,
