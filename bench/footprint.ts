@@ -40,7 +40,7 @@ const SETTLE_MS = 2_000;
 const BARE_SERVER = `require("node:http").createServer((req, res) => res.end("ok")).listen(Number(process.env.PORT));`;
 
 /** `npm run build`: the bot's own build, what the container image runs. */
-function build(): void {
+export function build(): void {
   const built = spawnSync("npm", ["run", "build"], { cwd: ROOT, encoding: "utf8" });
   if (built.status !== 0) {
     throw new Error(`npm run build failed:\n${built.stdout}${built.stderr}`.trim());

@@ -93,7 +93,7 @@ Reproduce: \`npm run bench\` (about five minutes). \`BENCH_SAMPLES\` (default 60
 (30) and \`BENCH_POLL_SAMPLES\` (10) the notification samples, \`BENCH_PARSE_ROUNDS\` (3) and
 \`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds, \`BENCH_LOAD_COUNT\` (200) the burst of commands and
 submissions; \`BENCH_ONLY=command,notification,calls,parsing,footprint,load,joblog\` runs only
-those named and leaves this file alone; \`BENCH_LOG_MB\` (60) sets the size of the long job log; \`BENCH_BOT_NODE_OPTIONS\` gives Node options to the bots started in their own
+those named and leaves this file alone; \`BENCH_LOG_MB\` (60) and \`BENCH_HUGE_LOG_MB\` (200) set the sizes of the long job logs and \`BENCH_JOBLOG_ROUNDS\` (3) their rounds; \`BENCH_BOT_NODE_OPTIONS\` gives Node options to the bots started in their own
 processes (sections 6 and 7).
 
 ## Targets

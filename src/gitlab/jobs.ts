@@ -3,7 +3,7 @@ import { VmbotError } from "../errors.js";
 import type { GitlabClient } from "./client.js";
 import { gitlabError } from "./errors.js";
 import { streamCapped, type LogConsumer } from "./job-log.js";
-import { JobSchema, toJob, type GitlabPort } from "./port.js";
+import { JobSchema, toJob, type CappedText, type GitlabPort } from "./port.js";
 
 /**
  * Reads a job's log through gitbeaker's own requester (token, retries) as a stream, up to
@@ -40,20 +40,30 @@ async function readJobLog(
   }
 }
 
-/** A file from a job's artifacts, or undefined when the job has none by that path. */
+/**
+ * A file from a job's artifacts, read as a stream no further than `maxBytes` (a plan's JSON can
+ * be far larger than anything vmbot needs of it), or undefined when the job has none by that path.
+ */
 async function jobArtifact(
   c: GitlabClient,
   jobId: number,
   path: string,
-): Promise<string | undefined> {
+  maxBytes: number,
+): Promise<CappedText | undefined> {
+  const url = `projects/${encodeURIComponent(c.options.project)}/jobs/${jobId}/artifacts/${path}`;
   try {
-    const body: unknown = await c.withToken(() =>
-      c.api.JobArtifacts.downloadArchive(c.options.project, { jobId, artifactPath: path }),
+    const response = await c.withToken(() =>
+      c.api.Jobs.requester.get(url, { asStream: true, signal: AbortSignal.timeout(c.timeoutMs) }),
     );
-    // The requester hands text/* over as a string, JSON already parsed, the rest as a Blob.
-    if (typeof body === "string") return body;
-    if (body instanceof Blob) return await body.text();
-    return JSON.stringify(body);
+    const parts: string[] = [];
+    const { truncated } = await streamCapped(
+      response.body as ReadableStream<Uint8Array> | null,
+      maxBytes,
+      (text) => {
+        parts.push(text);
+      },
+    );
+    return { text: parts.join(""), truncated };
   } catch (error) {
     const mapped = gitlabError(error, c.context({ what: "read_artifact", jobId, path }));
     if (mapped.code === "gitlab_not_found") return undefined;
@@ -130,7 +140,7 @@ export function jobCalls(c: GitlabClient): JobCalls {
       );
     },
 
-    jobArtifact: (jobId, path) => jobArtifact(c, jobId, path),
+    jobArtifact: (jobId, path, maxBytes) => jobArtifact(c, jobId, path, maxBytes),
 
     eraseJobArtifacts: (jobId) => eraseJobArtifacts(c, jobId),
   };

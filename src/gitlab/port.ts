@@ -75,6 +75,12 @@ export const toJob = (job: z.infer<typeof JobSchema>): Job => ({
 });
 
 /** What vmbot does with GitLab, in its own words. */
+/** A text read no further than a cap: what was read, and whether it goes on beyond. */
+export interface CappedText {
+  text: string;
+  truncated: boolean;
+}
+
 export interface GitlabPort {
   /**
    * Starts the VM pipeline on the configured ref. In variables mode the inputs travel as
@@ -126,8 +132,11 @@ export interface GitlabPort {
    */
   retryJob(jobId: number): Promise<Job>;
   cancelPipeline(pipelineId: number): Promise<PipelineSummary>;
-  /** A file from a job's artifacts, or undefined when the job has none by that path. */
-  jobArtifact(jobId: number, path: string): Promise<string | undefined>;
+  /**
+   * A file from a job's artifacts, no further than `maxBytes` (whole characters), or undefined
+   * when the job has none by that path.
+   */
+  jobArtifact(jobId: number, path: string, maxBytes: number): Promise<CappedText | undefined>;
   /**
    * Deletes a job's artifacts (its log stays), e.g. a rejected plan's `tfplan`, so that the
    * apply job has no plan to apply. Needs the Maintainer role.

@@ -40,6 +40,15 @@ export const PlanSummarySchema = z.object({
   mismatch: z.string().optional(),
   outputChanges: z.array(z.object({ name: z.string(), action: ResourceAction })),
   notes: z.array(z.string()),
+  /** How many of each list were left out: a long plan is stored with its first ones only. */
+  omitted: z
+    .object({
+      changing: z.number().int().nonnegative(),
+      destroying: z.number().int().nonnegative(),
+      outputChanges: z.number().int().nonnegative(),
+      notes: z.number().int().nonnegative(),
+    })
+    .optional(),
 });
 
 export const PlanReviewRecordSchema = z.object({

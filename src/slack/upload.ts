@@ -1,5 +1,4 @@
 import type { webApi } from "@slack/bolt";
-import { createReadStream } from "node:fs";
 import { mkdtemp, open, rm, type FileHandle } from "node:fs/promises";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
@@ -32,8 +31,26 @@ export interface SpooledFile {
   bytes: number;
 }
 
-/** Lines are redacted and written in batches of at least this many characters. */
-const BATCH_CHARS = 64 * 1024;
+/**
+ * Lines are redacted and written in batches of at least this many characters: small, so that
+ * little outlives V8's young-generation collections while a long log streams through.
+ */
+const BATCH_CHARS = 16 * 1024;
+
+/** One buffer a file's bytes pass through, reused for every write instead of a new one each. */
+function createScratch(initialBytes = 4 * BATCH_CHARS) {
+  let buffer = Buffer.allocUnsafe(initialBytes);
+  return {
+    /** `text` encoded as UTF-8 in the scratch buffer, valid until the next call. */
+    encode(text: string): Buffer {
+      const bytes = Buffer.byteLength(text, "utf8");
+      // A batch is longer only when a line is (a line of many kilobytes): the buffer grows.
+      if (bytes > buffer.byteLength) buffer = Buffer.allocUnsafe(bytes);
+      buffer.write(text, 0, "utf8");
+      return buffer.subarray(0, bytes);
+    },
+  };
+}
 
 export async function createTextSpool(redact: Redactor, dir = tmpdir()): Promise<TextSpool> {
   const folder = await mkdtemp(join(dir, "vmbot-upload-"));
@@ -42,6 +59,7 @@ export async function createTextSpool(redact: Redactor, dir = tmpdir()): Promise
   let pending: string[] = [];
   let pendingChars = 0;
   let bytes = 0;
+  const scratch = createScratch();
 
   /** Redacts and writes the pending lines and `last`: one string of the batch, made once. */
   async function flush(last = ""): Promise<void> {
@@ -50,8 +68,8 @@ export async function createTextSpool(redact: Redactor, dir = tmpdir()): Promise
     pending = [];
     pendingChars = 0;
     if (text === "" || file === undefined) return;
-    const data = Buffer.from(redact(text), "utf8");
-    await file.write(data);
+    const data = scratch.encode(redact(text));
+    await writeAll(file, data);
     bytes += data.byteLength;
   }
 
@@ -76,6 +94,14 @@ export async function createTextSpool(redact: Redactor, dir = tmpdir()): Promise
       await rm(folder, { recursive: true, force: true });
     },
   };
+}
+
+/** Writes all of `data`: a file write may take fewer bytes than it was given. */
+async function writeAll(file: FileHandle, data: Buffer): Promise<void> {
+  for (let at = 0; at < data.byteLength;) {
+    const { bytesWritten } = await file.write(data, at, data.byteLength - at);
+    at += bytesWritten;
+  }
 }
 
 export interface TextUpload {
@@ -112,7 +138,7 @@ export async function uploadSpooledText(
   );
   await postBytes(target.upload_url, length, client.token, async (write) => {
     await write(head);
-    for await (const chunk of createReadStream(file.path)) await write(chunk as Buffer);
+    await readThrough(file, write);
     await write(tail);
   });
   await client.files.completeUploadExternal({
@@ -120,6 +146,32 @@ export async function uploadSpooledText(
     channel_id: upload.channel,
     thread_ts: upload.threadTs,
   });
+}
+
+/** How many bytes of a spooled file are read and sent at once, through one reused buffer. */
+const READ_BYTES = 64 * 1024;
+
+/**
+ * Hands a spooled file's bytes to `write` a buffer at a time, the same buffer each time (`write`
+ * resolves once the bytes have left it), and exactly the bytes announced: a file that has become
+ * shorter is an error rather than a short upload.
+ */
+async function readThrough(
+  file: SpooledFile,
+  write: (chunk: Buffer) => Promise<void>,
+): Promise<void> {
+  const handle = await open(file.path, "r");
+  try {
+    const buffer = Buffer.allocUnsafe(READ_BYTES);
+    for (let at = 0; at < file.bytes;) {
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(READ_BYTES, file.bytes - at), at);
+      if (bytesRead === 0) throw new Error("the plan file ended before its announced length");
+      await write(buffer.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
 }
 
 /** POSTs `length` bytes made by `produce`, waiting for the socket whenever it is full. */

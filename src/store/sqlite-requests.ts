@@ -6,6 +6,7 @@ import {
   DecisionSchema,
   FailureRecordSchema,
   PlanReviewRecordSchema,
+  type PlanReviewRecord,
 } from "../requests/records.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { guardWrite } from "./sqlite-checks.js";
@@ -35,10 +36,7 @@ const RequestRowSchema = z.object({
   pipeline_id: z.number().int().nullable(),
   pipeline_url: z.string().nullable(),
   error: z.string().nullable(),
-  review: z
-    .string()
-    .nullable()
-    .transform((text) => (text === null ? null : PlanReviewRecordSchema.parse(JSON.parse(text)))),
+  review: z.string().nullable(),
   decision: z
     .string()
     .nullable()
@@ -67,7 +65,51 @@ const RequestRowSchema = z.object({
     ),
 });
 
-function toRecord(row: unknown): RequestRecord {
+/** Reads a request row into its record. */
+export type RowReader = (row: unknown) => RequestRecord;
+
+/** Freezes an object and everything in it: a record shared between readers cannot be changed. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+/**
+ * Reads request rows, parsing a row's review once: the tracker lists the open requests on every
+ * pass, and a review, read back unchanged, is handed out again as it was parsed (frozen, as it
+ * is shared) rather than parsed anew. At most `capacity` reviews are held, the least recently
+ * read going first.
+ */
+export function createRowReader(capacity = 1_000): RowReader {
+  const reviews = new Map<string, { text: string; review: PlanReviewRecord }>();
+  const reviewOf = (id: string, text: string | null): PlanReviewRecord | null => {
+    if (text === null) {
+      reviews.delete(id);
+      return null;
+    }
+    const known = reviews.get(id);
+    reviews.delete(id);
+    const review =
+      known?.text === text
+        ? known.review
+        : deepFreeze(PlanReviewRecordSchema.parse(JSON.parse(text)));
+    reviews.set(id, { text, review });
+    if (reviews.size > capacity) {
+      const oldest = reviews.keys().next();
+      if (oldest.done !== true) reviews.delete(oldest.value);
+    }
+    return review;
+  };
+  return (row) => toRecord(row, reviewOf);
+}
+
+function toRecord(
+  row: unknown,
+  reviewOf: (id: string, text: string | null) => PlanReviewRecord | null,
+): RequestRecord {
   const r = RequestRowSchema.parse(row);
   return {
     id: r.id,
@@ -81,7 +123,7 @@ function toRecord(row: unknown): RequestRecord {
     pipelineId: r.pipeline_id,
     pipelineUrl: r.pipeline_url,
     error: r.error,
-    review: r.review,
+    review: reviewOf(r.id, r.review),
     decision: r.decision,
     address: r.address,
     stateName: r.state_name ?? null,
@@ -166,7 +208,10 @@ export type SqliteRequestReads = Pick<
 >;
 
 /** The reads of the requests table, each row checked against its schema. */
-export function createSqliteRequestReads(db: Database.Database): SqliteRequestReads {
+export function createSqliteRequestReads(
+  db: Database.Database,
+  toRecord: RowReader = createRowReader(),
+): SqliteRequestReads {
   const selectById = db.prepare("SELECT * FROM requests WHERE id = ?");
   const selectBySubmission = db.prepare("SELECT * FROM requests WHERE submission_key = ?");
   const selectForVm = db.prepare(
@@ -228,6 +273,7 @@ export function createSqliteRequestWrites(
   db: Database.Database,
   clock: () => Date,
   journal: Pick<Store, "intend" | "audit">,
+  toRecord: RowReader = createRowReader(),
 ): SqliteRequestWrites {
   const insertRequest = db.prepare(`
     INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, created_at, updated_at)

@@ -8,7 +8,11 @@ import { createSqliteInventory } from "./inventory.js";
 import { createSqliteAudit } from "./sqlite-audit.js";
 import { checkIntegrity, createWriteProbe } from "./sqlite-checks.js";
 import { createSqliteEffects } from "./sqlite-effects.js";
-import { createSqliteRequestReads, createSqliteRequestWrites } from "./sqlite-requests.js";
+import {
+  createRowReader,
+  createSqliteRequestReads,
+  createSqliteRequestWrites,
+} from "./sqlite-requests.js";
 import type { Store } from "./store.js";
 
 /** Applies pending migrations inside one transaction each. */
@@ -102,11 +106,13 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   const effects = createSqliteEffects(db, clock);
   const log = createSqliteAudit(db, clock);
+  // One reader for the reads and the writes, so a review is parsed once whichever read it.
+  const rows = createRowReader();
   return {
     inventory: createSqliteInventory(db, clock),
     approvals: createSqliteApprovals(db),
-    ...createSqliteRequestReads(db),
-    ...createSqliteRequestWrites(db, clock, { ...effects, ...log }),
+    ...createSqliteRequestReads(db, rows),
+    ...createSqliteRequestWrites(db, clock, { ...effects, ...log }, rows),
     ...effects,
     ...log,
     writable: probe,

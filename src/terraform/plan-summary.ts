@@ -62,6 +62,18 @@ export interface PlanSummary {
   outputChanges: OutputChange[];
   /** Things a reader should know about how the result was put together. */
   notes: string[];
+  /** How many of each list were left out, when only their first ones were kept (a stored review). */
+  omitted?: OmittedCounts;
+}
+
+/** What a plan kept for its message leaves out of its lists (`PlanSummary.omitted`). */
+export interface OmittedCounts {
+  /** Resources with a change (listed in the message) left out of `resources`. */
+  changing: number;
+  /** Of those, how many destroy (delete or replace). */
+  destroying: number;
+  outputChanges: number;
+  notes: number;
 }
 
 export interface PlanTextResult extends PlanSummary {

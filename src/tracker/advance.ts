@@ -154,11 +154,15 @@ async function applied(step: Step, request: RequestRecord, apply: Job, configure
   });
 }
 
+/** How much of `vm_ip.txt` is read. */
+const VM_IP_MAX_BYTES = 4_096;
+
 /** The VM's address from the apply job's `vm_ip.txt` artifact, when there is one. */
 async function vmAddress(step: Step, jobId: number): Promise<string | undefined> {
   try {
-    const text = await step.gitlab.jobArtifact(jobId, "vm_ip.txt");
-    const address = text?.trim().split(/\s+/)[0];
+    // An address is a line: what is beyond the first few kilobytes of the file is not one.
+    const read = await step.gitlab.jobArtifact(jobId, "vm_ip.txt", VM_IP_MAX_BYTES);
+    const address = read?.text.trim().split(/\s+/)[0];
     return address === undefined || address === "" ? undefined : address.slice(0, 64);
   } catch (error) {
     step.log.warn({ err: error, jobId }, "could not read vm_ip.txt");

@@ -16,7 +16,8 @@ import {
   mayBeCutHeading,
   type PlanTextResult,
 } from "../terraform/plan-text.js";
-import { planFileCutNotes } from "../views/log-cut.js";
+import { planFileCutNotes, planJsonMissing } from "../views/log-cut.js";
+import { keptForMessage } from "../views/plan-kept.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { approvalDeadline } from "./notify.js";
 import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
@@ -95,16 +96,16 @@ async function readPlan(
   fromLog: PlanTextResult,
 ): Promise<Pick<PlanReviewRecord, "plan" | "nodes">> {
   const path = deps.config.gitlab.planJsonArtifact;
-  const json = path === undefined ? undefined : await deps.gitlab.jobArtifact(job.id, path);
-  if (json === undefined) {
+  const maxBytes = deps.config.gitlab.logMaxBytes;
+  const json =
+    path === undefined ? undefined : await deps.gitlab.jobArtifact(job.id, path, maxBytes);
+  if (json === undefined || json.truncated) {
     const plan = fromLog;
-    if (path !== undefined) {
-      plan.notes.push(`The plan job kept no ${path}; this summary was read from its log.`);
-    }
+    if (path !== undefined) plan.notes.push(planJsonMissing(path, json !== undefined, maxBytes));
     const nodes = await liveNodes(deps);
     return { plan, ...(nodes === undefined ? {} : { nodes }) };
   }
-  const result = parsePlanJson(json);
+  const result = parsePlanJson(json.text);
   const nodes = Object.entries(result.nodeResources ?? {}).map(([name, usage]) => ({
     name,
     online: true,
@@ -206,7 +207,8 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
       }
       const reviewedAt = deps.now().toISOString();
       await deps.reviewed(request, {
-        plan,
+        // What the message needs of the plan, not the whole of a long one.
+        plan: keptForMessage(plan),
         ...(nodes === undefined ? {} : { nodes }),
         planJobId: job.id,
         planJobUrl: job.webUrl,

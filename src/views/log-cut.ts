@@ -33,3 +33,10 @@ export function tailCutWords(maxBytes: number): string {
 export function recapCutWords(maxBytes: number, jobUrl: string): string {
   return `The configure job's log is longer than ${sizeWords(maxBytes)}: vmbot read only its start, so this summary may be incomplete. ${link(jobUrl, "Read the whole log in GitLab")}.`;
 }
+
+/** A plan note: the plan's JSON artifact was not read, so the summary comes from the log. */
+export function planJsonMissing(path: string, tooLong: boolean, maxBytes: number): string {
+  return tooLong
+    ? `The plan job's ${path} is longer than ${sizeWords(maxBytes)}, more than vmbot reads; this summary was read from its log.`
+    : `The plan job kept no ${path}; this summary was read from its log.`;
+}

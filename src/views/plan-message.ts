@@ -35,7 +35,10 @@ export interface PlanReview {
 export const LISTED_RESOURCES = 20;
 
 /** How many of the plan's notes are shown before "and N more". */
-const SHOWN_NOTES = 5;
+export const SHOWN_NOTES = 5;
+
+/** How many resources a plan's destroy warning names before "and N more". */
+export const NAMED_DESTROYS = 10;
 
 const ACTION: Record<ResourceAction, { marker: string; words: string }> = {
   create: { marker: "+", words: "create" },
@@ -55,9 +58,17 @@ function actionWords(resource: PlanResource): string {
     : "replace (destroy before create)";
 }
 
-/** Resources that a plan would destroy, replacing or not. */
+/** Whether a resource is destroyed by the plan, replaced or not. */
+export const destroys = (r: PlanResource) => r.action === "delete" || r.action === "replace";
+
+/** Resources that a plan would destroy, replacing or not (those it kept: see `destroyCount`). */
 export function destructive(plan: PlanSummary): PlanResource[] {
-  return plan.resources.filter((r) => r.action === "delete" || r.action === "replace");
+  return plan.resources.filter(destroys);
+}
+
+/** How many resources the plan destroys, those left out of a stored plan's list included. */
+function destroyCount(plan: PlanSummary, listed: readonly PlanResource[]): number {
+  return listed.length + (plan.omitted?.destroying ?? 0);
 }
 
 function countsLine(plan: PlanSummary): string {
@@ -85,7 +96,7 @@ function withoutPlanLine(plan: PlanSummary): string {
   const shown = plan.outputChanges
     .slice(0, LISTED_RESOURCES)
     .map((o) => `${code(truncate(o.name, 150))} (${ACTION[o.action].words})`);
-  const more = plan.outputChanges.length - shown.length;
+  const more = plan.outputChanges.length - shown.length + (plan.omitted?.outputChanges ?? 0);
   if (more > 0) shown.push(`and ${more} more`);
   return `*Plan:* no resource changes, only outputs: ${shown.join(", ")}`;
 }
@@ -119,16 +130,17 @@ function listedAs(r: PlanResource): { marker: string; words: string } {
   return { marker: ACTION[r.action].marker, words: actionWords(r) };
 }
 
+/** Whether the message lists the resource: an import or a move changes the state too. */
+export const isListedChange = (r: PlanResource) =>
+  r.action !== "no-op" || r.importing === true || movedFrom(r) !== undefined;
+
 function resourceList(plan: PlanSummary): string {
-  // An import or a move changes the state even when the object itself stays as it is.
-  const changing = plan.resources.filter(
-    (r) => r.action !== "no-op" || r.importing === true || movedFrom(r) !== undefined,
-  );
+  const changing = plan.resources.filter(isListedChange);
   const listed = changing.slice(0, LISTED_RESOURCES).map((r) => {
     const { marker, words } = listedAs(r);
     return `\`${marker}\` ${code(truncate(r.address, 150))} ${words}`;
   });
-  const more = changing.length - listed.length;
+  const more = changing.length - listed.length + (plan.omitted?.changing ?? 0);
   if (more > 0) listed.push(`and ${more} more`);
   return listed.join("\n");
 }
@@ -148,12 +160,12 @@ function destroyWords(resource: PlanResource): string {
   return `${what}${why}`;
 }
 
-function warning(resources: readonly PlanResource[], vmName: string): string {
+function warning(resources: readonly PlanResource[], total: number, vmName: string): string {
   const names = resources
-    .slice(0, 10)
+    .slice(0, NAMED_DESTROYS)
     .map((r) => `• ${code(truncate(r.address, 150))} ${destroyWords(r)}`);
-  if (resources.length > 10) names.push(`and ${resources.length - 10} more`);
-  return `:rotating_light: *This plan destroys ${resources.length === 1 ? "a resource" : `${resources.length} resources`} of VM ${escapeMrkdwn(truncate(vmName, 100))}.* Check that this is what you want before approving:\n${names.join("\n")}`;
+  if (total > names.length) names.push(`and ${total - names.length} more`);
+  return `:rotating_light: *This plan destroys ${total === 1 ? "a resource" : `${total} resources`} of VM ${escapeMrkdwn(truncate(vmName, 100))}.* Check that this is what you want before approving:\n${names.join("\n")}`;
 }
 
 function nodeLine(node: NodeUsage, chosen: string): string {
@@ -168,14 +180,14 @@ function nodeLine(node: NodeUsage, chosen: string): string {
 }
 
 /** The confirmation Slack shows before an Approve that would destroy something (max 300 chars). */
-function approveConfirmation(resources: readonly PlanResource[], vmName: string) {
+function approveConfirmation(resources: readonly PlanResource[], total: number, vmName: string) {
   const shown: string[] = [];
   for (const resource of resources) {
     const name = truncate(resource.address, 120);
     if (shown.length > 0 && [...shown, name].join(", ").length > 200) break;
     shown.push(name);
   }
-  const more = resources.length - shown.length;
+  const more = total - shown.length;
   const list = `${shown.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
   return {
     title: { type: "plain_text" as const, text: "Destroy resources?" },
@@ -212,7 +224,8 @@ function planNotesBlocks(review: PlanReview): KnownBlock[] {
   if (plan.notes.length > 0) {
     // How the summary was put together, and what leaves the state without being destroyed.
     const shown = plan.notes.slice(0, SHOWN_NOTES).map((note) => escapeMrkdwn(note));
-    if (plan.notes.length > SHOWN_NOTES) shown.push(`and ${plan.notes.length - SHOWN_NOTES} more`);
+    const more = plan.notes.length - shown.length + (plan.omitted?.notes ?? 0);
+    if (more > 0) shown.push(`and ${more} more`);
     blocks.push(context(truncate(shown.join("\n"), 2000)));
   }
   if (review.logCutAt !== undefined && review.planJobUrl !== undefined) {
@@ -263,7 +276,11 @@ function decisionBlocks(request: RequestRecord): KnownBlock[] {
 }
 
 /** Who may approve until when, the approvals so far, and the Approve, Reject, Withdraw buttons. */
-function approvalBlocks(request: RequestRecord, destroyed: readonly PlanResource[]): KnownBlock[] {
+function approvalBlocks(
+  request: RequestRecord,
+  destroyed: readonly PlanResource[],
+  total: number,
+): KnownBlock[] {
   const blocks: KnownBlock[] = [];
   const window = request.review;
   if (window !== null && (window.expiresAt !== undefined || window.approvers !== undefined)) {
@@ -283,14 +300,12 @@ function approvalBlocks(request: RequestRecord, destroyed: readonly PlanResource
         action_id: PLAN_APPROVE,
         text: {
           type: "plain_text",
-          text: destroyed.length > 0 ? "Approve (destroys)" : "Approve",
+          text: total > 0 ? "Approve (destroys)" : "Approve",
         },
         // Destroying is not the safe default: the button says so in red.
-        style: destroyed.length > 0 ? "danger" : "primary",
+        style: total > 0 ? "danger" : "primary",
         value: request.id,
-        ...(destroyed.length > 0
-          ? { confirm: approveConfirmation(destroyed, request.spec.name) }
-          : {}),
+        ...(total > 0 ? { confirm: approveConfirmation(destroyed, total, request.spec.name) } : {}),
       },
       {
         type: "button",
@@ -314,9 +329,10 @@ export function planMessage(
   review: PlanReview,
 ): { text: string; blocks: KnownBlock[] } {
   const destroyed = destructive(review.plan);
+  const total = destroyCount(review.plan, destroyed);
   const blocks: KnownBlock[] = [...requestHead(request), { type: "divider" }];
-  if (destroyed.length > 0) {
-    blocks.push(section(truncate(warning(destroyed, request.spec.name), 3000)));
+  if (total > 0) {
+    blocks.push(section(truncate(warning(destroyed, total, request.spec.name), 3000)));
   }
   blocks.push(
     section(truncate(planText(review.plan), 3000)),
@@ -332,7 +348,7 @@ export function planMessage(
       ...nextStepBlocks(request),
     );
   } else {
-    blocks.push(...approvalBlocks(request, destroyed));
+    blocks.push(...approvalBlocks(request, destroyed, total));
   }
   return { text: requestTitle(request), blocks };
 }

@@ -190,6 +190,40 @@ describe("the SQLite store", () => {
     store.close();
   });
 
+  it("parses a request's review once: read again unchanged it is the same record, frozen; changed, it is read anew", () => {
+    const store = openSqliteStore(tempDb());
+    const { request } = store.createRequest(newRequest());
+    const review = {
+      plan: {
+        resources: [{ address: "proxmox_virtual_environment_vm.vm", action: "create" as const }],
+        derivedCounts: { add: 1, change: 0, destroy: 0, replace: 0, import: 0 },
+        noChanges: false,
+        errors: [],
+        outputChanges: [],
+        notes: [],
+      },
+      planJobId: 7,
+      planJobUrl: "https://gitlab.example.com/group/project/-/jobs/7",
+      planFile: "uploaded" as const,
+    };
+    store.updateRequest(request.id, { review });
+    const first = store.getRequest(request.id)!.review!;
+    expect(first).toEqual(review);
+    // Every pass lists the open requests: the review is handed out again, not parsed again.
+    expect(store.listActive()[0]!.review).toBe(first);
+    expect(store.getRequest(request.id)!.review).toBe(first);
+    expect(Object.isFrozen(first.plan.resources[0])).toBe(true);
+    // Another write that leaves the review as it was keeps it too.
+    store.updateRequest(request.id, { messageTs: "1.2" });
+    expect(store.getRequest(request.id)!.review).toBe(first);
+
+    store.updateRequest(request.id, { review: { ...review, planFile: "failed" } });
+    const second = store.getRequest(request.id)!.review!;
+    expect(second).not.toBe(first);
+    expect(second.planFile).toBe("failed");
+    store.close();
+  });
+
   it("creates one request for a form delivered twice", () => {
     const store = openSqliteStore(":memory:");
     const first = store.createRequest(newRequest("view:V9"));

@@ -124,3 +124,80 @@ describe("reading a plan job's log", () => {
     for (const value of Object.values(PLANTED_SECRETS)) expect(file).not.toContain(value);
   });
 });
+
+/** A plan of `creates` VMs made and `destroys` destroyed, as `terraform plan` prints it. */
+function hugePlan(creates: number, destroys: number): string {
+  const made = Array.from(
+    { length: creates },
+    (_, i) => `  # proxmox_virtual_environment_vm.web[${String(i)}] will be created
+  + resource "proxmox_virtual_environment_vm" "web" {
+      + name = "web-${String(i)}"
+    }
+`,
+  );
+  const gone = Array.from(
+    { length: destroys },
+    (_, i) => `  # proxmox_virtual_environment_vm.old[${String(i)}] will be destroyed
+  - resource "proxmox_virtual_environment_vm" "old" {
+      - name = "old-${String(i)}" -> null
+    }
+`,
+  );
+  return `
+Terraform will perform the following actions:
+
+${made.join("\n")}
+${gone.join("\n")}
+Plan: ${String(creates)} to add, 0 to change, ${String(destroys)} to destroy.
+`;
+}
+
+describe("the review a request keeps", () => {
+  it("keeps the counts and the first resources of a plan of 20,000, within a few kilobytes, and the message still gives every figure", async () => {
+    const log = hugePlan(15_000, 5_000);
+    const h = await start({
+      env: { GITLAB_LOG_MAX_BYTES: String(16 * 1024 * 1024) },
+      project: { traces: { "tf:plan": log } },
+    });
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+
+    const request = h.bot.store.listActive()[0]!;
+    expect(request.status).toBe("awaiting_approval");
+    expect(request.review?.logCutAt).toBeUndefined();
+    expect(log.length).toBeGreaterThan(2_000_000);
+    // What the store holds for the review, as it writes it: bounded, whatever the plan's size.
+    expect(JSON.stringify(request.review).length).toBeLessThan(16 * 1024);
+    const plan = request.review!.plan;
+    expect(plan.counts).toEqual({ add: 15_000, change: 0, destroy: 5_000 });
+    expect(plan.derivedCounts).toEqual({
+      add: 15_000,
+      change: 0,
+      destroy: 5_000,
+      replace: 0,
+      import: 0,
+    });
+    expect(plan.mismatch).toBeUndefined();
+    expect(plan.resources.slice(0, 2).map((r) => r.address)).toEqual([
+      "proxmox_virtual_environment_vm.web[0]",
+      "proxmox_virtual_environment_vm.web[1]",
+    ]);
+    expect(plan.resources.filter((r) => r.action === "delete")).toHaveLength(20);
+    expect(plan.omitted).toEqual({
+      changing: 19_960,
+      destroying: 4_980,
+      outputChanges: 0,
+      notes: 0,
+    });
+
+    const blocks = JSON.stringify(h.slack.message(CHANNEL, request.messageTs!)!.blocks);
+    expect(blocks).toContain("This plan destroys 5000 resources");
+    expect(blocks).toContain("proxmox_virtual_environment_vm.old[9]");
+    expect(blocks).toContain("and 4990 more");
+    expect(blocks).toContain("and 19980 more");
+    expect(blocks).toContain("Approve (destroys)");
+    expect(blocks).toContain("*15000* to add");
+  });
+});

@@ -179,6 +179,31 @@ describe("the tracker", () => {
     expect(body).toContain('"text":"Destroy resources?"');
   });
 
+  it("reads the plan from the log, and says why, when the plan's JSON artifact is longer than GITLAB_LOG_MAX_BYTES", async () => {
+    const h = await start({
+      env: { GITLAB_PLAN_JSON_ARTIFACT: "plan.json", GITLAB_LOG_MAX_BYTES: "65536" },
+    });
+    const pipelineId = await askForVm(h);
+    await trackerFor(h).tick();
+    const long = JSON.stringify({ ...replacePlanJson, description: "x".repeat(100_000) });
+    h.gitlab.setJobArtifact(pipelineId, "tf:plan", "plan.json", long);
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await trackerFor(h).tick();
+
+    const review = requestOf(h, pipelineId).review!;
+    // The log's plan creates the VM; the artifact's, unread, would have replaced it.
+    expect(review.plan.resources).toEqual([
+      expect.objectContaining({ address: "proxmox_virtual_environment_vm.vm", action: "create" }),
+    ]);
+    expect(review.plan.notes).toContain(
+      "The plan job's plan.json is longer than 64 KB, more than vmbot reads; this summary was read from its log.",
+    );
+    const body = JSON.stringify(
+      h.slack.message(CHANNEL, requestOf(h, pipelineId).messageTs!)!.blocks,
+    );
+    expect(body).toContain("plan.json is longer than 64 KB");
+  });
+
   it("ends the request with a clear sentence when its pipeline was deleted in GitLab", async () => {
     const h = await start();
     const pipelineId = await askForVm(h);
