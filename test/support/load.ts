@@ -19,6 +19,8 @@ export interface LoadResult {
   /** Signed `/vm create` commands sent at once, and how many were answered 200. */
   commands: number;
   commandsAcked: number;
+  /** Each command's time from its post to the bot's answer (its acknowledgement), in ms. */
+  commandAckMs: number[];
   /** Forms the bot opened (`views.open` calls that Slack accepted). */
   formsOpened: number;
   /** Slack's errors for the views.open calls it refused (an expired trigger_id, say). */
@@ -26,6 +28,8 @@ export interface LoadResult {
   /** Submissions sent at once, and how many were answered 200 with no error. */
   submissions: number;
   submissionsAcked: number;
+  /** Each submission's time from its post to the bot's answer, in ms. */
+  submissionAckMs: number[];
   /** Pipelines created in GitLab, and requests in the store that recorded theirs. */
   pipelines: number;
   requestsWithPipeline: number;
@@ -98,10 +102,12 @@ export async function runLoad(
   return {
     commands: count,
     commandsAcked,
+    commandAckMs: commands.map((delivery) => delivery.elapsedMs),
     formsOpened: forms.length,
     formsRefused: refused,
     submissions: count,
     submissionsAcked,
+    submissionAckMs: submissions.map((delivery) => delivery.elapsedMs),
     pipelines: gitlab.pipelines.length - pipelinesBefore,
     requestsWithPipeline: recorded(),
     elapsedMs: Date.now() - started,
