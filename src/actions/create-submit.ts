@@ -13,7 +13,7 @@ import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest } from "../policy/request-check.js";
-import { findConflicts, HOLDING } from "../vm/conflicts.js";
+import { findHeldConflicts } from "../vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
@@ -225,7 +225,7 @@ function conflictErrors(
   log: Logger,
 ): FieldErrors | undefined {
   const repeated = deps.store.findBySubmission(`view:${view.id}`) !== undefined;
-  const taken = repeated ? {} : findConflicts(spec, deps.store.listByStatus(HOLDING));
+  const taken = repeated ? {} : findHeldConflicts(deps.store, spec);
   if (taken.name === undefined && taken.ip === undefined) return undefined;
   log.info(
     { name: taken.name?.id, ip: taken.ip?.id },

@@ -162,8 +162,28 @@ function updateRequestRow(
 
 export type SqliteRequestReads = Pick<
   Store,
-  "getRequest" | "listActive" | "requestsForVm" | "findBySubmission" | "listByStatus" | "listBehind"
+  | "getRequest"
+  | "listActive"
+  | "requestsForVm"
+  | "findBySubmission"
+  | "listByStatus"
+  | "findHolding"
+  | "listHeld"
+  | "listBehind"
 >;
+
+/** `?, ?, ?` for `count` parameters. */
+const placeholders = (count: number) => Array.from({ length: count }, () => "?").join(", ");
+
+/** A VM's address without its prefix, in SQL: `192.168.1.50/24` → `192.168.1.50`. */
+const ADDRESS_SQL =
+  "substr(json_extract(spec, '$.ip'), 1, instr(json_extract(spec, '$.ip') || '/', '/') - 1)";
+
+const HeldRowSchema = z.object({
+  id: z.string(),
+  requester: z.string(),
+  spec: z.string().transform((text) => VmSpecSchema.parse(JSON.parse(text))),
+});
 
 /** The reads of the requests table, each row checked against its schema. */
 export function createSqliteRequestReads(db: Database.Database): SqliteRequestReads {
@@ -203,10 +223,32 @@ export function createSqliteRequestReads(db: Database.Database): SqliteRequestRe
       if (statuses.length === 0) return [];
       return db
         .prepare(
-          `SELECT * FROM requests WHERE status IN (${statuses.map(() => "?").join(", ")}) ORDER BY created_at, id`,
+          `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
         )
         .all(...statuses)
         .map(toRecord);
+    },
+
+    findHolding(statuses, vm) {
+      if (statuses.length === 0) return [];
+      return db
+        .prepare(
+          `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)})
+             AND (json_extract(spec, '$.name') = ? OR ${ADDRESS_SQL} = ?)
+           ORDER BY created_at, id`,
+        )
+        .all(...statuses, vm.name, vm.address)
+        .map(toRecord);
+    },
+
+    listHeld(statuses) {
+      if (statuses.length === 0) return [];
+      return db
+        .prepare(
+          `SELECT id, requester, spec FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
+        )
+        .all(...statuses)
+        .map((row) => HeldRowSchema.parse(row));
     },
 
     listBehind(limit) {
