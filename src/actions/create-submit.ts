@@ -137,14 +137,6 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       return;
     }
     const { request, created } = stored;
-    if (created) {
-      deps.store.audit({
-        requestId: request.id,
-        actor: userId,
-        action: "requested",
-        detail: { spec: checked.spec, rule: checked.rule },
-      });
-    }
     await ack();
     if (!created) {
       log.info({ requestId: request.id }, "repeated submission of a form already handled");
@@ -258,14 +250,18 @@ function storeRequest(
   log: Logger,
 ): ReturnType<Store["createRequest"]> | { errors: FieldErrors } {
   try {
-    return deps.store.createRequest({
-      requester: userId,
-      spec: checked.spec,
-      notes: checked.notes,
-      channel: checked.channel,
-      submissionKey: `view:${view.id}`,
-      stateName: stateNameFor(deps.config.stateNameTemplate, checked.spec.name),
-    });
+    // The request and who asked for it, under which rule, in one write.
+    return deps.store.createRequest(
+      {
+        requester: userId,
+        spec: checked.spec,
+        notes: checked.notes,
+        channel: checked.channel,
+        submissionKey: `view:${view.id}`,
+        stateName: stateNameFor(deps.config.stateNameTemplate, checked.spec.name),
+      },
+      { actor: userId, action: "requested", detail: { spec: checked.spec, rule: checked.rule } },
+    );
   } catch (error) {
     if (storeWriteFailure(error) === undefined) throw error;
     log.error({ err: error }, "could not record the request: the store refused the write");

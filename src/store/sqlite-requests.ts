@@ -284,21 +284,25 @@ export function createSqliteRequestWrites(
     updateRequestRow(db, clock().toISOString(), id, patch, from);
 
   return {
-    createRequest(request: NewRequest) {
+    createRequest(request: NewRequest, entry) {
       const now = clock().toISOString();
       const id = newRequestId(clock().getTime());
-      const { changes } = guardWrite("record a new request", () =>
-        insertRequest.run({
-          id,
-          requester: request.requester,
-          spec: JSON.stringify(request.spec),
-          notes: JSON.stringify(request.notes),
-          channel: request.channel,
-          submissionKey: request.submissionKey,
-          stateName: request.stateName ?? null,
-          kind: request.kind ?? "create",
-          now,
-        }),
+      const changes = guardWrite("record a new request", () =>
+        db.transaction(() => {
+          const inserted = insertRequest.run({
+            id,
+            requester: request.requester,
+            spec: JSON.stringify(request.spec),
+            notes: JSON.stringify(request.notes),
+            channel: request.channel,
+            submissionKey: request.submissionKey,
+            stateName: request.stateName ?? null,
+            kind: request.kind ?? "create",
+            now,
+          }).changes;
+          if (inserted === 1 && entry !== undefined) journal.audit({ ...entry, requestId: id });
+          return inserted;
+        })(),
       );
       return {
         request: toRecord(selectBySubmission.get(request.submissionKey)),

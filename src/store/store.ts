@@ -157,7 +157,11 @@ export interface Store {
   readonly inventory: Inventory;
   /** Approvals given on each plan job. */
   readonly approvals: Approvals;
-  createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
+  /** `audit`, when given, is written in the same transaction, only when the request is new. */
+  createRequest(
+    request: NewRequest,
+    audit?: Omit<AuditEntry, "requestId">,
+  ): { request: RequestRecord; created: boolean };
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;
   /**

@@ -199,6 +199,18 @@ describe("the SQLite store", () => {
     store.close();
   });
 
+  it("writes a new request's audit entry with it, and none for a form delivered again", () => {
+    const store = openSqliteStore(":memory:");
+    const entry = { actor: "U0REQ", action: "requested", detail: { rule: "roles.requesters" } };
+    const first = store.createRequest(newRequest("view:V7"), entry);
+    const again = store.createRequest(newRequest("view:V7"), entry);
+    expect(again.created).toBe(false);
+    expect(store.listAudit(first.request.id).map((e) => [e.actor, e.action, e.detail])).toEqual([
+      ["U0REQ", "requested", { rule: "roles.requesters" }],
+    ]);
+    store.close();
+  });
+
   it("leaves finished requests out of the active list", () => {
     const store = openSqliteStore(":memory:");
     const a = store.createRequest(newRequest("view:A")).request;

@@ -71,7 +71,8 @@ export async function runLoad(
     .filter((call) => !call.ok)
     .map((call) => call.error ?? "refused");
   const forms = slack.views.slice(viewsBefore);
-  const first = forms[0];
+  // When Slack refused every form of the burst, one the bot opened before it stands in.
+  const first = forms[0] ?? slack.views[viewsBefore - 1];
   if (first === undefined) throw new Error("the bot opened no form");
   // `count` forms submitted at once: each opened one, and for any that Slack refused to open, a
   // copy of the first without its ID, which is a form of its own to the bot.
