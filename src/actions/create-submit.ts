@@ -10,6 +10,7 @@ import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Store } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
+import { afterPendingRequests } from "../slack/after-ack.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest } from "../policy/request-check.js";
@@ -142,6 +143,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       log.info({ requestId: request.id }, "repeated submission of a form already handled");
       return;
     }
+    await afterPendingRequests();
     await deps.starter.start(request);
   };
 }

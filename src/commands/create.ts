@@ -13,6 +13,7 @@ import {
   type CreateModalOptions,
 } from "../views/create-modal.js";
 import { encodeCreateMetadata } from "../actions/create-submit.js";
+import { afterPendingRequests } from "../slack/after-ack.js";
 
 export interface CreateCommandDeps {
   config: Config;
@@ -85,6 +86,7 @@ type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
 export function createCreateCommand(deps: CreateCommandDeps) {
   return async ({ command, ack, client, respond }: CommandArgs, name: string | undefined) => {
     await ack();
+    await afterPendingRequests();
     const log = deps.log.child({ user: command.user_id, command: "create" });
     const live = deps.nodes?.nodes().then(
       (nodes): NodeAnswer => nodes,

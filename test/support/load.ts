@@ -19,7 +19,10 @@ export interface LoadResult {
   /** Signed `/vm create` commands sent at once, and how many were answered 200. */
   commands: number;
   commandsAcked: number;
-  /** Each command's time from its post to the bot's answer (its acknowledgement), in ms. */
+  /**
+   * Each command's time from its post to the bot's answer (its acknowledgement), in ms; infinite
+   * for one whose connection failed.
+   */
   commandAckMs: number[];
   /** Forms the bot opened (`views.open` calls that Slack accepted). */
   formsOpened: number;
@@ -36,6 +39,12 @@ export interface LoadResult {
   /** From the first command sent to the last request recording its pipeline. */
   elapsedMs: number;
 }
+
+/**
+ * A request whose connection failed (closed by the bot, or reset): not answered, so not
+ * acknowledged, and its time unbounded.
+ */
+const unanswered = () => ({ status: 0, body: "", elapsedMs: Number.POSITIVE_INFINITY });
 
 /**
  * Slack's traffic at a burst: `count` signed `/vm create` commands at once, then `count` form
@@ -55,7 +64,9 @@ export async function runLoad(
   const names = Array.from({ length: count }, (_, i) => `load-${String(i + 1).padStart(3, "0")}`);
   const commands = await Promise.all(
     names.map((name) =>
-      signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL }),
+      signer
+        .slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL })
+        .catch(unanswered),
     ),
   );
   const commandsAcked = commands.filter((delivery) => delivery.status === 200).length;
@@ -80,12 +91,14 @@ export async function runLoad(
   const submissions = await Promise.all(
     names.map((name, i) => {
       const view = forms[i] ?? copy;
-      return signer.viewSubmission({
-        view,
-        // Each its own address (a second request with one already held is refused).
-        values: stateValuesFor(first, { vm_name: name, vm_ip: loadAddress(i) }),
-        userId: REQUESTER,
-      });
+      return signer
+        .viewSubmission({
+          view,
+          // Each its own address (a second request with one already held is refused).
+          values: stateValuesFor(first, { vm_name: name, vm_ip: loadAddress(i) }),
+          userId: REQUESTER,
+        })
+        .catch(unanswered);
     }),
   );
   const submissionsAcked = submissions.filter(
