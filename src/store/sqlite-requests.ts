@@ -23,13 +23,17 @@ import {
  * table in requests/lifecycle.ts decides which moves exist), every change counted in `revision`.
  */
 
+/** Built once: a schema built inside a transform would be built again for every row read. */
+const NotesSchema = z.array(z.string());
+const StageTimesSchema = z.partialRecord(z.enum(REQUEST_STATUSES), z.string());
+
 const RequestRowSchema = z.object({
   id: z.string(),
   kind: z.enum(REQUEST_KINDS).optional(),
   status: z.enum(REQUEST_STATUSES),
   requester: z.string(),
   spec: z.string().transform((text) => VmSpecSchema.parse(JSON.parse(text))),
-  notes: z.string().transform((text) => z.array(z.string()).parse(JSON.parse(text))),
+  notes: z.string().transform((text) => NotesSchema.parse(JSON.parse(text))),
   channel: z.string(),
   message_ts: z.string().nullable(),
   pipeline_id: z.number().int().nullable(),
@@ -61,9 +65,7 @@ const RequestRowSchema = z.object({
     .string()
     .nullish()
     .transform((text) =>
-      text === null || text === undefined
-        ? {}
-        : z.partialRecord(z.enum(REQUEST_STATUSES), z.string()).parse(JSON.parse(text)),
+      text === null || text === undefined ? {} : StageTimesSchema.parse(JSON.parse(text)),
     ),
 });
 
@@ -187,6 +189,16 @@ const HeldRowSchema = z.object({
 
 /** The reads of the requests table, each row checked against its schema. */
 export function createSqliteRequestReads(db: Database.Database): SqliteRequestReads {
+  // Reads whose SQL depends on how many statuses are asked for, each prepared once.
+  const statements = new Map<string, Database.Statement>();
+  const prepared = (sql: string) => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
   const selectById = db.prepare("SELECT * FROM requests WHERE id = ?");
   const selectBySubmission = db.prepare("SELECT * FROM requests WHERE submission_key = ?");
   const selectForVm = db.prepare(
@@ -221,32 +233,29 @@ export function createSqliteRequestReads(db: Database.Database): SqliteRequestRe
 
     listByStatus(statuses) {
       if (statuses.length === 0) return [];
-      return db
-        .prepare(
-          `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
-        )
+      return prepared(
+        `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
+      )
         .all(...statuses)
         .map(toRecord);
     },
 
     findHolding(statuses, vm) {
       if (statuses.length === 0) return [];
-      return db
-        .prepare(
-          `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)})
+      return prepared(
+        `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)})
              AND (json_extract(spec, '$.name') = ? OR ${ADDRESS_SQL} = ?)
            ORDER BY created_at, id`,
-        )
+      )
         .all(...statuses, vm.name, vm.address)
         .map(toRecord);
     },
 
     listHeld(statuses) {
       if (statuses.length === 0) return [];
-      return db
-        .prepare(
-          `SELECT id, requester, spec FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
-        )
+      return prepared(
+        `SELECT id, requester, spec FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
+      )
         .all(...statuses)
         .map((row) => HeldRowSchema.parse(row));
     },
