@@ -1,3 +1,4 @@
+import { cpus, loadavg } from "node:os";
 import type { types } from "@slack/bolt";
 import { NODE_LIST_BUDGET_MS } from "../src/commands/create.js";
 import type { StartOptions } from "../src/start.js";
@@ -211,6 +212,7 @@ export async function commandLatency(options: {
 
 /** Item 1 of the report: the form, with fast and slow services, and the submission. */
 export async function commandLatencySection(): Promise<Section> {
+  const machineLoad = loadavg()[0] ?? Number.NaN;
   const r = await commandLatency({
     samples: setting("BENCH_SAMPLES", 600),
     submissionSamples: setting("BENCH_SUBMIT_SAMPLES", 300),
@@ -269,7 +271,8 @@ export async function commandLatencySection(): Promise<Section> {
 time is from the post until the fake Slack receives \`views.open\`. The baseline is a bare Bolt
 app in the same process that acknowledges and opens a fixed modal with no other work. The
 contenders take turns in three rounds whose order rotates, and the median round's p50 and p99
-are shown; the first ${WARM_UP} requests of each round warm up and are not counted.
+are shown; the first ${WARM_UP} requests of each round warm up and are not counted. The machine's
+load average when the benchmark began: ${machineLoad.toFixed(1)} on ${plural(cpus().length, "CPU")}.
 
 vmbot runs twice: with the services it calls besides Slack (${r.slowServices.join(", ")}) fast,
 and with each of them answering every request after ${ms(r.slowDelayMs)}. Of these, the form

@@ -180,6 +180,17 @@ ${machineLoad.toFixed(1)} on ${plural(cpus().length, "CPU")}.
 
 Targets: every acknowledgement within ${ms(ACK_TARGET_MS)} at N = ${count}, and p99 within 1.5× the bare app's.
 
+What vmbot does before it acknowledges: for a command, one write recording its delivery (so that
+a command delivered twice acts once); for a submission, its checks in order (fields and node, the
+name and address matched against the requests that hold them by the store, access, the policy,
+adding up what people hold only when the policy has a quota) and one write of the request with
+its audit entry. The form, the request message and the pipeline come after, once the requests
+already received have been acknowledged. Everything here shares the machine's two cores with the
+simulators and the benchmark, and with whatever else runs on it: at the load average above, each
+process gets a fraction of a core, and Slack's three seconds (for the acknowledgement, which Bolt
+answers with 404 when it has not come, and for the trigger_id of \`views.open\`) are missed by
+the bare app as well, so the burst's counts below vary from run to run with the machine's load.
+
 ${ackTable("`/vm create` acknowledged", sizes, commandAcks)}
 
 ${ackTable("form submission acknowledged", sizes, submissionAcks)}
