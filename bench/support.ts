@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { loadConfig } from "../src/config.js";
 import type { ServerLimits } from "../src/server.js";
-import { startVmbot, type RunningVmbot } from "../src/start.js";
+import { startVmbot, type RunningVmbot, type StartOptions } from "../src/start.js";
 import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
@@ -64,16 +64,21 @@ export interface BenchBot {
   close(): Promise<void>;
 }
 
-/** The real bot in this process (HTTP mode, SQLite in a temporary directory), on the fakes. */
+/**
+ * The real bot in this process (HTTP mode, SQLite in a temporary directory), on the fakes;
+ * `start` for what differs from production (`nodeListMaxAgeMs`, say).
+ */
 export async function startBot(
   fakes: { slack: FakeSlack; gitlab: { url: string } },
   change: Record<string, string | undefined> = {},
   httpLimits: Partial<ServerLimits> = {},
+  start: Pick<StartOptions, "nodeListMaxAgeMs"> = {},
 ): Promise<BenchBot> {
   const dir = mkdtempSync(join(tmpdir(), "vmbot-bench-"));
   const bot = await startVmbot(loadConfig(benchEnv(fakes, join(dir, "vmbot.sqlite"), change)), {
     logDestination: silent,
     httpLimits,
+    ...start,
   });
   const url = `http://127.0.0.1:${bot.port}`;
   return {
@@ -114,12 +119,21 @@ export async function openCreateForm(slack: FakeSlack, signer: SlackSigner): Pro
   return Object.fromEntries(Object.entries(view).filter(([key]) => key !== "id"));
 }
 
-/** Submits the form for a VM named `name`, as a person who filled it in would. */
+/** Submissions so far, each given an address of its own. */
+let submitted = 0;
+
+/**
+ * Submits the form for a VM named `name`, as a person who filled it in would, with an address
+ * no earlier submission used (vmbot refuses one that a request on its way holds): hosts of
+ * 192.168.0.0/16, where the default gateway is.
+ */
 export function submitForm(signer: SlackSigner, form: object, name: string) {
   const blocks = (form as { blocks: readonly unknown[] }).blocks;
+  const n = submitted++;
+  const ip = `192.168.${2 + (Math.floor(n / 250) % 250)}.${(n % 250) + 2}/16`;
   return signer.viewSubmission({
     view: form,
-    values: stateValuesFor({ blocks }, { vm_name: name, vm_ip: "192.168.1.50/24" }),
+    values: stateValuesFor({ blocks }, { vm_name: name, vm_ip: ip }),
     userId: REQUESTER,
   });
 }

@@ -10,10 +10,11 @@ import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Store } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
+import { afterPendingRequests } from "../slack/after-ack.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest } from "../policy/request-check.js";
-import { findConflicts, HOLDING } from "../vm/conflicts.js";
+import { findHeldConflicts } from "../vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
@@ -137,19 +138,12 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       return;
     }
     const { request, created } = stored;
-    if (created) {
-      deps.store.audit({
-        requestId: request.id,
-        actor: userId,
-        action: "requested",
-        detail: { spec: checked.spec, rule: checked.rule },
-      });
-    }
     await ack();
     if (!created) {
       log.info({ requestId: request.id }, "repeated submission of a form already handled");
       return;
     }
+    await afterPendingRequests();
     await deps.starter.start(request);
   };
 }
@@ -225,7 +219,7 @@ function conflictErrors(
   log: Logger,
 ): FieldErrors | undefined {
   const repeated = deps.store.findBySubmission(`view:${view.id}`) !== undefined;
-  const taken = repeated ? {} : findConflicts(spec, deps.store.listByStatus(HOLDING));
+  const taken = repeated ? {} : findHeldConflicts(deps.store, spec);
   if (taken.name === undefined && taken.ip === undefined) return undefined;
   log.info(
     { name: taken.name?.id, ip: taken.ip?.id },
@@ -258,14 +252,18 @@ function storeRequest(
   log: Logger,
 ): ReturnType<Store["createRequest"]> | { errors: FieldErrors } {
   try {
-    return deps.store.createRequest({
-      requester: userId,
-      spec: checked.spec,
-      notes: checked.notes,
-      channel: checked.channel,
-      submissionKey: `view:${view.id}`,
-      stateName: stateNameFor(deps.config.stateNameTemplate, checked.spec.name),
-    });
+    // The request and who asked for it, under which rule, in one write.
+    return deps.store.createRequest(
+      {
+        requester: userId,
+        spec: checked.spec,
+        notes: checked.notes,
+        channel: checked.channel,
+        submissionKey: `view:${view.id}`,
+        stateName: stateNameFor(deps.config.stateNameTemplate, checked.spec.name),
+      },
+      { actor: userId, action: "requested", detail: { spec: checked.spec, rule: checked.rule } },
+    );
   } catch (error) {
     if (storeWriteFailure(error) === undefined) throw error;
     log.error({ err: error }, "could not record the request: the store refused the write");

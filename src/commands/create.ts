@@ -14,6 +14,7 @@ import {
 } from "../views/create-modal.js";
 import { FORM_NOT_OPENED, NODE_HINTS, staleNodesHint } from "../views/create-words.js";
 import { encodeCreateMetadata } from "../actions/create-submit.js";
+import { afterPendingRequests } from "../slack/after-ack.js";
 
 export interface CreateCommandDeps {
   config: Config;
@@ -84,6 +85,7 @@ type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
 export function createCreateCommand(deps: CreateCommandDeps) {
   return async ({ command, ack, client, respond }: CommandArgs, name: string | undefined) => {
     await ack();
+    await afterPendingRequests();
     const log = deps.log.child({ user: command.user_id, command: "create" });
     const live = deps.nodes?.nodes().then(
       (nodes): NodeAnswer => nodes,

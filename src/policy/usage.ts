@@ -25,14 +25,14 @@ const add = (usage: Usage, spec: VmSpec): Usage => ({
 });
 
 /** Every VM held, with its owner: live in the inventory, or asked for and on its way. */
-export function holdings(store: Pick<Store, "inventory" | "listByStatus">) {
+export function holdings(store: Pick<Store, "inventory" | "listHeld">) {
   const live = store.inventory
     .list()
     .filter((vm) => vm.status === "live")
     .map((vm) => ({ owner: vm.owner, spec: vm.spec }));
   const names = new Set(live.map((vm) => vm.spec.name));
   const coming = store
-    .listByStatus(HOLDING)
+    .listHeld(HOLDING)
     .filter((request) => !names.has(request.spec.name))
     .map((request) => ({ owner: request.requester, spec: request.spec }));
   return [...live, ...coming];
@@ -40,7 +40,7 @@ export function holdings(store: Pick<Store, "inventory" | "listByStatus">) {
 
 /** The quota state of `person`: their own holdings, and each group quota's members' together. */
 export async function quotaStateOf(
-  store: Pick<Store, "inventory" | "listByStatus">,
+  store: Pick<Store, "inventory" | "listHeld">,
   policy: Policy,
   person: string,
   groupsOf: (user: string) => Promise<string[]>,

@@ -8,12 +8,14 @@ import type { AuditEntry, AuditRecord, Store } from "./store.js";
  * on (kept as long as Slack may retry them).
  */
 
+const DetailSchema = z.record(z.string(), z.unknown());
+
 const AuditRowSchema = z.object({
   id: z.number().int(),
   request_id: z.string().nullable(),
   actor: z.string(),
   action: z.string(),
-  detail: z.string().transform((text) => z.record(z.string(), z.unknown()).parse(JSON.parse(text))),
+  detail: z.string().transform((text) => DetailSchema.parse(JSON.parse(text))),
   at: z.string(),
 });
 

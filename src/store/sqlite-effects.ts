@@ -8,9 +8,9 @@ import type { EffectRecord, Store } from "./store.js";
  * the call and completed with its result after, so a restart knows what may have happened.
  */
 
-const JsonObjectSchema = z
-  .string()
-  .transform((text) => z.record(z.string(), z.unknown()).parse(JSON.parse(text)));
+/** Built once: a schema built inside a transform would be built again for every row read. */
+const ObjectSchema = z.record(z.string(), z.unknown());
+const JsonObjectSchema = z.string().transform((text) => ObjectSchema.parse(JSON.parse(text)));
 
 const EffectRowSchema = z.object({
   subject: z.string(),

@@ -24,13 +24,17 @@ import {
  * table in requests/lifecycle.ts decides which moves exist), every change counted in `revision`.
  */
 
+/** Built once: a schema built inside a transform would be built again for every row read. */
+const NotesSchema = z.array(z.string());
+const StageTimesSchema = z.partialRecord(z.enum(REQUEST_STATUSES), z.string());
+
 const RequestRowSchema = z.object({
   id: z.string(),
   kind: z.enum(REQUEST_KINDS).optional(),
   status: z.enum(REQUEST_STATUSES),
   requester: z.string(),
   spec: z.string().transform((text) => VmSpecSchema.parse(JSON.parse(text))),
-  notes: z.string().transform((text) => z.array(z.string()).parse(JSON.parse(text))),
+  notes: z.string().transform((text) => NotesSchema.parse(JSON.parse(text))),
   channel: z.string(),
   message_ts: z.string().nullable(),
   pipeline_id: z.number().int().nullable(),
@@ -59,9 +63,7 @@ const RequestRowSchema = z.object({
     .string()
     .nullish()
     .transform((text) =>
-      text === null || text === undefined
-        ? {}
-        : z.partialRecord(z.enum(REQUEST_STATUSES), z.string()).parse(JSON.parse(text)),
+      text === null || text === undefined ? {} : StageTimesSchema.parse(JSON.parse(text)),
     ),
 });
 
@@ -204,14 +206,44 @@ function updateRequestRow(
 
 export type SqliteRequestReads = Pick<
   Store,
-  "getRequest" | "listActive" | "requestsForVm" | "findBySubmission" | "listByStatus" | "listBehind"
+  | "getRequest"
+  | "listActive"
+  | "requestsForVm"
+  | "findBySubmission"
+  | "listByStatus"
+  | "findHolding"
+  | "listHeld"
+  | "listBehind"
 >;
+
+/** `?, ?, ?` for `count` parameters. */
+const placeholders = (count: number) => Array.from({ length: count }, () => "?").join(", ");
+
+/** A VM's address without its prefix, in SQL: `192.168.1.50/24` → `192.168.1.50`. */
+const ADDRESS_SQL =
+  "substr(json_extract(spec, '$.ip'), 1, instr(json_extract(spec, '$.ip') || '/', '/') - 1)";
+
+const HeldRowSchema = z.object({
+  id: z.string(),
+  requester: z.string(),
+  spec: z.string().transform((text) => VmSpecSchema.parse(JSON.parse(text))),
+});
 
 /** The reads of the requests table, each row checked against its schema. */
 export function createSqliteRequestReads(
   db: Database.Database,
   toRecord: RowReader = createRowReader(),
 ): SqliteRequestReads {
+  // Reads whose SQL depends on how many statuses are asked for, each prepared once.
+  const statements = new Map<string, Database.Statement>();
+  const prepared = (sql: string) => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
   const selectById = db.prepare("SELECT * FROM requests WHERE id = ?");
   const selectBySubmission = db.prepare("SELECT * FROM requests WHERE submission_key = ?");
   const selectForVm = db.prepare(
@@ -246,12 +278,31 @@ export function createSqliteRequestReads(
 
     listByStatus(statuses) {
       if (statuses.length === 0) return [];
-      return db
-        .prepare(
-          `SELECT * FROM requests WHERE status IN (${statuses.map(() => "?").join(", ")}) ORDER BY created_at, id`,
-        )
+      return prepared(
+        `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
+      )
         .all(...statuses)
         .map(toRecord);
+    },
+
+    findHolding(statuses, vm) {
+      if (statuses.length === 0) return [];
+      return prepared(
+        `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)})
+             AND (json_extract(spec, '$.name') = ? OR ${ADDRESS_SQL} = ?)
+           ORDER BY created_at, id`,
+      )
+        .all(...statuses, vm.name, vm.address)
+        .map(toRecord);
+    },
+
+    listHeld(statuses) {
+      if (statuses.length === 0) return [];
+      return prepared(
+        `SELECT id, requester, spec FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
+      )
+        .all(...statuses)
+        .map((row) => HeldRowSchema.parse(row));
     },
 
     listBehind(limit) {
@@ -288,21 +339,25 @@ export function createSqliteRequestWrites(
     updateRequestRow(db, clock().toISOString(), id, patch, from);
 
   return {
-    createRequest(request: NewRequest) {
+    createRequest(request: NewRequest, entry) {
       const now = clock().toISOString();
       const id = newRequestId(clock().getTime());
-      const { changes } = guardWrite("record a new request", () =>
-        insertRequest.run({
-          id,
-          requester: request.requester,
-          spec: JSON.stringify(request.spec),
-          notes: JSON.stringify(request.notes),
-          channel: request.channel,
-          submissionKey: request.submissionKey,
-          stateName: request.stateName ?? null,
-          kind: request.kind ?? "create",
-          now,
-        }),
+      const changes = guardWrite("record a new request", () =>
+        db.transaction(() => {
+          const inserted = insertRequest.run({
+            id,
+            requester: request.requester,
+            spec: JSON.stringify(request.spec),
+            notes: JSON.stringify(request.notes),
+            channel: request.channel,
+            submissionKey: request.submissionKey,
+            stateName: request.stateName ?? null,
+            kind: request.kind ?? "create",
+            now,
+          }).changes;
+          if (inserted === 1 && entry !== undefined) journal.audit({ ...entry, requestId: id });
+          return inserted;
+        })(),
       );
       return {
         request: toRecord(selectBySubmission.get(request.submissionKey)),

@@ -143,6 +143,13 @@ export interface TransitionIntent {
   detail?: Record<string, unknown>;
 }
 
+/** A request's VM as the checks of a new one need it: who asked, and its spec. */
+export interface HeldVm {
+  id: string;
+  requester: string;
+  spec: VmSpec;
+}
+
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
 export interface Store {
   /** Creates the request, or returns the one already created for the same submission. */
@@ -150,7 +157,11 @@ export interface Store {
   readonly inventory: Inventory;
   /** Approvals given on each plan job. */
   readonly approvals: Approvals;
-  createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
+  /** `audit`, when given, is written in the same transaction, only when the request is new. */
+  createRequest(
+    request: NewRequest,
+    audit?: Omit<AuditEntry, "requestId">,
+  ): { request: RequestRecord; created: boolean };
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;
   /**
@@ -177,6 +188,16 @@ export interface Store {
   findBySubmission(key: string): RequestRecord | undefined;
   /** Requests in one of `statuses`, oldest first. */
   listByStatus(statuses: readonly RequestStatus[]): RequestRecord[];
+  /**
+   * Requests in one of `statuses` whose VM is named `name` or whose address (without its prefix)
+   * is `address`, oldest first: matched by the store, without reading every held request.
+   */
+  findHolding(
+    statuses: readonly RequestStatus[],
+    vm: { name: string; address: string },
+  ): RequestRecord[];
+  /** What requests in one of `statuses` hold, read without the rest of each request. */
+  listHeld(statuses: readonly RequestStatus[]): HeldVm[];
   audit(entry: AuditEntry): void;
   effect(subject: string, step: string): EffectRecord | undefined;
   /** Records the intent, or returns the record already there (intended or done). */

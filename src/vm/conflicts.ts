@@ -1,6 +1,6 @@
 import ipaddr from "ipaddr.js";
 import { parseIpv4Cidr } from "../net/ipv4.js";
-import type { RequestRecord, RequestStatus } from "../store/store.js";
+import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
 import type { VmSpec } from "./spec.js";
 
 /**
@@ -57,8 +57,16 @@ export function nextFreeAddress(spec: VmSpec, held: ReadonlySet<string>): string
   return undefined;
 }
 
-/** Which of `spec`'s name and address `holding` (requests in HOLDING) already use. */
-export function findConflicts(spec: VmSpec, holding: readonly RequestRecord[]): Conflicts {
+/**
+ * Which of `spec`'s name and address `holding` (requests in HOLDING: all of them, or those that
+ * use the name or the address) already use. `held` gives every address held, for the
+ * suggestion; it is asked only when the address is taken.
+ */
+export function findConflicts(
+  spec: VmSpec,
+  holding: readonly RequestRecord[],
+  held: () => Iterable<string> = () => holding.map((r) => r.spec.ip),
+): Conflicts {
   const address = addressOf(spec.ip);
   const name = holding.find((r) => r.spec.name === spec.name);
   const ip = holding.find((r) => addressOf(r.spec.ip) === address);
@@ -67,9 +75,17 @@ export function findConflicts(spec: VmSpec, holding: readonly RequestRecord[]): 
     ...(ip === undefined ? {} : { ip }),
   };
   if (ip !== undefined) {
-    const held = new Set(holding.map((r) => addressOf(r.spec.ip)));
-    const suggestion = nextFreeAddress(spec, held);
+    const suggestion = nextFreeAddress(spec, new Set([...held()].map(addressOf)));
     if (suggestion !== undefined) conflicts.suggestion = suggestion;
   }
   return conflicts;
+}
+
+/** `spec`'s conflicts with the requests in HOLDING, matched by the store. */
+export function findHeldConflicts(
+  store: Pick<Store, "findHolding" | "listHeld">,
+  spec: VmSpec,
+): Conflicts {
+  const holding = store.findHolding(HOLDING, { name: spec.name, address: addressOf(spec.ip) });
+  return findConflicts(spec, holding, () => store.listHeld(HOLDING).map((r) => r.spec.ip));
 }

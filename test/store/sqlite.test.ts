@@ -233,6 +233,18 @@ describe("the SQLite store", () => {
     store.close();
   });
 
+  it("writes a new request's audit entry with it, and none for a form delivered again", () => {
+    const store = openSqliteStore(":memory:");
+    const entry = { actor: "U0REQ", action: "requested", detail: { rule: "roles.requesters" } };
+    const first = store.createRequest(newRequest("view:V7"), entry);
+    const again = store.createRequest(newRequest("view:V7"), entry);
+    expect(again.created).toBe(false);
+    expect(store.listAudit(first.request.id).map((e) => [e.actor, e.action, e.detail])).toEqual([
+      ["U0REQ", "requested", { rule: "roles.requesters" }],
+    ]);
+    store.close();
+  });
+
   it("leaves finished requests out of the active list", () => {
     const store = openSqliteStore(":memory:");
     const a = store.createRequest(newRequest("view:A")).request;
@@ -240,6 +252,28 @@ describe("the SQLite store", () => {
     store.transition(a.id, ["queued"], "failed", { error: "GitLab said no" });
     expect(store.listActive().map((r) => r.id)).toEqual([b.id]);
     expect(store.getRequest(a.id)?.error).toBe("GitLab said no");
+    store.close();
+  });
+
+  it("finds the requests in a status that hold a VM's name or address, whatever the prefix", () => {
+    const store = openSqliteStore(":memory:");
+    const held = (name: string, ip: string, key: string) =>
+      store.createRequest({ ...newRequest(key), spec: { ...spec, name, ip } }).request;
+    const byName = held("web-01", "10.0.0.5/24", "view:A");
+    const byAddress = held("db-01", "10.0.0.7/16", "view:B");
+    const ended = held("web-01", "10.0.0.7/24", "view:C");
+    held("other", "10.0.0.70/24", "view:D");
+    store.transition(ended.id, ["queued"], "failed", { error: "GitLab said no" });
+
+    const found = store.findHolding(["queued"], { name: "web-01", address: "10.0.0.7" });
+    expect(found.map((r) => r.id)).toEqual([byName.id, byAddress.id]);
+    expect(store.findHolding(["queued"], { name: "web-1", address: "10.0.0.0" })).toEqual([]);
+    expect(store.findHolding(["ready"], { name: "web-01", address: "10.0.0.7" })).toEqual([]);
+    expect(store.listHeld(["queued"]).map((r) => [r.requester, r.spec.name, r.spec.ip])).toEqual([
+      ["U0REQ", "web-01", "10.0.0.5/24"],
+      ["U0REQ", "db-01", "10.0.0.7/16"],
+      ["U0REQ", "other", "10.0.0.70/24"],
+    ]);
     store.close();
   });
 

@@ -19,6 +19,11 @@ export interface LoadResult {
   /** Signed `/vm create` commands sent at once, and how many were answered 200. */
   commands: number;
   commandsAcked: number;
+  /**
+   * Each command's time from its post to the bot's answer (its acknowledgement), in ms; infinite
+   * for one whose connection failed.
+   */
+  commandAckMs: number[];
   /** Forms the bot opened (`views.open` calls that Slack accepted). */
   formsOpened: number;
   /** Slack's errors for the views.open calls it refused (an expired trigger_id, say). */
@@ -26,12 +31,20 @@ export interface LoadResult {
   /** Submissions sent at once, and how many were answered 200 with no error. */
   submissions: number;
   submissionsAcked: number;
+  /** Each submission's time from its post to the bot's answer, in ms. */
+  submissionAckMs: number[];
   /** Pipelines created in GitLab, and requests in the store that recorded theirs. */
   pipelines: number;
   requestsWithPipeline: number;
   /** From the first command sent to the last request recording its pipeline. */
   elapsedMs: number;
 }
+
+/**
+ * A request whose connection failed (closed by the bot, or reset): not answered, so not
+ * acknowledged, and its time unbounded.
+ */
+const unanswered = () => ({ status: 0, body: "", elapsedMs: Number.POSITIVE_INFINITY });
 
 /**
  * Slack's traffic at a burst: `count` signed `/vm create` commands at once, then `count` form
@@ -51,7 +64,9 @@ export async function runLoad(
   const names = Array.from({ length: count }, (_, i) => `load-${String(i + 1).padStart(3, "0")}`);
   const commands = await Promise.all(
     names.map((name) =>
-      signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL }),
+      signer
+        .slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL })
+        .catch(unanswered),
     ),
   );
   const commandsAcked = commands.filter((delivery) => delivery.status === 200).length;
@@ -67,7 +82,8 @@ export async function runLoad(
     .filter((call) => !call.ok)
     .map((call) => call.error ?? "refused");
   const forms = slack.views.slice(viewsBefore);
-  const first = forms[0];
+  // When Slack refused every form of the burst, one the bot opened before it stands in.
+  const first = forms[0] ?? slack.views[viewsBefore - 1];
   if (first === undefined) throw new Error("the bot opened no form");
   // `count` forms submitted at once: each opened one, and for any that Slack refused to open, a
   // copy of the first without its ID, which is a form of its own to the bot.
@@ -75,12 +91,14 @@ export async function runLoad(
   const submissions = await Promise.all(
     names.map((name, i) => {
       const view = forms[i] ?? copy;
-      return signer.viewSubmission({
-        view,
-        // Each its own address (a second request with one already held is refused).
-        values: stateValuesFor(first, { vm_name: name, vm_ip: loadAddress(i) }),
-        userId: REQUESTER,
-      });
+      return signer
+        .viewSubmission({
+          view,
+          // Each its own address (a second request with one already held is refused).
+          values: stateValuesFor(first, { vm_name: name, vm_ip: loadAddress(i) }),
+          userId: REQUESTER,
+        })
+        .catch(unanswered);
     }),
   );
   const submissionsAcked = submissions.filter(
@@ -98,10 +116,12 @@ export async function runLoad(
   return {
     commands: count,
     commandsAcked,
+    commandAckMs: commands.map((delivery) => delivery.elapsedMs),
     formsOpened: forms.length,
     formsRefused: refused,
     submissions: count,
     submissionsAcked,
+    submissionAckMs: submissions.map((delivery) => delivery.elapsedMs),
     pipelines: gitlab.pipelines.length - pipelinesBefore,
     requestsWithPipeline: recorded(),
     elapsedMs: Date.now() - started,

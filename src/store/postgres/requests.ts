@@ -144,6 +144,8 @@ export type PostgresRequests = Pick<
   | "requestsForVm"
   | "findBySubmission"
   | "listByStatus"
+  | "findHolding"
+  | "listHeld"
   | "listBehind"
   | "createRequest"
   | "updateRequest"
@@ -170,7 +172,14 @@ function requestReads(
   pool: pg.Pool,
 ): Pick<
   PostgresRequests,
-  "getRequest" | "listActive" | "requestsForVm" | "findBySubmission" | "listByStatus" | "listBehind"
+  | "getRequest"
+  | "listActive"
+  | "requestsForVm"
+  | "findBySubmission"
+  | "listByStatus"
+  | "findHolding"
+  | "listHeld"
+  | "listBehind"
 > {
   const rows = (sql: string, values: unknown[] = []) => rowsOf(pool, sql, values);
   const one = async (sql: string, values: unknown[]) => (await rows(sql, values))[0];
@@ -191,6 +200,28 @@ function requestReads(
         : rows("SELECT * FROM requests WHERE status = ANY($1::text[]) ORDER BY created_at, id", [
             [...statuses],
           ]),
+    findHolding: async (statuses, vm) =>
+      statuses.length === 0
+        ? []
+        : rows(
+            `SELECT * FROM requests WHERE status = ANY($1::text[])
+               AND (spec ->> 'name' = $2 OR split_part(spec ->> 'ip', '/', 1) = $3)
+             ORDER BY created_at, id`,
+            [[...statuses], vm.name, vm.address],
+          ),
+    listHeld: async (statuses) =>
+      statuses.length === 0
+        ? []
+        : (
+            await pool.query(
+              "SELECT id, requester, spec FROM requests WHERE status = ANY($1::text[]) ORDER BY created_at, id",
+              [[...statuses]],
+            )
+          ).rows.map((row: { id: string; requester: string; spec: unknown }) => ({
+            id: row.id,
+            requester: row.requester,
+            spec: VmSpecSchema.parse(row.spec),
+          })),
     listBehind: (limit) =>
       rows(
         "SELECT * FROM requests WHERE rendered_revision < revision AND message_ts IS NOT NULL ORDER BY updated_at, seq LIMIT $1",
