@@ -7,7 +7,10 @@ import {
   planRequest,
   REQUESTER,
   runUntilSettled,
+  type Harness,
 } from "../support/harness.js";
+import { REQUEST_STATUSES } from "../../src/store/store.js";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -22,7 +25,7 @@ const PIPELINE_CREATE = /\/pipeline$/;
 async function leasedVm() {
   const h = await start({
     project: { role: "maintainer" },
-    env: { VM_LEASE_DEFAULT: "60s", VM_LEASE_MAX: "120s", VM_LEASE_WARN: "50s,30s" },
+    env: LEASES,
   });
   const { pipelineId, message } = await planRequest(h);
   await click(h, message(), APPROVER, "plan_approve");
@@ -37,9 +40,122 @@ async function leasedVm() {
   return h;
 }
 
+const LEASES = { VM_LEASE_DEFAULT: "60s", VM_LEASE_MAX: "120s", VM_LEASE_WARN: "50s,30s" };
+
+interface SelectBlock {
+  block_id: string;
+  element: {
+    type: string;
+    options: { value: string; text: { text: string } }[];
+    initial_option?: { value: string };
+  };
+  hint?: { text: string };
+}
+
+/** `/vm create web-01` as REQUESTER: the form Slack opened. */
+async function openForm(h: Harness) {
+  await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
+  await h.slack.waitFor("views.open", (c) => JSON.stringify(c.args.view).includes("web-01"));
+  return h.slack.views.at(-1)!;
+}
+
+/** The form sent back with `lease` as the lease field's value, as if picked (or forged). */
+function submitLease(h: Harness, view: Awaited<ReturnType<typeof openForm>>, lease: string) {
+  const values = stateValuesFor(view, { vm_ip: "192.168.1.50/24" });
+  values.vm_lease = {
+    vm_lease: {
+      type: "static_select",
+      selected_option: { text: { type: "plain_text", text: lease }, value: lease },
+    },
+  };
+  return h.signer.viewSubmission({ view, values, userId: REQUESTER });
+}
+
 const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString();
 
 describe("leases", () => {
+  it("offers lease lengths up to the maximum on the create form, refuses a forged longer one on its field, and gives the VM the lease chosen", async () => {
+    const h = await start({ project: { role: "maintainer" }, env: LEASES });
+    const view = await openForm(h);
+    const field = (view.blocks as unknown as SelectBlock[]).find((b) => b.block_id === "vm_lease");
+    expect(field?.element.type).toBe("static_select");
+    expect(field?.element.options.map((o) => [o.value, o.text.text])).toEqual([
+      ["1m", "1 minute"],
+      ["2m", "2 minutes"],
+    ]);
+    expect(field?.element.initial_option?.value).toBe("1m");
+    expect(field?.hint?.text).toContain("At most 2 minutes.");
+
+    // Past the maximum, never under a maximum, or nonsense: refused on the field, nothing stored.
+    for (const [forged, words] of [
+      ["3m", "The lease can be at most 2 minutes: choose one of the offered lengths."],
+      [
+        "never",
+        "Every VM has a lease here (at most 2 minutes): choose one of the offered lengths.",
+      ],
+      ["forever", "Choose one of the offered lease lengths (at most 2 minutes)."],
+    ] as const) {
+      const refused = await submitLease(h, view, forged);
+      expect(refused.json).toEqual({ response_action: "errors", errors: { vm_lease: words } });
+    }
+    expect(h.gitlabSinceStart()).toHaveLength(0);
+    expect(h.bot.store.listByStatus(REQUEST_STATUSES)).toHaveLength(0);
+    expect(h.bot.store.listAudit()).toHaveLength(0);
+
+    // Two minutes, chosen: the VM made from it is lent for two minutes from when it was made.
+    expect((await submitLease(h, view, "2m")).body).toBe("");
+    const pipelineId = await waitFor(() => h.gitlab.pipelines.at(-1)?.id, "the pipeline");
+    await waitFor(
+      () => (h.bot.store.listActive()[0]?.pipelineId === pipelineId ? true : undefined),
+      "the request to record its pipeline",
+    );
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    const request = h.bot.store.listActive()[0]!;
+    expect(request.spec.leaseMs).toBe(120_000);
+    const message = h.slack.message(CHANNEL, request.messageTs!)!;
+    await click(h, message, APPROVER, "plan_approve");
+    await waitFor(
+      () => (h.gitlab.job(pipelineId, "tf:apply").status === "manual" ? undefined : true),
+      "the apply job to start",
+    );
+    runUntilSettled(h, pipelineId, "tf:apply");
+    await h.bot.tracker.tick();
+    const vm = h.bot.store.inventory.get("web-01")!;
+    const lent = Date.parse(vm.leaseUntil!) - Date.parse(vm.createdAt);
+    expect(lent).toBeGreaterThanOrEqual(119_000);
+    expect(lent).toBeLessThanOrEqual(121_000);
+    // Pipelines get the platform's inputs only: the lease is vmbot's.
+    expect(JSON.stringify(h.gitlab.pipeline(pipelineId).inputs)).not.toContain("lease");
+  });
+
+  it("offers no lease field when leases are off", async () => {
+    const off = await start();
+    const view = await openForm(off);
+    expect(JSON.stringify(view.blocks)).not.toContain("vm_lease");
+  });
+
+  it("offers never, last, when there is a default but no maximum", async () => {
+    const h = await start({ env: { VM_LEASE_DEFAULT: "30d" } });
+    const view = await openForm(h);
+    const field = (view.blocks as unknown as SelectBlock[]).find((b) => b.block_id === "vm_lease");
+    expect(field?.element.options.map((o) => o.value)).toEqual([
+      "1h",
+      "1d",
+      "7d",
+      "14d",
+      "30d",
+      "60d",
+      "90d",
+      "180d",
+      "365d",
+      "never",
+    ]);
+    expect(field?.element.options.at(-1)?.text.text).toBe("Never (no lease)");
+    expect(field?.element.initial_option?.value).toBe("30d");
+  });
+
   it("gives a new VM the default lease, reminds its owner once with Extend and Destroy now, and Extend moves the end no further than the maximum", async () => {
     const h = await leasedVm();
     const vm = h.bot.store.inventory.get("web-01")!;
