@@ -278,7 +278,10 @@ export function destroyMessage(request: RequestRecord): DestroyReply {
       elements: [
         {
           type: "mrkdwn",
-          text: `:white_check_mark: Approved by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>`,
+          text:
+            request.decision.by === "vmbot"
+              ? `:robot_face: No approval asked: vmbot destroys this VM because its lease ended (<!date^${at}^{date_short_pretty} {time}|${request.decision.at}>).`
+              : `:white_check_mark: Approved by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>`,
         },
       ],
     });

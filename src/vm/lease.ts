@@ -95,11 +95,6 @@ export function leaseProblems(settings: LeaseSettings): string[] {
   ) {
     problems.push("VM_LEASE_DEFAULT must not be longer than VM_LEASE_MAX");
   }
-  if (settings.onExpiry === "destroy") {
-    problems.push(
-      "VM_LEASE_ON_EXPIRY=destroy (destroying without approval) is not available in this version: use request-destroy",
-    );
-  }
   return problems;
 }
 

@@ -20,12 +20,13 @@ import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 const PIPELINE_CREATE = /\/pipeline$/;
+const PLAY = /\/jobs\/\d+\/play$/;
 
 /** web-01 made for REQUESTER, under leases of 60 s (at most 120 s), reminded 50 s and 30 s before. */
-async function leasedVm() {
+async function leasedVm(env: Record<string, string> = {}) {
   const h = await start({
     project: { role: "maintainer" },
-    env: LEASES,
+    env: { ...LEASES, ...env },
   });
   const { pipelineId, message } = await planRequest(h);
   await click(h, message(), APPROVER, "plan_approve");
@@ -218,5 +219,70 @@ describe("leases", () => {
     const audit = h.bot.store.listAudit(request.id).map((e) => [e.actor, e.action]);
     expect(audit).toContainEqual(["vmbot", "requested"]);
     expect(audit).toContainEqual(["vmbot", "lease_expired"]);
+  });
+
+  it("with VM_LEASE_ON_EXPIRY=destroy, plays the destroy job once without approval when the lease ends, audited as vmbot's, and posts it in the channel", async () => {
+    const h = await leasedVm({ VM_LEASE_ON_EXPIRY: "destroy" });
+    const plays = h.gitlab.requestsTo("POST", PLAY).length;
+    h.bot.store.inventory.setLease("web-01", inSeconds(-1));
+    await h.bot.tracker.tick();
+    const request = await waitFor(
+      () => h.bot.store.listActive().find((r) => r.kind === "destroy" && r.pipelineId !== null),
+      "the destroy request",
+    );
+    expect(request).toMatchObject({ requester: REQUESTER, channel: CHANNEL });
+    expect(request.decision).toMatchObject({
+      kind: "approved",
+      by: "vmbot",
+      reason: "lease expired",
+    });
+    runUntilSettled(h, request.pipelineId!, "tf:destroy");
+    await h.bot.tracker.tick();
+    expect(h.gitlab.job(request.pipelineId!, "tf:destroy").status).not.toBe("manual");
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 1);
+    runUntilSettled(h, request.pipelineId!, "tf:destroy");
+    await h.bot.tracker.tick();
+    await h.bot.tracker.tick();
+
+    expect(h.bot.store.getRequest(request.id)?.status).toBe("ready");
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 1);
+    expect(h.bot.store.inventory.get("web-01")).toBeUndefined();
+    const message = h.slack.message(CHANNEL, request.messageTs!)!;
+    expect(message.text).toBe("Destroy web-01 — Destroyed");
+    expect(JSON.stringify(message.blocks)).toContain(
+      "No approval asked: vmbot destroys this VM because its lease ended",
+    );
+    const thread = h.slack.messages.filter((m) => m.thread_ts === message.ts);
+    expect(thread.some((m) => m.text.includes("Terraform destroyed *web-01*"))).toBe(true);
+    // Nobody was asked to approve it.
+    expect(thread.some((m) => m.text.startsWith(":eyes:"))).toBe(false);
+    const audit = h.bot.store.listAudit(request.id);
+    expect(audit.map((e) => [e.actor, e.action])).toEqual(
+      expect.arrayContaining([
+        ["vmbot", "requested"],
+        ["vmbot", "lease_expired"],
+        ["vmbot", "destroy_without_approval"],
+        ["vmbot", "destroy_started"],
+        ["vmbot", "vm_destroyed"],
+      ]),
+    );
+    expect(audit.find((e) => e.action === "destroy_without_approval")?.detail).toMatchObject({
+      reason: "lease expired",
+    });
+    // Later passes open and play nothing more.
+    await h.bot.tracker.tick();
+    expect(h.bot.store.requestsForVm("web-01").filter((r) => r.kind === "destroy")).toHaveLength(1);
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 1);
+  });
+
+  it("with VM_LEASE_ON_EXPIRY=destroy, the reminder says the VM is destroyed without approval", async () => {
+    const h = await leasedVm({ VM_LEASE_ON_EXPIRY: "destroy" });
+    h.bot.store.inventory.setLease("web-01", inSeconds(20));
+    await h.bot.tracker.tick();
+    const dm = await waitFor(
+      () => h.slack.messages.find((m) => m.metadata?.event_type === "vmbot_lease_reminder"),
+      "the reminder",
+    );
+    expect(dm.text).toContain("Then vmbot destroys it, without asking for approval.");
   });
 });

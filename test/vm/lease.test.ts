@@ -62,9 +62,10 @@ describe("lease settings", () => {
     );
     expect(problems({ VM_LEASE_WARN: "3d,soon" })).toContain("VM_LEASE_WARN must be durations");
     expect(problems({ VM_LEASE_ON_EXPIRY: "delete" })).toContain("VM_LEASE_ON_EXPIRY");
-    expect(problems({ VM_LEASE_ON_EXPIRY: "destroy" })).toContain(
-      "VM_LEASE_ON_EXPIRY=destroy (destroying without approval) is not available in this version",
-    );
+  });
+
+  it("takes VM_LEASE_ON_EXPIRY=destroy", () => {
+    expect(loadConfig({ ...BASE, VM_LEASE_ON_EXPIRY: "destroy" }).lease.onExpiry).toBe("destroy");
   });
 
   it("starts a lease at its default and extends it from now, never past the maximum", () => {
