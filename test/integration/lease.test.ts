@@ -285,4 +285,46 @@ describe("leases", () => {
     );
     expect(dm.text).toContain("Then vmbot destroys it, without asking for approval.");
   });
+
+  it("Destroy now in the reminder asks to destroy, reviewed like any destroy, for the owner only", async () => {
+    const h = await leasedVm();
+    h.bot.store.inventory.setLease("web-01", inSeconds(20));
+    await h.bot.tracker.tick();
+    const dm = await waitFor(
+      () => h.slack.messages.find((m) => m.metadata?.event_type === "vmbot_lease_reminder"),
+      "the reminder",
+    );
+    const pipelines = h.gitlab.pipelines.length;
+
+    // Someone else's click is refused with who may, and asks nothing.
+    await click(h, dm, "U0STRANGER", "lease_destroy");
+    await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("Only the owner of *web-01*"),
+    );
+    expect(h.bot.store.listActive()).toHaveLength(0);
+
+    await click(h, dm, REQUESTER, "lease_destroy");
+    const asked = await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("Asked to destroy *web-01*"),
+    );
+    expect(asked.body.replace_original).toBe(false);
+    const request = await waitFor(
+      () => h.bot.store.listActive().find((r) => r.kind === "destroy" && r.pipelineId !== null),
+      "the destroy request",
+    );
+    expect(request).toMatchObject({ requester: REQUESTER, channel: CHANNEL, decision: null });
+    expect(h.gitlab.pipelines).toHaveLength(pipelines + 1);
+    runUntilSettled(h, request.pipelineId!, "tf:destroy");
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect(h.slack.message(CHANNEL, request.messageTs!)?.text).toBe(
+      "Destroy web-01 — Awaiting approval",
+    );
+    // A second click while it waits opens nothing more.
+    await click(h, dm, REQUESTER, "lease_destroy");
+    await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("A destroy for *web-01* is in progress"),
+    );
+    expect(h.gitlab.pipelines).toHaveLength(pipelines + 1);
+  });
 });
