@@ -21,6 +21,12 @@ export const CREATE_FIELDS = {
 
 export type CreateField = keyof typeof CREATE_FIELDS;
 
+/**
+ * The create form's lease length (block_id and action_id), shown only when leases are on: not
+ * one of the platform's inputs, so not among CREATE_FIELDS.
+ */
+export const CREATE_LEASE_FIELD = "vm_lease";
+
 /** Message metadata event type for request messages (Slack `metadata.event_type`). */
 export const REQUEST_EVENT_TYPE = "vmbot_request";
 

@@ -5,7 +5,7 @@ import type { Access } from "../access.js";
 import type { Config } from "../config.js";
 import { stateNameFor } from "../vm/state-name.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
-import { CREATE_FIELDS } from "../ids.js";
+import { CREATE_FIELDS, CREATE_LEASE_FIELD } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Store } from "../store/store.js";
@@ -16,6 +16,8 @@ import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest } from "../policy/request-check.js";
 import { findHeldConflicts } from "../vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
+import { leaseChoiceWords } from "../views/create-modal.js";
+import { leaseChoices, readLeaseChoice } from "../vm/lease.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
 const CreateMetadataSchema = z.object({
@@ -46,6 +48,32 @@ export function readCreateForm(values: unknown): VmFormValues {
     if (typeof value === "string" && value.trim() !== "") form[field] = value;
   }
   return form;
+}
+
+/** The lease chosen on the form, as submitted; undefined when the form has no lease field. */
+export function readLeaseField(values: unknown): string | undefined {
+  const parsed = StateValuesSchema.safeParse(values);
+  const element = parsed.success
+    ? parsed.data[CREATE_LEASE_FIELD]?.[CREATE_LEASE_FIELD]
+    : undefined;
+  return element?.selected_option?.value ?? element?.value ?? undefined;
+}
+
+/**
+ * The lease the form asks for, checked against the settings whatever the form offered: a length
+ * over VM_LEASE_MAX (or never under a maximum) is refused on its field. Undefined (the default)
+ * when leases are off.
+ */
+function checkLease(
+  config: Config,
+  values: unknown,
+): { leaseMs: number | null | undefined } | { errors: FieldErrors } {
+  if (leaseChoices(config.lease).length === 0) return { leaseMs: undefined };
+  const choice = readLeaseChoice(config.lease, readLeaseField(values));
+  if (choice.ok) return { leaseMs: choice.ms };
+  return {
+    errors: { [CREATE_LEASE_FIELD]: leaseChoiceWords(choice.problem, config.lease.maxMs) },
+  };
 }
 
 function fieldErrors(errors: Partial<Record<keyof typeof CREATE_FIELDS, string>>) {
@@ -161,8 +189,15 @@ async function checkSubmission(
     acceptedNodes(deps, form.node?.trim()),
     deps.access.mayWithin("create", userId, 1_500),
   ]);
+  const lease = checkLease(deps.config, view.state.values);
   const valid = validSpec(deps, form, accepted, log);
-  if ("errors" in valid) return valid;
+  if ("errors" in valid)
+    return "errors" in lease ? { errors: { ...valid.errors, ...lease.errors } } : valid;
+  if ("errors" in lease) {
+    log.info("create form asks for a lease the settings refuse");
+    return lease;
+  }
+  if (lease.leaseMs !== undefined) valid.spec = { ...valid.spec, leaseMs: lease.leaseMs };
   const taken = conflictErrors(deps, view, valid.spec, log);
   if (taken) return { errors: taken };
   const metadata = CreateMetadataSchema.safeParse(safeJson(view.private_metadata));

@@ -15,6 +15,7 @@ import {
 import { FORM_NOT_OPENED, NODE_HINTS, staleNodesHint } from "../views/create-words.js";
 import { encodeCreateMetadata } from "../actions/create-submit.js";
 import { afterPendingRequests } from "../slack/after-ack.js";
+import { leaseChoices } from "../vm/lease.js";
 
 export interface CreateCommandDeps {
   config: Config;
@@ -128,6 +129,7 @@ export function createCreateCommand(deps: CreateCommandDeps) {
           dns: deps.config.vm.defaultDns,
           ...FORM_DEFAULTS,
         },
+        ...leaseField(deps.config),
         // Not cut to a hostname's 63: a longer name is refused on the field with the limit.
         name: name?.slice(0, NAME_INPUT_MAX),
         privateMetadata: encodeCreateMetadata({
@@ -161,4 +163,10 @@ export function createCreateCommand(deps: CreateCommandDeps) {
       log.debug({ err: error }, "could not update the create form's node list");
     }
   };
+}
+
+/** The form's lease field: lengths up to VM_LEASE_MAX, VM_LEASE_DEFAULT chosen; none when off. */
+function leaseField(config: Config) {
+  const choices = leaseChoices(config.lease);
+  return choices.length === 0 ? {} : { lease: { choices, initial: config.lease.defaultMs } };
 }

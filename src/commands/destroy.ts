@@ -186,6 +186,8 @@ export function openDestroyRequest(
     key?: string;
     actor?: string;
     notes?: string[];
+    /** Decided already: a destroy vmbot plays without approval at a lease's end. */
+    decision?: NonNullable<RequestRecord["decision"]>;
   },
 ): { request: RequestRecord; created: boolean } | "not_recorded" {
   const { vm, log } = ask;
@@ -200,6 +202,7 @@ export function openDestroyRequest(
       channel: ask.channel,
       submissionKey: ask.key ?? `destroy:${vm.name}:${latest}`,
       stateName: vm.stateName ?? deps.config.tfStateName,
+      ...(ask.decision === undefined ? {} : { decision: ask.decision }),
     });
   } catch (error) {
     if (storeWriteFailure(error) === undefined) throw error;

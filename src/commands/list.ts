@@ -3,7 +3,7 @@ import type { Access } from "../access.js";
 import type { Logger } from "../logger.js";
 import type { Store } from "../store/store.js";
 import { listRefusedWords, notConfirmedWords } from "../views/refusals.js";
-import { LIST_USAGE, vmList } from "../views/vm-list.js";
+import { LIST_USAGE, vmList, type VmInFlight } from "../views/vm-list.js";
 
 export interface ListDeps {
   access: Access;
@@ -41,6 +41,19 @@ export function createListCommand(deps: ListDeps) {
     // Admins also see the states vmbot did not make; the answer must not wait long for that.
     const admin = all && (await deps.access.decide("admin", command.user_id, 500)) === "allowed";
     const unmanaged = admin ? deps.store.inventory.unmanagedStates() : [];
-    await ack({ response_type: "ephemeral", ...vmList(vms, { all, now: now(), unmanaged }) });
+    const inFlight = requestsInFlight(deps.store);
+    await ack({
+      response_type: "ephemeral",
+      ...vmList(vms, { all, now: now(), unmanaged, inFlight }),
+    });
   };
+}
+
+/** Each VM name's request in flight (a destroy waiting or running), the newest when several. */
+function requestsInFlight(store: Store): Map<string, VmInFlight> {
+  const busy = new Map<string, VmInFlight>();
+  for (const request of store.listActive()) {
+    busy.set(request.spec.name, { kind: request.kind, status: request.status });
+  }
+  return busy;
 }

@@ -36,7 +36,8 @@ export const FINAL_STATUSES: readonly RequestStatus[] = [
 export const TRANSITIONS: Readonly<Record<RequestStatus, readonly RequestStatus[]>> = {
   // The pipeline's plan job runs, or has planned already; the message or pipeline could not be
   // made; the requester withdrew. A destroy request has no plan: its destroy job waits (awaiting
-  // approval), or someone played it in GitLab first (applying).
+  // approval), someone played it in GitLab first, or vmbot plays it without approval at a lease's
+  // end (applying).
   queued: ["planning", "awaiting_approval", "applying", "failed", "withdrawn"],
   planning: ["awaiting_approval", "failed", "withdrawn"],
   // Approved (here or by playing the job in GitLab), rejected, withdrawn, expired after PLAN_TTL,

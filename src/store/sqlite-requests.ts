@@ -327,8 +327,8 @@ export function createSqliteRequestWrites(
   toRecord: RowReader = createRowReader(),
 ): SqliteRequestWrites {
   const insertRequest = db.prepare(`
-    INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, created_at, updated_at)
-    VALUES (@id, @kind, 'queued', @requester, @spec, @notes, @channel, @submissionKey, @stateName, @now, @now)
+    INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, decision, created_at, updated_at)
+    VALUES (@id, @kind, 'queued', @requester, @spec, @notes, @channel, @submissionKey, @stateName, @decision, @now, @now)
     ON CONFLICT (submission_key) DO NOTHING`);
   const selectById = db.prepare("SELECT * FROM requests WHERE id = ?");
   const selectBySubmission = db.prepare("SELECT * FROM requests WHERE submission_key = ?");
@@ -353,6 +353,7 @@ export function createSqliteRequestWrites(
             submissionKey: request.submissionKey,
             stateName: request.stateName ?? null,
             kind: request.kind ?? "create",
+            decision: request.decision === undefined ? null : JSON.stringify(request.decision),
             now,
           }).changes;
           if (inserted === 1 && entry !== undefined) journal.audit({ ...entry, requestId: id });

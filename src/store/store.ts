@@ -68,6 +68,11 @@ export interface NewRequest {
   stateName?: string | null;
   /** Create unless said. */
   kind?: RequestKind;
+  /**
+   * Decided when the request is made, not by a click: a destroy vmbot plays without approval at
+   * a lease's end (VM_LEASE_ON_EXPIRY=destroy). Stored with the request, in the same write.
+   */
+  decision?: Decision;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.js";
-import { leaseEnd } from "../vm/lease.js";
+import { chosenLeaseEnd } from "../vm/lease.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
 import type { Config } from "../config.js";
 import { VmbotError } from "../errors.js";
@@ -146,8 +146,9 @@ async function applied(step: Step, request: RequestRecord, apply: Job, configure
     address: address ?? null,
     pipelineId: request.pipelineId,
     approvedBy: request.decision?.kind === "approved" ? request.decision.by : null,
-    // VM_LEASE_DEFAULT from when Terraform made it; none when leases are off.
-    leaseUntil: leaseEnd(step.config.lease, step.now()),
+    // The lease chosen on the form (VM_LEASE_DEFAULT for older requests) from when Terraform
+    // made it, never past the maximum; none when leases are off.
+    leaseUntil: chosenLeaseEnd(step.config.lease, request.spec.leaseMs, step.now()),
   });
   await step.moveAndRender(request, configures ? "configuring" : "ready", {
     ...(address === undefined ? {} : { address }),

@@ -8,9 +8,21 @@ import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestRecord, Store, TransitionIntent } from "../store/store.js";
-import { eraseRefusedWords, lateApplyEndWords, lateApplyWords } from "../views/decision.js";
+import {
+  eraseRefusedWords,
+  lateApplyEndWords,
+  lateApplyWords,
+  lateDestroyEndWords,
+  lateDestroyWords,
+} from "../views/decision.js";
+import { destroyExpiredWords } from "../views/destroy.js";
 import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
-import { cancelFailedWords, expiredWords, notCanceledWords } from "../views/request-notes.js";
+import {
+  cancelFailedWords,
+  expiredWords,
+  notCanceledWords,
+  ttlWords,
+} from "../views/request-notes.js";
 
 /**
  * What follows a rejection or an expiry. Canceling the pipeline is not enough: GitLab leaves a
@@ -229,7 +241,12 @@ async function expire(deps: ClosureDeps, request: RequestRecord) {
     request.id,
     ["awaiting_approval"],
     "expired",
-    { error: expiredWords(deps.config.planTtlMs) },
+    {
+      error:
+        request.kind === "destroy"
+          ? destroyExpiredWords(request.spec.name, ttlWords(deps.config.planTtlMs))
+          : expiredWords(deps.config.planTtlMs),
+    },
     closeIntents(request),
     { actor: "vmbot", action: "expired" },
   );
@@ -269,6 +286,27 @@ function watched(store: Store) {
   });
 }
 
+/** What the thread and the audit say of a job played after the close, and of its end. */
+function lateReports(request: RequestRecord, job: Job, erased: boolean) {
+  if (request.kind === "destroy") {
+    return {
+      played: lateDestroyWords(request, job),
+      playedAction: "destroy_after_close",
+      ended: lateDestroyEndWords(request, job),
+      endedAction:
+        job.status === "success"
+          ? "vm_destroyed_outside_approval"
+          : `destroy_after_close_${job.status}`,
+    };
+  }
+  return {
+    played: lateApplyWords(request, job, erased),
+    playedAction: "apply_after_close",
+    ended: lateApplyEndWords(request, job),
+    endedAction: `apply_after_close_${job.status}`,
+  };
+}
+
 async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, jobs: Job[]) {
   const { store } = deps;
   // A destroy request's manual job is its destroy job: one played after the close is reported.
@@ -279,23 +317,22 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
     const erased =
       request.review !== null &&
       store.effect(request.id, eraseStep(request.review.planJobId))?.result?.erased === true;
+    const late = lateReports(request, apply, erased);
     if (PLAYED.has(apply.status)) {
-      await report(
-        deps,
-        request,
-        `late_apply:${apply.id}`,
-        lateApplyWords(request, apply, erased),
-        "apply_after_close",
-        apply,
-      );
+      await report(deps, request, `late_apply:${apply.id}`, late.played, late.playedAction, apply);
     }
     if (FINISHED.has(apply.status) && store.effect(request.id, `reply_late_apply:${apply.id}`)) {
+      if (request.kind === "destroy" && apply.status === "success") {
+        // Terraform destroyed the VM, approved or not: it leaves the list (before the reply,
+        // so a crash between the two finds it gone and says so once).
+        store.inventory.remove(request.spec.name, request.createdAt);
+      }
       await report(
         deps,
         request,
         `late_apply_end:${apply.id}`,
-        lateApplyEndWords(request, apply),
-        `apply_after_close_${apply.status}`,
+        late.ended,
+        late.endedAction,
         apply,
       );
     }

@@ -8,7 +8,7 @@ import {
   destroyFailedWords,
   noDestroyJobWords,
 } from "../views/destroy.js";
-import type { ApprovalFinisher } from "./play.js";
+import { playStep, type ApprovalFinisher } from "./play.js";
 
 /**
  * A destroy request through its `action=destroy` pipeline: queued until the destroy job waits
@@ -33,6 +33,8 @@ export interface DestroyAdvanceDeps {
   ) => Promise<RequestRecord | undefined>;
   /** A reply in the request's thread, posted once. */
   postResult: (request: RequestRecord, step: string, text: string) => Promise<void>;
+  /** Renders the request message. */
+  render: (request: RequestRecord) => Promise<void>;
 }
 
 export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
@@ -45,6 +47,29 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
     await deps.move(request, "failed", { error: destroyFailedWords(job) });
   }
 
+  /**
+   * A destroy decided when it was made (a lease's end, VM_LEASE_ON_EXPIRY=destroy): the move to
+   * applying records the intent to play in the same write, audited as vmbot's, then the job is
+   * played once. After a crash, the applying step plays it if it still waits, else settles it.
+   */
+  async function playUnapproved(request: RequestRecord, destroy: Job): Promise<void> {
+    const claimed = store.transition(
+      request.id,
+      [request.status],
+      "applying",
+      {},
+      { step: playStep(request) },
+      {
+        actor: "vmbot",
+        action: "destroy_without_approval",
+        detail: { jobId: destroy.id, reason: request.decision?.reason ?? null },
+      },
+    );
+    if (claimed === undefined) return;
+    await deps.render(claimed);
+    await deps.approvals.playApproved(claimed, destroy);
+  }
+
   return async function advanceDestroy(request: RequestRecord, jobs: Job[]): Promise<void> {
     const destroy = jobs.find((job) => job.name === jobName());
     if (request.status === "queued" || request.status === "planning") {
@@ -52,7 +77,9 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
         await deps.move(request, "failed", { error: noDestroyJobWords(jobName()) });
         return;
       }
-      if (destroy.status === "manual") {
+      if (destroy.status === "manual" && request.decision?.kind === "approved") {
+        await playUnapproved(request, destroy);
+      } else if (destroy.status === "manual") {
         await deps.move(request, "awaiting_approval");
       } else if (destroy.status === "skipped" || STOPPED.has(destroy.status)) {
         // A job before it (notify:destroy) failed, so GitLab skipped the destroy job.

@@ -5,7 +5,9 @@ import { planExpired } from "./review.js";
 
 /**
  * Plans that waited longer than PLAN_TTL, by `now`: each is expired, its pipeline canceled and
- * its plan deleted in GitLab so it cannot be applied, and its message turns to "expired".
+ * its plan deleted in GitLab so it cannot be applied, and its message turns to "expired". A
+ * destroy request has no plan: it expires PLAN_TTL after it began to wait for approval, and vmbot
+ * never plays its destroy job afterwards (the VM stays listed).
  */
 export async function expirePlans(
   deps: { closure: Pick<Closure, "expire">; planTtlMs: number; now: Clock },
@@ -13,7 +15,11 @@ export async function expirePlans(
 ): Promise<void> {
   for (const request of unfinished) {
     if (request.status !== "awaiting_approval") continue;
-    if (!planExpired(request.review, deps.planTtlMs, deps.now())) continue;
+    const expired =
+      request.kind === "destroy"
+        ? deps.now().getTime() - Date.parse(request.stageAt) > deps.planTtlMs
+        : planExpired(request.review, deps.planTtlMs, deps.now());
+    if (!expired) continue;
     await deps.closure.expire(request);
   }
 }

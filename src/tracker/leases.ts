@@ -8,14 +8,15 @@ import { inFlight, openDestroyRequest } from "../commands/destroy.js";
 import { LEASE_EVENT_TYPE } from "../ids.js";
 import { findMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
-import { leaseExpiredNote, leaseReminder } from "../views/lease.js";
+import { LEASE_EXPIRED_REASON, leaseExpiredNote, leaseReminder } from "../views/lease.js";
 import type { RequestStarter } from "./starter.js";
 
 /**
  * Leases, on every tracker pass: the owner is reminded by direct message before the end (once
  * per reminder in VM_LEASE_WARN, through the effects journal), and at the end vmbot opens a
  * destroy request for approval on the owner's behalf, once per lease: its key is the lease's end,
- * so a restart or a second pass finds the request already made.
+ * so a restart or a second pass finds the request already made. With VM_LEASE_ON_EXPIRY=destroy
+ * the request is made approved by vmbot, and the tracker plays its destroy job without approval.
  */
 
 export interface LeaseKeeperDeps {
@@ -61,7 +62,7 @@ async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
     act: async () => {
       const posted = await deps.client.chat.postMessage({
         channel: vm.owner,
-        ...leaseReminder(vm, until),
+        ...leaseReminder(vm, until, config.lease.onExpiry),
         metadata: { event_type: LEASE_EVENT_TYPE, event_payload: payload },
       });
       store.audit({
@@ -83,14 +84,27 @@ async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
     log.warn({ name: vm.name }, "a lease ended, but vmbot knows no channel to ask in");
     return;
   }
+  const { onExpiry } = config.lease;
+  // VM_LEASE_ON_EXPIRY=destroy: decided here, in the same write as the request, so that the
+  // tracker plays its destroy job once it waits, without an approver.
+  const decision =
+    onExpiry === "destroy"
+      ? {
+          kind: "approved" as const,
+          by: "vmbot",
+          at: deps.now().toISOString(),
+          reason: LEASE_EXPIRED_REASON,
+        }
+      : undefined;
   const opened = openDestroyRequest(deps, {
     vm,
     requester: vm.owner,
     channel,
     log: log.child({ name: vm.name }),
     key: `lease:${vm.name}:${until}`,
-    notes: [leaseExpiredNote(until)],
+    notes: [leaseExpiredNote(until, onExpiry)],
     actor: "vmbot",
+    ...(decision === undefined ? {} : { decision }),
   });
   if (opened === "not_recorded") return;
   if (opened.created) {
@@ -98,7 +112,7 @@ async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
       requestId: opened.request.id,
       actor: "vmbot",
       action: "lease_expired",
-      detail: { name: vm.name, owner: vm.owner, until },
+      detail: { name: vm.name, owner: vm.owner, until, onExpiry },
     });
   }
   // A request a crash left unstarted is started by the starter's own resume.

@@ -109,6 +109,7 @@ function createParts(deps: TrackerDeps) {
       return moved;
     },
     postResult: post,
+    render,
   });
   const advance = createAdvance({
     ...deps,

@@ -1,7 +1,8 @@
 import type { types } from "@slack/bolt";
 import type { VmTemplate } from "../config.js";
-import { CREATE_FIELDS, CREATE_MODAL, type CreateField } from "../ids.js";
+import { CREATE_FIELDS, CREATE_LEASE_FIELD, CREATE_MODAL, type CreateField } from "../ids.js";
 import type { ProxmoxNode } from "../proxmox/proxmox.js";
+import { durationText } from "../vm/lease.js";
 import { LIMITS } from "../vm/spec.js";
 
 /** What the name field takes: more than a hostname may have, so the check can say so. */
@@ -26,6 +27,8 @@ export interface CreateModalOptions {
   defaults: { gateway: string; dns: string; cores: number; memoryMb: number; diskGb: number };
   /** Prefilled from `/vm create <name>`. */
   name?: string;
+  /** The lease lengths offered (null: never) and the one chosen at first; none: leases are off. */
+  lease?: { choices: readonly (number | null)[]; initial: number | null };
   /** Opaque; read back on submission. */
   privateMetadata: string;
 }
@@ -125,6 +128,7 @@ export function createModal(options: CreateModalOptions): ModalView {
       optional: true,
       hint: "Leave blank for untagged; otherwise 1 to 4094.",
     }),
+    ...(options.lease === undefined ? [] : [leaseInput(options.lease)]),
   ];
   return {
     type: "modal",
@@ -135,6 +139,59 @@ export function createModal(options: CreateModalOptions): ModalView {
     private_metadata: options.privateMetadata,
     blocks,
   };
+}
+
+const UNIT_WORDS = [
+  [86_400_000, "day"],
+  [3_600_000, "hour"],
+  [60_000, "minute"],
+  [1_000, "second"],
+] as const;
+
+/** `30 days`, `1 hour`, `90 seconds`: a lease length as the form and messages show it. */
+export function leaseLengthWords(ms: number): string {
+  const [size, unit] = UNIT_WORDS.find(([each]) => ms % each === 0) ?? UNIT_WORDS[3];
+  const count = Math.max(1, Math.round(ms / size));
+  return `${count} ${unit}${count === 1 ? "" : "s"}`;
+}
+
+/** The value an offered lease carries: its length (`30d`), or `never`. */
+const leaseValue = (ms: number | null) => (ms === null ? "never" : durationText(ms));
+
+/** The lease field: a choice of lengths up to the maximum, the default chosen. */
+function leaseInput(lease: { choices: readonly (number | null)[]; initial: number | null }) {
+  const options = lease.choices.map((ms) => ({
+    value: leaseValue(ms),
+    label: ms === null ? "Never (no lease)" : leaseLengthWords(ms),
+  }));
+  const longest = lease.choices.at(-1);
+  const hint =
+    longest === null
+      ? "When it ends, vmbot asks to destroy the VM; you are reminded before, and may extend it."
+      : `At most ${leaseLengthWords(longest ?? 0)}. When it ends, vmbot asks to destroy the VM; you are reminded before, and may extend it.`;
+  return {
+    type: "input" as const,
+    block_id: CREATE_LEASE_FIELD,
+    label: plain("Lease"),
+    element: select(options, leaseValue(lease.initial))(CREATE_LEASE_FIELD),
+    hint: plain(hint),
+    optional: false,
+  };
+}
+
+/** Why the lease chosen on the form is refused, on its field. */
+export function leaseChoiceWords(
+  problem: "unreadable" | "over_max" | "never_refused",
+  maxMs: number | null,
+): string {
+  const most = maxMs === null ? "" : ` (at most ${leaseLengthWords(maxMs)})`;
+  if (problem === "over_max") {
+    return `The lease can be at most ${leaseLengthWords(maxMs ?? 0)}: choose one of the offered lengths.`;
+  }
+  if (problem === "never_refused") {
+    return `Every VM has a lease here${most}: choose one of the offered lengths.`;
+  }
+  return `Choose one of the offered lease lengths${most}.`;
 }
 
 const freeCores = (node: ProxmoxNode) =>

@@ -59,6 +59,24 @@ export function lateApplyEndWords(request: RequestRecord, job: Job): string {
   return `The apply job played after the request ${closedAs(request)} ${ended} (${jobLink(job)}): nothing was applied from this plan.`;
 }
 
+/** In the request's thread, loudly: someone played the destroy job after the request was closed. */
+export function lateDestroyWords(request: RequestRecord, job: Job): string {
+  const mentions = [request.requester, request.decision?.by]
+    .filter((id): id is string => id !== undefined && id !== "vmbot")
+    .map((id) => `<@${id}>`)
+    .join(" ");
+  return `:rotating_light: *The destroy job of ${name(request)} was played in GitLab after the request ${closedAs(request)}*, by ${who(job)} (${jobLink(job)}, ${escapeMrkdwn(job.status)}): Terraform is destroying the VM outside the approval. ${mentions}`;
+}
+
+/** In the thread: how that destroy job ended; the VM leaves vmbot's list when it succeeded. */
+export function lateDestroyEndWords(request: RequestRecord, job: Job): string {
+  if (job.status === "success") {
+    return `:wastebasket: *The destroy job played after the request ${closedAs(request)} succeeded* (${jobLink(job)}), by ${who(job)}: ${name(request)} is destroyed, outside the approval, and no longer listed.`;
+  }
+  const ended = job.status === "canceled" ? "was canceled" : "failed";
+  return `The destroy job played after the request ${closedAs(request)} ${ended} (${jobLink(job)}): ${name(request)} stays listed.`;
+}
+
 /** In the thread: GitLab refused to delete the plan's artifacts. */
 export function eraseRefusedWords(reason: string): string {
   return `:warning: vmbot could not make this plan unusable in GitLab: ${reason} Until its plan job's artifacts are deleted, anyone with the Developer role can still apply it from GitLab; vmbot reports it here if someone does.`;

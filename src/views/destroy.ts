@@ -278,7 +278,10 @@ export function destroyMessage(request: RequestRecord): DestroyReply {
       elements: [
         {
           type: "mrkdwn",
-          text: `:white_check_mark: Approved by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>`,
+          text:
+            request.decision.by === "vmbot"
+              ? `:robot_face: No approval asked: vmbot destroys this VM because its lease ended (<!date^${at}^{date_short_pretty} {time}|${request.decision.at}>).`
+              : `:white_check_mark: Approved by <@${request.decision.by}> at <!date^${at}^{date_short_pretty} {time}|${request.decision.at}>`,
         },
       ],
     });
@@ -304,6 +307,8 @@ export function destroyToldWords(request: RequestRecord): string | undefined {
       return `:wastebasket: ${to} ${vm} is destroyed.`;
     case "failed":
       return `:x: ${to} the destroy of ${vm} failed; the VM stays listed. The request message above says why.`;
+    case "expired":
+      return `:alarm_clock: ${to} the destroy of ${vm} expired before anyone approved it; the VM stays.`;
     case "rejected":
       return `:no_entry_sign: ${to} the destroy of ${vm} was rejected${request.decision === null ? "" : ` by <@${request.decision.by}>`}; the VM stays.${reasonWords(request)}`;
     default:
@@ -329,6 +334,11 @@ export function destroyFailedWords(job: Job): string {
 /** Under the VM in `/vm list` (plain text: the list escapes it), after a failed destroy. */
 export function destroyFailedNote(job: Job): string {
   return `The last destroy failed (job #${job.id} ${job.status}: ${job.webUrl}).`;
+}
+
+/** A destroy request that waited longer than PLAN_TTL (`ttl`, in words) for approval. */
+export function destroyExpiredWords(vm: string, ttl: string): string {
+  return `This destroy request waited longer than ${ttl} for approval and expired: ${name(vm)} stays, and vmbot will not play its destroy job. Run /vm destroy ${escapeMrkdwn(truncate(vm, 100))} again to ask anew.`;
 }
 
 /** The destroy job is missing from the pipeline vmbot started. */

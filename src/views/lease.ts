@@ -10,9 +10,17 @@ const when = (iso: string) =>
   `<!date^${Math.floor(Date.parse(iso) / 1000)}^{date_short_pretty} {time}|${iso}>`;
 
 /** The owner's direct message before a lease ends: Extend, and Destroy now (confirmed). */
-export function leaseReminder(vm: VmRecord, until: string): { text: string; blocks: KnownBlock[] } {
+export function leaseReminder(
+  vm: VmRecord,
+  until: string,
+  onExpiry: "request-destroy" | "destroy",
+): { text: string; blocks: KnownBlock[] } {
   const name = escapeMrkdwn(vm.name);
-  const text = `The lease of your VM ${name} ends ${when(until)}. Then vmbot asks to destroy it.`;
+  const then =
+    onExpiry === "destroy"
+      ? "Then vmbot destroys it, without asking for approval."
+      : "Then vmbot asks to destroy it.";
+  const text = `The lease of your VM ${name} ends ${when(until)}. ${then}`;
   return {
     text,
     blocks: [
@@ -62,6 +70,11 @@ export function leaseAtMaximumWords(vm: string, until: string): string {
 }
 
 /** The note on a destroy request that a lease's end opened on the owner's behalf. */
-export function leaseExpiredNote(until: string): string {
-  return `Opened by vmbot for the owner: the VM's lease ended at ${until}.`;
+export function leaseExpiredNote(until: string, onExpiry: "request-destroy" | "destroy"): string {
+  return onExpiry === "destroy"
+    ? `Opened and played by vmbot without approval: the VM's lease ended at ${until}, and vmbot's settings destroy a VM when its lease ends.`
+    : `Opened by vmbot for the owner: the VM's lease ended at ${until}.`;
 }
+
+/** Why vmbot played a destroy without an approver, as the decision records it. */
+export const LEASE_EXPIRED_REASON = "lease expired";

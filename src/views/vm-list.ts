@@ -1,5 +1,6 @@
 import type { types } from "@slack/bolt";
 import type { VmRecord } from "../store/inventory.js";
+import type { RequestKind, RequestStatus } from "../store/store.js";
 import { escapeMrkdwn } from "../slack/mrkdwn.js";
 import { age } from "./unlock.js";
 
@@ -20,8 +21,25 @@ export const MAX_LISTED = 50;
 
 const GIB = 1024;
 
-/** `web-01 · 192.168.1.50 · pve · 4 cores, 4 GiB, 40 GiB disk · <@U1> · 3 d old · no lease` */
-function line(vm: VmRecord, now: Date, showOwner: boolean): string {
+/** A request in flight for a listed VM: what it does, and where it stands. */
+export interface VmInFlight {
+  kind: RequestKind;
+  status: RequestStatus;
+}
+
+/** The list's status column: live or gone, or what a request in flight is doing to the VM. */
+function statusWords(vm: VmRecord, busy: VmInFlight | undefined): string {
+  if (busy?.kind === "destroy") {
+    if (busy.status === "awaiting_approval") return "*destroy awaiting approval*";
+    if (busy.status === "applying" || busy.status === "configuring") return "*destroying*";
+    return "*destroy starting*";
+  }
+  if (busy?.kind === "create") return busy.status === "configuring" ? "configuring" : "changing";
+  return vm.status === "gone" ? "*gone*" : "live";
+}
+
+/** `web-01 · 192.168.1.50 · pve · 4 cores, 4 GiB, 40 GiB disk · <@U1> · 3 d old · no lease · live` */
+function line(vm: VmRecord, now: Date, showOwner: boolean, busy?: VmInFlight): string {
   const { spec } = vm;
   const memory =
     spec.memoryMb % GIB === 0 ? `${spec.memoryMb / GIB}` : (spec.memoryMb / GIB).toFixed(1);
@@ -35,6 +53,7 @@ function line(vm: VmRecord, now: Date, showOwner: boolean): string {
     vm.leaseUntil === null
       ? "no lease"
       : `lease until <!date^${Math.floor(Date.parse(vm.leaseUntil) / 1000)}^{date_short_pretty}|${escapeMrkdwn(vm.leaseUntil)}>`,
+    statusWords(vm, busy),
   ];
   // A live VM's note says what went wrong last (a failed destroy); a gone one's why it is gone.
   const status =
@@ -71,13 +90,20 @@ function unmanagedNote(states: readonly string[]): KnownBlock[] {
 /** `/vm list [all]`: the asker's VMs, or everyone's, newest first. */
 export function vmList(
   vms: readonly VmRecord[],
-  options: { all: boolean; now: Date; unmanaged?: readonly string[] },
+  options: ListOptions & { unmanaged?: readonly string[] },
 ): VmListReply {
   const reply = vmLines(vms, options);
   return { ...reply, blocks: [...reply.blocks, ...unmanagedNote(options.unmanaged ?? [])] };
 }
 
-function vmLines(vms: readonly VmRecord[], options: { all: boolean; now: Date }): VmListReply {
+interface ListOptions {
+  all: boolean;
+  now: Date;
+  /** The request in flight for a VM, by its name: a destroy shows in the status column. */
+  inFlight?: ReadonlyMap<string, VmInFlight>;
+}
+
+function vmLines(vms: readonly VmRecord[], options: ListOptions): VmListReply {
   const whose = options.all ? "vmbot's VMs" : "Your VMs";
   if (vms.length === 0) {
     const text = options.all
@@ -89,7 +115,9 @@ function vmLines(vms: readonly VmRecord[], options: { all: boolean; now: Date })
   const header = `*${whose}* (${vms.length}), newest first:`;
   const sections: KnownBlock[] = [];
   for (let at = 0; at < shown.length; at += PER_SECTION) {
-    const lines = shown.slice(at, at + PER_SECTION).map((vm) => line(vm, options.now, options.all));
+    const lines = shown
+      .slice(at, at + PER_SECTION)
+      .map((vm) => line(vm, options.now, options.all, options.inFlight?.get(vm.name)));
     sections.push({
       type: "section",
       text: { type: "mrkdwn", text: [...(at === 0 ? [header] : []), ...lines].join("\n") },

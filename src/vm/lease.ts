@@ -95,12 +95,75 @@ export function leaseProblems(settings: LeaseSettings): string[] {
   ) {
     problems.push("VM_LEASE_DEFAULT must not be longer than VM_LEASE_MAX");
   }
-  if (settings.onExpiry === "destroy") {
-    problems.push(
-      "VM_LEASE_ON_EXPIRY=destroy (destroying without approval) is not available in this version: use request-destroy",
-    );
-  }
   return problems;
+}
+
+/** `30d`, `2h`, `90s`: a length in its largest whole unit, as the form's option values carry it. */
+export function durationText(ms: number): string {
+  for (const unit of ["d", "h", "m"] as const) {
+    if (ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`;
+  }
+  return `${Math.ceil(ms / 1_000)}s`;
+}
+
+/** The lengths the create form offers when no setting names them: an hour to a year. */
+const LADDER_MS = [1, 24, 7 * 24, 14 * 24, 30 * 24, 60 * 24, 90 * 24, 180 * 24, 365 * 24].map(
+  (hours) => hours * UNIT_MS.h,
+);
+
+/**
+ * The lease lengths the create form offers, shortest first: the usual ones up to VM_LEASE_MAX,
+ * the default and the maximum themselves, and never (null, last) only when there is no maximum.
+ * Empty when leases are off (no default and no maximum).
+ */
+export function leaseChoices(settings: LeaseSettings): (number | null)[] {
+  if (settings.defaultMs === null && settings.maxMs === null) return [];
+  const max = settings.maxMs;
+  const lengths = [...LADDER_MS, settings.defaultMs, max].filter(
+    (ms): ms is number => ms !== null && (max === null || ms <= max),
+  );
+  const sorted = [...new Set(lengths)].sort((a, b) => a - b);
+  return max === null ? [...sorted, null] : sorted;
+}
+
+/** The lease a form's answer asks for: a length, or never (null); why not, when it may not be. */
+export type LeaseChoice =
+  | { ok: true; ms: number | null }
+  | { ok: false; problem: "unreadable" | "over_max" | "never_refused" };
+
+/**
+ * Reads the lease chosen on the create form, on the server's side: anything but a duration up
+ * to VM_LEASE_MAX, or never where there is no maximum, is refused. Blank (a form from before the
+ * field) takes the default.
+ */
+export function readLeaseChoice(settings: LeaseSettings, raw: string | undefined): LeaseChoice {
+  const text = raw?.trim().toLowerCase() ?? "";
+  if (text === "") return { ok: true, ms: settings.defaultMs };
+  if (text === "never") {
+    return settings.maxMs === null
+      ? { ok: true, ms: null }
+      : { ok: false, problem: "never_refused" };
+  }
+  const ms = parseLeaseDuration(text);
+  if (ms === undefined) return { ok: false, problem: "unreadable" };
+  if (settings.maxMs !== null && ms > settings.maxMs) return { ok: false, problem: "over_max" };
+  return { ok: true, ms };
+}
+
+/**
+ * When the lease of a VM made at `from` ends: the length chosen on the form (null: never),
+ * never past today's maximum; the default for a request made before the form offered a choice.
+ */
+export function chosenLeaseEnd(
+  settings: LeaseSettings,
+  chosenMs: number | null | undefined,
+  from: Date,
+): string | null {
+  if (chosenMs === undefined) return leaseEnd(settings, from);
+  const length = chosenMs ?? settings.maxMs;
+  if (length === null) return null;
+  const capped = settings.maxMs === null ? length : Math.min(length, settings.maxMs);
+  return new Date(from.getTime() + capped).toISOString();
 }
 
 /** When a lease starting at `from` ends; null for none. */

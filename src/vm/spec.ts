@@ -20,6 +20,11 @@ export const VmSpecSchema = z.object({
   vmId: z.number().int(),
   /** 0 is untagged. */
   vlanId: z.number().int(),
+  /**
+   * The lease chosen on the form, in milliseconds (null: never); absent on requests made before
+   * the form offered a choice, which get VM_LEASE_DEFAULT. Not a pipeline input.
+   */
+  leaseMs: z.number().int().positive().nullable().optional(),
 });
 export type VmSpec = z.infer<typeof VmSpecSchema>;
 

@@ -497,15 +497,18 @@ describe.concurrent("crash between the intent and the result of each outside eff
     it(
       `crashes at lease_reminder:${moment}, restarts, and reminds the owner once`,
       async () => {
-        const end = new Date(Date.now() + 20_000).toISOString();
-        const w = await startWorld(`lease_reminder:${moment}`, LEASES, (db) => {
+        // Due from the first pass, and far from its end however slowly a busy machine starts
+        // the bot: a lease that ended first would open a destroy request instead.
+        const end = new Date(Date.now() + 5 * 60_000).toISOString();
+        const env = { ...LEASES, VM_LEASE_MAX: "1h", VM_LEASE_WARN: "10m" };
+        const w = await startWorld(`lease_reminder:${moment}`, env, (db) => {
           seedVm(db, end);
         });
         try {
           await until(
             w,
             () =>
-              effectOf(w, "lease:web-01", `lease_reminder:${end}:30000`)?.state === "done"
+              effectOf(w, "lease:web-01", `lease_reminder:${end}:600000`)?.state === "done"
                 ? true
                 : undefined,
             "the reminder to be recorded",
@@ -557,6 +560,58 @@ describe.concurrent("crash between the intent and the result of each outside eff
     },
     TEST_MS,
   );
+
+  for (const moment of MOMENTS) {
+    declared.push(`lease expiry destroy/play_destroy:${moment}`);
+    it(
+      `crashes at play_destroy:${moment} of the destroy a lease's end plays without approval, and destroys once`,
+      async () => {
+        const env = { ...LEASES, SLACK_CHANNEL: CHANNEL, VM_LEASE_ON_EXPIRY: "destroy" };
+        const w = await startWorld(`play_destroy:${moment}`, env, (db) => {
+          seedVm(db, new Date(Date.now() - 1_000).toISOString());
+        });
+        try {
+          const pipelineId = await until(
+            w,
+            () => w.gitlab.pipelines[0]?.id,
+            "the destroy pipeline",
+          );
+          settle(w, pipelineId, "tf:destroy");
+          await until(
+            w,
+            () => (w.gitlab.job(pipelineId, "tf:destroy").status !== "manual" ? true : undefined),
+            "the destroy job to start",
+          );
+          settle(w, pipelineId, "tf:destroy");
+          await until(
+            w,
+            () =>
+              threadOf(w, requestMessage(w)!).some((m) => m.text.includes("is destroyed"))
+                ? true
+                : undefined,
+            "the owner to be told",
+          );
+          await settled(w);
+          expect(w.crashes).toBe(1);
+          expect(requestMessage(w)?.text).toBe("Destroy web-01 — Destroyed");
+          expect(requestMessages(w)).toHaveLength(1);
+          expect(w.gitlab.pipelines).toHaveLength(1);
+          expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
+          const actions = audit(w).map((entry) => entry.action);
+          for (const once of ["lease_expired", "destroy_without_approval", "vm_destroyed"]) {
+            expect(actions.filter((a) => a === once)).toHaveLength(1);
+          }
+          expect(actions).not.toContain("approved");
+          readStore(w, (store) => {
+            expect(store.inventory.get("web-01")).toBeUndefined();
+          });
+        } finally {
+          await w.close();
+        }
+      },
+      TEST_MS,
+    );
+  }
 
   for (const moment of MOMENTS) {
     declared.push(`cancel_pipeline:${moment}`, `erase_plan:${moment}`, `unlock:${moment}`);
@@ -736,8 +791,8 @@ describe.concurrent("crash between the intent and the result of each outside eff
 
   it("has a test for every crash point, before and after, each asserting its crash", () => {
     // 8 effects of the approval flow, the rejection's cancel and plan deletion, the unlock, a
-    // destroy's pipeline and play, and the lease reminder, each before and after; and the
-    // destroy request a lease's end opens. Every test above fails unless the bot crashed where
+    // destroy's pipeline and play, and the lease reminder, each before and after; the destroy
+    // request a lease's end opens, and the play of one it destroys without approval. Every test above fails unless the bot crashed where
     // it asked.
     const points = [
       ...APPROVE_FLOW_POINTS,
@@ -750,6 +805,7 @@ describe.concurrent("crash between the intent and the result of each outside eff
       [
         ...points.flatMap((point) => MOMENTS.map((moment) => `${point}:${moment}`)),
         "lease expiry/create_pipeline:after",
+        ...MOMENTS.map((moment) => `lease expiry destroy/play_destroy:${moment}`),
       ].sort(),
     );
     expect(new Set(declared).size).toBe(declared.length);

@@ -13,6 +13,8 @@ import {
   runUntilSettled,
 } from "../support/harness.js";
 import { SAMPLE_SPEC } from "../support/requests.js";
+import { askToDestroy } from "../support/destroy.js";
+import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
 const STRANGER = "U0STRANGER";
@@ -115,6 +117,32 @@ describe("/vm list", () => {
     expect(shown).toContain("*Your VMs* (60), newest first:");
     expect(shown).toContain("…and 10 older VMs, not shown.");
     expect((shown.match(/• \*vm-/g) ?? []).length).toBe(50);
+  });
+
+  it("shows a destroy in flight in the status column: awaiting approval, then destroying, then the VM is gone from the list", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    await madeVm(h);
+    const status = async (userId = REQUESTER, arg = "") => {
+      const shown = (await list(h, userId, arg)).blocks as { text?: { text: string } }[];
+      const line = shown
+        .flatMap((block) => block.text?.text.split("\n") ?? [])
+        .find((each) => each.startsWith("• *web-01*"));
+      return line?.split(" · ").at(-1);
+    };
+    expect(await status()).toBe("live");
+    const { pipelineId, message } = await askToDestroy(h);
+    expect(await status()).toBe("*destroy awaiting approval*");
+    expect(await status(ADMIN, "all")).toBe("*destroy awaiting approval*");
+    await click(h, message(), APPROVER, "destroy_approve");
+    await waitFor(
+      () => (h.gitlab.job(pipelineId, "tf:destroy").status === "manual" ? undefined : true),
+      "the destroy job to start",
+    );
+    expect(await status()).toBe("*destroying*");
+    runUntilSettled(h, pipelineId, "tf:destroy");
+    await h.bot.tracker.tick();
+    expect(await status()).toBeUndefined();
+    expect((await list(h, REQUESTER)).text).toContain("You have no VM made by vmbot");
   });
 
   it("compares the VMs with GitLab's Terraform states: a state gone marks its VM, a state vmbot never made is shown to admins only", async () => {

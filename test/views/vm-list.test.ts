@@ -55,4 +55,39 @@ describe("the VM list", () => {
     expect(text).not.toContain("<@U0REQ>");
     expect(text).toContain(":warning: Its Terraform state vm-web-01 is gone from GitLab.");
   });
+
+  it("shows in its status column a destroy in flight, else live or gone", () => {
+    const names = ["web-01", "web-02", "web-03", "web-04", "web-05"];
+    const reply = vmList(
+      names.map((name) =>
+        vm({
+          name,
+          spec: { ...SAMPLE_SPEC, name },
+          ...(name === "web-05" ? { status: "gone" } : {}),
+        }),
+      ),
+      {
+        all: false,
+        now: NOW,
+        inFlight: new Map([
+          ["web-01", { kind: "destroy", status: "awaiting_approval" }],
+          ["web-02", { kind: "destroy", status: "applying" }],
+          ["web-03", { kind: "destroy", status: "queued" }],
+        ]),
+      },
+    );
+    const lines = reply.blocks.flatMap((block) =>
+      block.type === "section" && block.text !== undefined ? block.text.text.split("\n") : [],
+    );
+    const statusOf = (name: string) =>
+      lines
+        .find((line) => line.startsWith(`• *${name}*`))
+        ?.split(" · ")
+        .at(-1);
+    expect(statusOf("web-01")).toBe("*destroy awaiting approval*");
+    expect(statusOf("web-02")).toBe("*destroying*");
+    expect(statusOf("web-03")).toBe("*destroy starting*");
+    expect(statusOf("web-04")).toBe("live");
+    expect(statusOf("web-05")).toBe("*gone*");
+  });
 });

@@ -1,0 +1,160 @@
+import { describe, expect, it } from "vitest";
+import { askToDestroy, makeVm, vmCommand } from "../support/destroy.js";
+import { testClock } from "../support/clock.js";
+import {
+  APPROVER,
+  click,
+  harnessPerTest,
+  reject,
+  REQUESTER,
+  runUntilSettled,
+  type Harness,
+} from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
+
+/**
+ * A destroy request that ended without destroying: one left waiting past PLAN_TTL expires and
+ * vmbot never plays its job; a destroy job played by hand in GitLab after a Reject or an expiry
+ * is reported, and when it succeeds the VM leaves the inventory.
+ */
+
+const start = harnessPerTest();
+const PLAY = /\/jobs\/\d+\/play$/;
+const SECOND = "U0SECOND";
+
+const threadOf = (h: Harness, ts: string) => h.slack.messages.filter((m) => m.thread_ts === ts);
+const audit = (h: Harness, requestId: string) =>
+  h.bot.store.listAudit(requestId).map((entry) => [entry.actor, entry.action]);
+
+/** Someone with the Developer role plays the destroy job in GitLab and it runs to its end. */
+function playedInGitlab(h: Harness, pipelineId: number, fails = false) {
+  h.gitlab.addUser({ username: "mallory", name: "Mallory" });
+  h.gitlab.playJob(pipelineId, "tf:destroy", { as: "mallory" });
+  if (fails) h.gitlab.failJob(pipelineId, "tf:destroy");
+  runUntilSettled(h, pipelineId, "tf:destroy");
+  return h.gitlab.job(pipelineId, "tf:destroy");
+}
+
+describe("a destroy request that ended without destroying", () => {
+  it("expires after PLAN_TTL: expired through the lifecycle, never played by vmbot afterwards, the message says so and the VM stays listed", async () => {
+    const clock = testClock();
+    const h = await start({
+      project: { role: "maintainer" },
+      env: { PLAN_TTL: "2h", APPROVERS: `${APPROVER},${SECOND}` },
+      clock: clock.now,
+    });
+    await makeVm(h);
+    const { pipelineId, requestId, message } = await askToDestroy(h);
+    const waiting = structuredClone(message());
+    const plays = h.gitlab.requestsTo("POST", PLAY).length;
+
+    // Within PLAN_TTL nothing happens; past it, the request expires.
+    clock.advance(3_600_000);
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    clock.advance(2 * 3_600_000);
+    await h.bot.tracker.tick();
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
+    expect(audit(h, requestId)).toContainEqual(["vmbot", "expired"]);
+    expect(message().text).toBe("Destroy web-01 — Expired");
+    const shown = JSON.stringify(message().blocks);
+    expect(shown).toContain(
+      "This destroy request waited longer than 2 h for approval and expired: *web-01* stays, and vmbot will not play its destroy job.",
+    );
+    expect(shown).not.toContain("destroy_approve");
+    expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);
+    await waitFor(
+      () =>
+        threadOf(h, message().ts).some((m) =>
+          m.text.includes("the destroy of *web-01* expired before anyone approved it"),
+        )
+          ? true
+          : undefined,
+      "the requester to be told",
+    );
+
+    // An Approve from the message as it was is answered, and plays nothing.
+    await click(h, waiting, APPROVER, "destroy_approve");
+    const answered = await h.slack.waitFor(
+      "chat.postEphemeral",
+      (call) => call.args.user === APPROVER,
+    );
+    expect(answered.args.text).toContain("there is nothing to decide");
+    await h.bot.tracker.tick();
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays);
+    expect(h.gitlab.job(pipelineId, "tf:destroy").status).not.toBe("success");
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
+    expect(h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+    expect(JSON.stringify((await vmCommand(h, REQUESTER, "list")).blocks)).toContain("*web-01*");
+
+    // Played by hand in GitLab afterwards and failed: said in the thread, the VM stays listed.
+    const job = playedInGitlab(h, pipelineId, true);
+    await h.bot.tracker.tick();
+    const thread = () => threadOf(h, message().ts).map((m) => m.text);
+    expect(thread()).toContainEqual(
+      expect.stringContaining(
+        "was played in GitLab after the request expired*, by GitLab user `mallory`",
+      ),
+    );
+    expect(thread()).toContainEqual(
+      expect.stringContaining(`The destroy job played after the request expired failed`),
+    );
+    expect(job.status).toBe("failed");
+    expect(h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+  });
+
+  it("played in GitLab after a Reject: reported with who played it, and once it succeeded the VM leaves the inventory, audited as destroyed outside the approval", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    await makeVm(h);
+    const { pipelineId, requestId, message } = await askToDestroy(h);
+    await reject(h, message(), APPROVER, "keep it");
+    await waitFor(
+      () => (h.bot.store.getRequest(requestId)?.status === "rejected" ? true : undefined),
+      "the rejection",
+    );
+    await waitFor(
+      () => (h.gitlab.requestsTo("POST", /\/cancel$/).length === 1 ? true : undefined),
+      "the pipeline to be canceled",
+    );
+    expect(h.bot.store.inventory.get("web-01")).toBeDefined();
+
+    h.gitlab.addUser({ username: "mallory", name: "Mallory" });
+    h.gitlab.playJob(pipelineId, "tf:destroy", { as: "mallory" });
+    await h.bot.tracker.tick();
+    const thread = () => threadOf(h, message().ts).map((m) => m.text);
+    expect(thread()).toContainEqual(
+      expect.stringContaining(
+        "*The destroy job of *web-01* was played in GitLab after the request was rejected*, by GitLab user `mallory`",
+      ),
+    );
+    // Still running: the VM is still listed.
+    expect(h.bot.store.inventory.get("web-01")).toBeDefined();
+
+    runUntilSettled(h, pipelineId, "tf:destroy");
+    expect(h.gitlab.job(pipelineId, "tf:destroy").status).toBe("success");
+    await h.bot.tracker.tick();
+    expect(thread()).toContainEqual(
+      expect.stringContaining("*The destroy job played after the request was rejected succeeded*"),
+    );
+    expect(thread().join("\n")).toContain(
+      "*web-01* is destroyed, outside the approval, and no longer listed.",
+    );
+    expect(h.bot.store.inventory.get("web-01")).toBeUndefined();
+    expect(JSON.stringify((await vmCommand(h, REQUESTER, "list all")).blocks)).not.toContain(
+      "web-01",
+    );
+    const entry = h.bot.store
+      .listAudit(requestId)
+      .find((e) => e.action === "vm_destroyed_outside_approval");
+    expect(entry).toMatchObject({
+      actor: "vmbot",
+      detail: { playedBy: "mallory", status: "success" },
+    });
+    // The request stays rejected; a later pass says nothing more.
+    expect(h.bot.store.getRequest(requestId)?.status).toBe("rejected");
+    const said = thread().length;
+    await h.bot.tracker.tick();
+    expect(thread()).toHaveLength(said);
+    expect(h.bot.store.effect(requestId, "watch_apply")?.state).toBe("done");
+  });
+});
