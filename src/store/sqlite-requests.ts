@@ -6,6 +6,7 @@ import {
   DecisionSchema,
   FailureRecordSchema,
   PlanReviewRecordSchema,
+  ShownApprovalsSchema,
 } from "../requests/records.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { guardWrite } from "./sqlite-checks.js";
@@ -44,6 +45,12 @@ const RequestRowSchema = z.object({
     .nullable()
     .transform((text) => (text === null ? null : DecisionSchema.parse(JSON.parse(text)))),
   address: z.string().nullable(),
+  approvals: z
+    .string()
+    .nullish()
+    .transform((text) =>
+      text === null || text === undefined ? null : ShownApprovalsSchema.parse(JSON.parse(text)),
+    ),
   failure: z
     .string()
     .nullish()
@@ -83,6 +90,7 @@ function toRecord(row: unknown): RequestRecord {
     error: r.error,
     review: r.review,
     decision: r.decision,
+    approvals: r.approvals,
     address: r.address,
     stateName: r.state_name ?? null,
     failure: r.failure,
@@ -107,6 +115,7 @@ const COLUMNS = {
   error: "error",
   review: "review",
   decision: "decision",
+  approvals: "approvals",
   address: "address",
   failure: "failure",
   notes: "notes",
@@ -144,8 +153,7 @@ function updateRequestRow(
     from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
   const values = entries.map(([key, value]) => [
     key,
-    (key === "review" || key === "decision" || key === "notes" || key === "failure") &&
-    value !== null
+    ["review", "decision", "approvals", "notes", "failure"].includes(key) && value !== null
       ? JSON.stringify(value)
       : value,
   ]);

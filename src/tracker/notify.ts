@@ -69,7 +69,7 @@ export function createNotifier(deps: { config: Config; post: ThreadPoster }): No
     if (request.status === "awaiting_approval" && request.kind === "destroy") {
       if (!access.notifyApprovers) return;
       const mentions = approverMentions(
-        access.approvers,
+        request.approvals?.approvers ?? access.approvers,
         access.allowSelfApproval ? undefined : request.requester,
       );
       if (mentions.length === 0) return;

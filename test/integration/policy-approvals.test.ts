@@ -1,0 +1,206 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeMessage } from "../../sandbox/simulators/slack/index.js";
+import { testClock, type TestClock } from "../support/clock.js";
+import {
+  CHANNEL,
+  click,
+  harnessPerTest,
+  REQUESTER,
+  runUntilSettled,
+  type Harness,
+} from "../support/harness.js";
+import { waitFor } from "../support/wait.js";
+
+/**
+ * The policy's approval rules through the wire, beyond the create form: what the first plan
+ * message says, approvals that lapse while nobody clicks, a rule's own say on self-approval, and
+ * a destroy that needs approvals from two groups.
+ */
+
+const start = harnessPerTest();
+const PLATFORM = ["U0PLAT1", "U0PLAT2"];
+const SECURITY = ["U0SEC1", "U0SEC2"];
+
+const POLICY = `
+version: 1
+groups:
+  devs: [${REQUESTER}]
+  platform: [${PLATFORM.join(", ")}]
+  security: [${SECURITY.join(", ")}]
+roles:
+  requesters: [devs, platform]
+  approvers: [devs, platform, security]
+  admins: [platform]
+approvals:
+  - name: big VMs
+    when: { cores_over: 16 }
+    require: [{ group: platform }, { group: security }]
+    lapse_after: 30m
+  - name: own debian VMs
+    when: { templates: [debian] }
+    require: [{ group: devs }]
+    self_approval: true
+  - name: destroys
+    action: destroy
+    require: [{ group: platform }, { group: security }]
+`;
+
+const dirs: string[] = [];
+afterEach(() => {
+  dirs.splice(0).forEach((dir) => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+async function withPolicy(env: Record<string, string> = {}, clock?: TestClock) {
+  const dir = mkdtempSync(join(tmpdir(), "vmbot-policy-approvals-"));
+  dirs.push(dir);
+  const path = join(dir, "policy.yaml");
+  writeFileSync(path, POLICY);
+  return start({
+    env: { VMBOT_POLICY: path, ...env },
+    project: { role: "maintainer" },
+    ...(clock === undefined ? {} : { clock: clock.now }),
+  });
+}
+
+/** REQUESTER asks for `name` with `entries` in the form; the plan runs to its approval. */
+async function planned(h: Harness, name: string, entries: Record<string, string> = {}) {
+  const delivery = await h.signer.slashCommand({
+    text: `create ${name}`,
+    userId: REQUESTER,
+    channelId: CHANNEL,
+  });
+  await h.slack.waitFor("views.open", (call) => call.args.trigger_id === delivery.triggerId);
+  const view = h.slack.views.at(-1)!;
+  const taken = h.bot.store.listByStatus(["queued", "planning", "awaiting_approval"]).length;
+  const answer = await h.signer.viewSubmission({
+    view,
+    values: stateValuesFor(view, {
+      vm_name: name,
+      vm_ip: `192.168.1.${String(50 + taken)}/24`,
+      ...entries,
+    }),
+    userId: REQUESTER,
+  });
+  expect(answer.json).toBeUndefined();
+  const pipelineId = await waitFor(
+    () => h.bot.store.listActive().find((r) => r.spec.name === name)?.pipelineId ?? undefined,
+    "the pipeline",
+  );
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "tf:plan");
+  await h.bot.tracker.tick();
+  const request = h.bot.store.listActive().find((r) => r.spec.name === name)!;
+  expect(request.status).toBe("awaiting_approval");
+  const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
+  return { pipelineId, requestId: request.id, message };
+}
+
+const plays = (h: Harness) => h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/).length;
+const text = (message: FakeMessage) => JSON.stringify(message.blocks);
+
+/** `user` clicks `actionId` on `message`; their private answer. */
+async function approve(h: Harness, message: FakeMessage, user: string, actionId = "plan_approve") {
+  const before = h.slack.callsTo("chat.postEphemeral").filter((c) => c.args.user === user).length;
+  await click(h, message, user, actionId);
+  const call = await waitFor(
+    () => h.slack.callsTo("chat.postEphemeral").filter((c) => c.args.user === user)[before],
+    `the answer to ${user}`,
+  );
+  return String(call.args.text);
+}
+
+describe("the plan message under an approval rule", () => {
+  it("shows the approvals needed as soon as the plan is posted, and calls in the rule's groups", async () => {
+    const h = await withPolicy();
+    const { requestId, message } = await planned(h, "big-01", { vm_cores: "20" });
+    expect(text(message())).toContain(
+      "Approvals: 0 of 2 approvals: 0 of 1 from platform, 0 of 1 from security",
+    );
+    expect(plays(h)).toBe(0);
+    expect(h.bot.store.getRequest(requestId)?.review?.approvers).toEqual([
+      ...PLATFORM,
+      ...SECURITY,
+    ]);
+    // Who may approve is the rule's groups: the requester, an approver too, is not called in.
+    expect(text(message())).toContain(
+      "by <@U0PLAT1>, <@U0PLAT2>, <@U0SEC1> or <@U0SEC2>; after that it expires",
+    );
+  });
+
+  it("removes a lapsed approval on the tracker's pass, with a note naming whose, and audits it", async () => {
+    const clock = testClock();
+    const h = await withPolicy({}, clock);
+    const { requestId, message } = await planned(h, "big-01", { vm_cores: "20" });
+    expect(await approve(h, message(), PLATFORM[0]!)).toMatch(/^Your approval is recorded/);
+    await waitFor(
+      () => (text(message()).includes("approved so far by <@U0PLAT1>") ? true : undefined),
+      "the first approval shown",
+    );
+    clock.advance(31 * 60_000);
+    await h.bot.tracker.tick();
+    await waitFor(
+      () =>
+        text(message()).includes("<@U0PLAT1>: approval older than 30m lapsed and was removed.")
+          ? true
+          : undefined,
+      "the lapse note",
+    );
+    expect(text(message())).toContain("0 of 2 approvals: 0 of 1 from platform");
+    expect(text(message())).not.toContain("approved so far");
+    const request = h.bot.store.getRequest(requestId)!;
+    expect(h.bot.store.approvals.list(requestId, request.review!.planJobId)).toEqual([]);
+    expect(h.bot.store.listAudit(requestId).filter((e) => e.action === "approval_lapsed")).toEqual([
+      expect.objectContaining({
+        actor: "vmbot",
+        detail: expect.objectContaining({ rule: "big VMs", users: ["U0PLAT1"] }) as unknown,
+      }),
+    ]);
+    // Security's approval alone is not enough now: the lapsed one no longer counts.
+    expect(await approve(h, message(), SECURITY[0]!)).toMatch(
+      /^Your approval is recorded\. This plan needs 1 of 2 approvals: 0 of 1 from platform, 1 of 1 from security/,
+    );
+    expect(plays(h)).toBe(0);
+    // A second pass has nothing more to remove: the note is not repeated.
+    await h.bot.tracker.tick();
+    expect(
+      h.bot.store.listAudit(requestId).filter((e) => e.action === "approval_lapsed"),
+    ).toHaveLength(1);
+  });
+});
+
+describe("self-approval under a policy", () => {
+  it("lets a requester approve their own request when the rule's self_approval says so, ALLOW_SELF_APPROVAL unset", async () => {
+    const h = await withPolicy();
+    const { requestId, message } = await planned(h, "deb-01", { vm_template: "9001" });
+    await click(h, message(), REQUESTER, "plan_approve");
+    await waitFor(
+      () =>
+        h.bot.store.getRequest(requestId)?.status === "applying" && plays(h) === 1
+          ? true
+          : undefined,
+      "the apply played",
+    );
+    expect(h.bot.store.listAudit(requestId).find((e) => e.action === "approved")).toMatchObject({
+      actor: REQUESTER,
+      detail: { rule: "own debian VMs" },
+    });
+  });
+
+  it("refuses a requester's own approval when the rule does not allow it, even with ALLOW_SELF_APPROVAL=true", async () => {
+    const h = await withPolicy({ ALLOW_SELF_APPROVAL: "true" });
+    const { requestId, message } = await planned(h, "web-01");
+    expect(await approve(h, message(), REQUESTER)).toBe(
+      "You asked for web-01, so another approver must approve it.",
+    );
+    // A later approver's click plays it: the bot had its chance with the requester's.
+    await click(h, message(), PLATFORM[0]!, "plan_approve");
+    await waitFor(() => (plays(h) === 1 ? true : undefined), "the apply played");
+    expect(h.bot.store.getRequest(requestId)?.decision?.by).toBe(PLATFORM[0]);
+  });
+});
