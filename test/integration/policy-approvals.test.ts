@@ -204,3 +204,112 @@ describe("self-approval under a policy", () => {
     expect(h.bot.store.getRequest(requestId)?.decision?.by).toBe(PLATFORM[0]);
   });
 });
+
+/** web-01 asked for by REQUESTER, approved by platform, applied and configured. */
+async function madeVm(h: Harness) {
+  const { pipelineId, requestId, message } = await planned(h, "web-01");
+  await click(h, message(), PLATFORM[0]!, "plan_approve");
+  await waitFor(
+    () => (h.gitlab.job(pipelineId, "tf:apply").status === "manual" ? undefined : true),
+    "the apply job to start",
+  );
+  h.gitlab.setJobArtifact(pipelineId, "tf:apply", "vm_ip.txt", "192.168.1.50\n");
+  runUntilSettled(h, pipelineId, "tf:apply");
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "ansible:configure");
+  await h.bot.tracker.tick();
+  expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+}
+
+/** The owner asks to destroy web-01 and confirms; its pipeline runs to the approval. */
+async function destroyRequested(h: Harness) {
+  const asked = await h.signer.slashCommand({
+    text: "destroy web-01",
+    userId: REQUESTER,
+    channelId: CHANNEL,
+  });
+  const prompt = JSON.parse(asked.body) as { text: string; blocks: FakeMessage["blocks"] };
+  const before = h.gitlab.pipelines.length;
+  await h.signer.blockAction({
+    message: {
+      channel: CHANNEL,
+      ts: "1796205600.000100",
+      text: prompt.text,
+      blocks: prompt.blocks,
+      user: h.slack.identity.botUserId,
+      bot_id: h.slack.identity.botId,
+      app_id: h.slack.identity.appId,
+    },
+    ephemeral: true,
+    actionId: "destroy_confirm",
+    userId: REQUESTER,
+  });
+  const pipelineId = await waitFor(
+    () => (h.gitlab.pipelines.length > before ? h.gitlab.pipelines.at(-1)!.id : undefined),
+    "the destroy pipeline",
+  );
+  const request = await waitFor(
+    () =>
+      h.bot.store
+        .listActive()
+        .find((r) => r.kind === "destroy" && r.pipelineId === pipelineId && r.messageTs !== null),
+    "the destroy request",
+  );
+  await h.bot.tracker.tick();
+  runUntilSettled(h, pipelineId, "tf:destroy");
+  await h.bot.tracker.tick();
+  expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+  return {
+    pipelineId,
+    requestId: request.id,
+    message: () => h.slack.message(CHANNEL, request.messageTs!)!,
+  };
+}
+
+describe("a destroy under the policy's destroy rule", () => {
+  it("needs one approval from platform and one from security: a second from platform does not count, and clicks at once play tf:destroy once", async () => {
+    const h = await withPolicy();
+    await madeVm(h);
+    const { pipelineId, requestId, message } = await destroyRequested(h);
+    expect(text(message())).toContain(
+      "Approvals: 0 of 2 approvals: 0 of 1 from platform, 0 of 1 from security",
+    );
+    const thread = () => h.slack.messages.filter((m) => m.thread_ts === message().ts);
+    await waitFor(
+      () =>
+        thread().some((m) => m.text.includes("asks to destroy") && m.text.includes("<@U0SEC1>"))
+          ? true
+          : undefined,
+      "the rule's groups called in",
+    );
+    const applyPlays = plays(h);
+    expect(await approve(h, message(), PLATFORM[0]!, "destroy_approve")).toBe(
+      "Your approval is recorded. This destroy needs 1 of 2 approvals: 1 of 1 from platform, 0 of 1 from security; the destroy job starts when the rest approve.",
+    );
+    expect(await approve(h, message(), PLATFORM[1]!, "destroy_approve")).toMatch(
+      /^Your approval does not add to what this destroy needs \(1 of 2 approvals/,
+    );
+    await waitFor(
+      () => (text(message()).includes("approved so far by <@U0PLAT1>") ? true : undefined),
+      "the message showing 1 of 2",
+    );
+    expect(text(message())).toContain("destroy_approve");
+    expect(h.gitlab.job(pipelineId, "tf:destroy").status).toBe("manual");
+    expect(plays(h)).toBe(applyPlays);
+
+    const shown = structuredClone(message());
+    await Promise.all(
+      [SECURITY[0]!, SECURITY[1]!, PLATFORM[1]!].map((user) =>
+        click(h, shown, user, "destroy_approve"),
+      ),
+    );
+    await waitFor(() => (plays(h) === applyPlays + 1 ? true : undefined), "the destroy played");
+    // A later click is answered as already decided: the bot had every chance to play twice.
+    expect(await approve(h, shown, PLATFORM[0]!, "destroy_approve")).toMatch(/nothing to decide/);
+    expect(plays(h)).toBe(applyPlays + 1);
+    const approved = h.bot.store.listAudit(requestId).filter((e) => e.action === "approved");
+    expect(approved).toHaveLength(1);
+    expect(approved[0]).toMatchObject({ detail: { rule: "destroys" } });
+    expect(SECURITY).toContain(approved[0]!.actor);
+  });
+});
