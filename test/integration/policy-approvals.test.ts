@@ -18,7 +18,8 @@ import { waitFor } from "../support/wait.js";
 /**
  * The policy's approval rules through the wire, beyond the create form: what the first plan
  * message says, approvals that lapse while nobody clicks, a rule's own say on self-approval, and
- * a destroy that needs approvals from two groups.
+ * a destroy that needs approvals from two groups. The bot starts with the policy file alone:
+ * neither APPROVERS nor ADMINS is set.
  */
 
 const start = harnessPerTest();
@@ -56,13 +57,14 @@ afterEach(() => {
   });
 });
 
+/** The bot with the policy file and neither APPROVERS nor ADMINS: the policy's groups decide. */
 async function withPolicy(env: Record<string, string> = {}, clock?: TestClock) {
   const dir = mkdtempSync(join(tmpdir(), "vmbot-policy-approvals-"));
   dirs.push(dir);
   const path = join(dir, "policy.yaml");
   writeFileSync(path, POLICY);
   return start({
-    env: { VMBOT_POLICY: path, ...env },
+    env: { VMBOT_POLICY: path, APPROVERS: undefined, ADMINS: undefined, ...env },
     project: { role: "maintainer" },
     ...(clock === undefined ? {} : { clock: clock.now }),
   });
