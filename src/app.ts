@@ -165,6 +165,7 @@ export function createApp(deps: AppDeps): VmbotApp {
     announce: async (channel, message) => {
       await app.client.chat.postMessage({ channel, ...message });
     },
+    approvals: { access, store: deps.store },
   });
   registerListeners(app, { ...deps, access, starter, unlock });
   return { app, slackEvents: http?.requestListener, socket, starter, unlock, access, drain };

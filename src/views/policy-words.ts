@@ -86,3 +86,9 @@ export const earlierPlanResetWords =
 
 export const lapsedWords = (users: readonly string[], after: string) =>
   `${users.map((u) => `<@${u}>`).join(", ")}: approval older than ${after} lapsed and was removed.`;
+
+/** To an admin whose Force-unlock is one of several approvals the policy's unlock rule needs. */
+export const unlockApprovalWords = (state: string, tally: string, counts: boolean) =>
+  counts
+    ? `Your approval to force-unlock \`${state}\` is recorded: ${tally}. The lock is removed when the rest approve: each runs \`/vm unlock ${state}\` and confirms.`
+    : `Your approval does not add to what force-unlocking \`${state}\` needs (${tally}): another approval from the same group, or from a group the rule does not ask for, does not count.`;

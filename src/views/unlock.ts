@@ -204,3 +204,9 @@ export function failure(message: string): Reply {
 export function unlockUnknown(state: string, reason: string): string {
   return `GitLab did not answer the unlock of ${code(state)}, nor when vmbot read the lock again, so vmbot cannot tell whether it was removed. Run \`/vm unlock ${escapeMrkdwn(state)}\` in a minute to see. ${reason}`;
 }
+
+/** To an admin whose confirmation is one of the approvals the policy's unlock rule needs. */
+export function unlockWaiting(words: string): Reply {
+  const text = `:busts_in_silhouette: ${words}`;
+  return { text, blocks: [section(text)] };
+}
