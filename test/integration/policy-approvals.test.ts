@@ -180,6 +180,16 @@ describe("self-approval under a policy", () => {
   it("lets a requester approve their own request when the rule's self_approval says so, ALLOW_SELF_APPROVAL unset", async () => {
     const h = await withPolicy();
     const { requestId, message } = await planned(h, "deb-01", { vm_template: "9001" });
+    // The rule's only group is the requester's own, and it lets them approve: they are called in.
+    await waitFor(
+      () =>
+        h.slack.messages.find(
+          (m) =>
+            m.thread_ts === message().ts &&
+            m.text.startsWith(`:eyes: <@${REQUESTER}> the plan for *deb-01*`),
+        ),
+      "the requester called in",
+    );
     await click(h, message(), REQUESTER, "plan_approve");
     await waitFor(
       () =>
