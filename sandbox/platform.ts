@@ -8,6 +8,9 @@
  * Terraform state lock someone left behind, a slow Proxmox.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   FAILING_TASKS,
   syntheticAnsibleRun,
@@ -27,7 +30,11 @@ import { startFakeProxmox, type FakeProxmox } from "./simulators/proxmox/index.j
 import { startFakeSlack, type FakeSlack } from "./simulators/slack/index.js";
 import { startFakeVault, type FakeVault } from "./simulators/vault/index.js";
 
-/** The people the page lets you be, and what each may do (the bot's access lists say so). */
+/**
+ * The people the page lets you be, and what each may do: the example request policy
+ * (examples/policy/policy.yaml) names them. Robin is in devs, Alex in platform, Sam in security
+ * and an admin; Casey is in no group.
+ */
 export const PEOPLE = {
   requester: { id: "U0SBXROBIN", name: "robin", realName: "Robin (requester)" },
   approver: { id: "U0SBXALEX", name: "alex", realName: "Alex (approver)" },
@@ -92,6 +99,19 @@ export interface SimulatedPlatform {
 }
 
 const secret = (bytes: number): string => randomBytes(bytes).toString("hex");
+
+/**
+ * The example request policy, which names the people above: found upward from this module, so
+ * that it is the same file from the sources and from the built sandbox.
+ */
+export function examplePolicyPath(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const candidate = join(dir, "examples", "policy", "policy.yaml");
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir)
+      throw new Error("the sandbox cannot find examples/policy/policy.yaml");
+  }
+}
 
 export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
   // Fresh credentials on every start: nothing here is a real secret, and none is reused.
@@ -204,9 +224,8 @@ export async function startSimulatedPlatform(): Promise<SimulatedPlatform> {
         PROXMOX_URL: proxmox.url,
         VM_NODES: "pve1,pve2",
         VM_TEMPLATES: "ubuntu-24.04=9000,debian-12=9001",
-        REQUESTERS: [PEOPLE.requester.id, PEOPLE.approver.id, PEOPLE.admin.id].join(","),
-        APPROVERS: PEOPLE.approver.id,
-        ADMINS: PEOPLE.admin.id,
+        // The policy's groups decide who asks, approves and unlocks: no access lists.
+        VMBOT_POLICY: examplePolicyPath(),
         POLL_INTERVAL_MS: "2000",
       },
       // A stuck lock that an admin's /vm unlock removed is over: the switch shows it.

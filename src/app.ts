@@ -50,6 +50,8 @@ export interface VmbotApp {
   starter: RequestStarter;
   /** Unlocking Terraform state, with the unlocks a crash interrupted to finish. */
   unlock: UnlockService;
+  /** Who may do what, and the policy in force. */
+  access: Access;
   /** Resolves when every event being handled has finished. */
   drain(): Promise<void>;
 }
@@ -164,7 +166,8 @@ export function createApp(deps: AppDeps): VmbotApp {
     announce: async (channel, message) => {
       await app.client.chat.postMessage({ channel, ...message });
     },
+    approvals: { access, store: deps.store },
   });
   registerListeners(app, { ...deps, access, starter, unlock });
-  return { app, slackEvents: http?.requestListener, socket, starter, unlock, drain };
+  return { app, slackEvents: http?.requestListener, socket, starter, unlock, access, drain };
 }

@@ -123,6 +123,7 @@ function buildParts(
     redact: redactor,
     effects,
     starter: vmbot.starter,
+    access: vmbot.access,
     nodes: platform.nodes,
     now: options.clock ?? systemClock,
   });

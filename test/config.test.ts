@@ -107,12 +107,29 @@ describe("loadConfig", () => {
         "PORT must be a whole number (the HTTP port)",
         "VM_TEMPLATES must be a comma-separated list of 1 to 100 name=vmid, e.g. ubuntu-24.04=9000",
         "APPROVERS must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (who may approve plans)",
-        "ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
+        "ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD (or a policy file in VMBOT_POLICY)",
         "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent",
         "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",
         "GITLAB_TOKEN is required: a token with the api scope (or set VAULT_ADDR and VAULT_GITLAB_PATH to read it from Vault)",
       ]),
     );
+  });
+
+  it("needs neither APPROVERS nor ADMINS when a policy file decides, and both without one", () => {
+    const withoutLists = { ...minimal, APPROVERS: undefined, ADMINS: undefined };
+    const config = loadConfig({ ...withoutLists, VMBOT_POLICY: "/etc/vmbot/policy.yaml" });
+    expect(config.policyPath).toBe("/etc/vmbot/policy.yaml");
+    expect(config.access).toMatchObject({ approvers: [], admins: [] });
+    expect(problemsOf({ ...withoutLists, VMBOT_POLICY: "  " })).toEqual([
+      "APPROVERS is required: the Slack user or user-group IDs allowed to approve plans, e.g. U0123ABCD,S0456EFGH (or a policy file in VMBOT_POLICY)",
+      "ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD (or a policy file in VMBOT_POLICY)",
+    ]);
+    // Set, they are still checked.
+    expect(
+      problemsOf({ ...withoutLists, VMBOT_POLICY: "/etc/vmbot/policy.yaml", ADMINS: "alice" }),
+    ).toEqual([
+      "ADMINS must be a comma-separated list of Slack user IDs (U…/W…) or user-group IDs (S…) (who may unlock Terraform state)",
+    ]);
   });
 
   it("says which variable is missing when nothing is set", () => {

@@ -38,7 +38,7 @@ describe("start-up", () => {
       "  - POLL_INTERVAL_MS must be a whole number (milliseconds between pipeline polls)",
     );
     expect(stderr).toContain(
-      "  - ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
+      "  - ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD (or a policy file in VMBOT_POLICY)",
     );
     expect(stderr).toContain("See .env.example for every variable and its meaning.");
     for (const secret of Object.values(TEST_SECRETS)) expect(stderr).not.toContain(secret);

@@ -2,6 +2,7 @@ import type { App, BlockButtonAction } from "@slack/bolt";
 import { userMessage } from "../views/errors.js";
 import type { Job } from "../gitlab/gitlab.js";
 import { DESTROY_APPROVE } from "../ids.js";
+import { recordApproval } from "../policy/approval-step.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import type { RequestRecord } from "../store/store.js";
@@ -41,9 +42,17 @@ export function createDestroyApproveAction(deps: PlanDecisionDeps) {
     const render = async (request: RequestRecord) => {
       await renderRequestMessage(args.client, deps.store, request, log);
     };
+    // The policy's destroy rule: this click may be one of several the destroy needs.
+    const approval = await recordApproval(deps, found, user, now());
+    if (approval.kind === "waiting") {
+      await answer(approval.words);
+      if (approval.request) await render(approval.request);
+      return;
+    }
     const decision = { kind: "approved" as const, by: user, at: now().toISOString() };
     const step = `play_destroy:${decision.at}`;
-    const audit = { actor: user, action: "approved" };
+    const detail = { rule: approval.rule, tally: approval.tally };
+    const audit = { actor: user, action: "approved", detail };
     const claimed = await claimApproval(deps, found, step, decision, audit, answer);
     if (!claimed) return;
     const claim = { deps, found, claimed, user, step, log, answer, render };

@@ -6,7 +6,7 @@ import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../views/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import { recordApproval } from "../policy/approval-step.js";
+import { recordApproval, ruleOf } from "../policy/approval-step.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { createThreadPoster } from "../slack/thread.js";
@@ -137,7 +137,9 @@ export async function checkDecisionBy(
     );
     return undefined;
   }
-  if (request.requester === user && !deps.config.access.allowSelfApproval) {
+  // The request's approval rule says whether its requester may decide on it (without a policy
+  // file, ALLOW_SELF_APPROVAL is that rule's answer).
+  if (request.requester === user && !ruleOf(deps.access.policy(), request).self_approval) {
     await tell(client, channel, user, anotherApproverWords(request.spec.name, verb));
     return undefined;
   }

@@ -189,14 +189,9 @@ export const EnvSchema = z.object({
   VM_DEFAULT_GATEWAY: ipv4("192.168.1.1", "the gateway the form suggests"),
   VM_DEFAULT_DNS: ipv4("192.168.1.1", "the DNS server the form suggests"),
   REQUESTERS: slackIdList("who may ask for a VM; leave unset for everyone"),
-  APPROVERS: slackIdList(
-    "who may approve plans",
-    "the Slack user or user-group IDs allowed to approve plans, e.g. U0123ABCD,S0456EFGH",
-  ),
-  ADMINS: slackIdList(
-    "who may unlock Terraform state",
-    "the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD",
-  ),
+  /** Required unless VMBOT_POLICY names a policy file, whose groups decide (crossFieldProblems). */
+  APPROVERS: slackIdList("who may approve plans"),
+  ADMINS: slackIdList("who may unlock Terraform state"),
   ALLOW_SELF_APPROVAL: boolean(false),
   NOTIFY_APPROVERS: boolean(true),
   VMBOT_POLICY: optionalString(),
@@ -232,6 +227,17 @@ export type RawEnv = Readonly<Record<string, string | undefined>>;
 export function crossFieldProblems(raw: RawEnv): string[] {
   const has = (name: string) => (raw[name]?.trim() ?? "") !== "";
   const problems: string[] = [];
+  // With a policy file, its groups decide who approves and who is an admin.
+  if (!has("VMBOT_POLICY") && !has("APPROVERS")) {
+    problems.push(
+      "APPROVERS is required: the Slack user or user-group IDs allowed to approve plans, e.g. U0123ABCD,S0456EFGH (or a policy file in VMBOT_POLICY)",
+    );
+  }
+  if (!has("VMBOT_POLICY") && !has("ADMINS")) {
+    problems.push(
+      "ADMINS is required: the Slack user or user-group IDs allowed to unlock Terraform state, e.g. U0123ABCD (or a policy file in VMBOT_POLICY)",
+    );
+  }
   if (!has("SLACK_APP_TOKEN") && !has("SLACK_SIGNING_SECRET")) {
     problems.push(
       "SLACK_SIGNING_SECRET is required in HTTP mode: set it to the app's Signing Secret, or set SLACK_APP_TOKEN for Socket Mode",

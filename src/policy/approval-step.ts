@@ -1,76 +1,223 @@
 import type { Access } from "../access.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { ShownApprovals } from "../requests/records.js";
+import type { RequestPatch, RequestRecord, Store } from "../store/store.js";
 import {
   approvalNotCountingWords,
   approvalRecordedWords,
   earlierPlanResetWords,
   lapsedWords,
 } from "../views/policy-words.js";
-import { approvalRuleFor, tally, tallyWords } from "./approvals.js";
+import { approvalRuleFor, tally, tallyWords, type Tally } from "./approvals.js";
+import type { ApprovalRule, PolicyFile } from "./schema.js";
 import { askOf } from "./usage.js";
 
 /**
- * One approval click under the policy's approval rule: recorded for the plan job it was given on,
- * counted, and either enough (the caller plays the apply through its one conditional claim) or
- * shown on the message as what is still needed.
+ * One approval click under the policy's approval rule: recorded for the plan (or the destroy
+ * pipeline) it was given on, counted, and either enough (the caller plays the job through its one
+ * conditional claim) or shown on the message as what is still needed.
  */
 
 export type ApprovalOutcome =
   | { kind: "met"; rule: string; tally: string }
   | { kind: "waiting"; words: string; request: RequestRecord | undefined };
 
+interface ApprovalDeps {
+  access: Pick<Access, "policy" | "groupsOf">;
+  store: Store;
+}
+
 const destructive = (request: RequestRecord) =>
   (request.review?.plan.resources ?? []).some(
     (resource) => resource.action === "delete" || resource.action === "replace",
   );
 
+/** The rule that decides a request's approvals: a destroy's, or a create's by its plan. */
+export function ruleOf(policy: PolicyFile, request: RequestRecord): ApprovalRule {
+  return request.kind === "destroy"
+    ? approvalRuleFor(policy, "destroy", askOf(request.spec), true)
+    : approvalRuleFor(policy, "create", askOf(request.spec), destructive(request));
+}
+
+/**
+ * What a request's approvals are kept under: the plan job they were given on (a re-run plan
+ * starts with none), or a destroy request's pipeline. Undefined while there is nothing to approve.
+ */
+export function approvalKey(request: RequestRecord): number | undefined {
+  if (request.kind === "destroy") return request.pipelineId ?? undefined;
+  return request.review?.planJobId;
+}
+
+/**
+ * Who may fill a place of `rule` (Slack user and user-group IDs), for the message and the call to
+ * approvers; the requester is left out unless the rule lets them approve their own request.
+ */
+export function approversOf(policy: PolicyFile, rule: ApprovalRule, requester: string): string[] {
+  const names = rule.require.flatMap((need) =>
+    need.group === "everyone" ? policy.roles.approvers : [need.group],
+  );
+  const ids = names.includes("everyone") ? [] : names.flatMap((name) => policy.groups[name] ?? []);
+  return [...new Set(ids)].filter((id) => rule.self_approval || id !== requester);
+}
+
+/** The approvals a request shows: a plan's in its review, a destroy's on the request. */
+export const shownOf = (request: RequestRecord): ShownApprovals | undefined =>
+  request.kind === "destroy" ? (request.approvals ?? undefined) : request.review?.approvals;
+
+/** The change that makes a request show `shown`. */
+function showing(request: RequestRecord, shown: ShownApprovals): RequestPatch {
+  if (request.kind === "destroy" || request.review === null) return { approvals: shown };
+  return { review: { ...request.review, approvals: shown } };
+}
+
+/** Counts the approvals kept for `key`, removing (and naming) those that lapsed. */
+function count(
+  deps: ApprovalDeps,
+  request: RequestRecord,
+  requesterGroups: readonly string[],
+  rule: ApprovalRule,
+  key: number,
+  now: Date,
+): { counted: Tally; notes: string[] } {
+  const { approvals } = deps.store;
+  const counted = tally(
+    rule,
+    approvals.list(request.id, key),
+    request.requester,
+    requesterGroups,
+    now,
+  );
+  const notes: string[] = [];
+  if (counted.lapsed.length > 0) {
+    const users = counted.lapsed.map((a) => a.user);
+    approvals.remove(request.id, key, users);
+    notes.push(lapsedWords(users, rule.lapse_after ?? ""));
+  }
+  if (approvals.earlier(request.id, key)) notes.push(earlierPlanResetWords);
+  return { counted, notes };
+}
+
+/** What a request waiting for approval shows before (or between) clicks. */
+function shownFor(
+  policy: PolicyFile,
+  request: RequestRecord,
+  rule: ApprovalRule,
+  counted: Tally,
+  notes: string[],
+): ShownApprovals {
+  return {
+    tally: tallyWords(counted),
+    by: counted.requirements.flatMap((need) => need.by),
+    notes,
+    approvers: approversOf(policy, rule, request.requester),
+  };
+}
+
+/**
+ * As a request starts waiting for approval (a plan just posted, a destroy job waiting): who may
+ * approve it, and the approvals it shows when its rule needs more than one (none given yet
+ * unless some were kept for this plan) or there is something to say about earlier ones.
+ */
+export async function waitingApprovals(
+  deps: ApprovalDeps,
+  request: RequestRecord,
+  now: Date,
+): Promise<{ approvers: string[]; approvals: ShownApprovals | undefined }> {
+  const policy = deps.access.policy();
+  const rule = ruleOf(policy, request);
+  const approvers = approversOf(policy, rule, request.requester);
+  const key = approvalKey(request);
+  if (key === undefined) return { approvers, approvals: undefined };
+  const requesterGroups = await deps.access.groupsOf(request.requester);
+  const { counted, notes } = count(deps, request, requesterGroups, rule, key, now);
+  const places = rule.require.reduce((n, need) => n + need.count, 0);
+  const shown = shownFor(policy, request, rule, counted, notes);
+  return { approvers, approvals: places > 1 || notes.length > 0 ? shown : undefined };
+}
+
 export async function recordApproval(
-  deps: { access: Access; store: Store },
+  deps: ApprovalDeps,
   request: RequestRecord,
   user: string,
   now: Date,
 ): Promise<ApprovalOutcome> {
-  const review = request.review;
   const policy = deps.access.policy();
-  const rule = approvalRuleFor(policy, "create", askOf(request.spec), destructive(request));
-  if (review === null) return { kind: "met", rule: rule.name, tally: "" };
+  const rule = ruleOf(policy, request);
+  const key = approvalKey(request);
+  if (key === undefined) return { kind: "met", rule: rule.name, tally: "" };
   const [groups, requesterGroups] = await Promise.all([
     deps.access.groupsOf(user),
     deps.access.groupsOf(request.requester),
   ]);
   // From here to the write below, nothing waits: clicks are counted one at a time.
-  const { approvals } = deps.store;
-  approvals.add({
-    requestId: request.id,
-    planJobId: review.planJobId,
-    user,
-    groups,
-    at: now.toISOString(),
-  });
-  const given = approvals.list(request.id, review.planJobId);
-  const counted = tally(rule, given, request.requester, requesterGroups, now);
-  const notes: string[] = [];
-  if (counted.lapsed.length > 0) {
-    const users = counted.lapsed.map((a) => a.user);
-    approvals.remove(request.id, review.planJobId, users);
-    notes.push(lapsedWords(users, rule.lapse_after ?? ""));
-  }
-  if (approvals.earlier(request.id, review.planJobId)) notes.push(earlierPlanResetWords);
+  const at = now.toISOString();
+  deps.store.approvals.add({ requestId: request.id, planJobId: key, user, groups, at });
+  const { counted, notes } = count(deps, request, requesterGroups, rule, key, now);
   const words = tallyWords(counted);
   if (counted.met) return { kind: "met", rule: rule.name, tally: words };
-  const by = counted.requirements.flatMap((need) => need.by);
-  const shown = deps.store.transition(request.id, ["awaiting_approval"], "awaiting_approval", {
-    review: { ...review, approvals: { tally: words, by, notes } },
-  });
+  // The request as the store holds it now: the notes it shows are kept, the new ones added.
+  const current = deps.store.getRequest(request.id) ?? request;
+  const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
+  const shown = shownFor(policy, current, rule, counted, kept);
+  const moved = deps.store.transition(
+    request.id,
+    ["awaiting_approval"],
+    "awaiting_approval",
+    showing(current, shown),
+  );
   deps.store.audit({
     requestId: request.id,
     actor: user,
     action: "approval_recorded",
-    detail: { rule: rule.name, tally: words, counts: by.includes(user) },
+    detail: { rule: rule.name, tally: words, counts: shown.by.includes(user) },
   });
+  const what = request.kind === "destroy" ? "destroy" : "plan";
   return {
     kind: "waiting",
-    words: by.includes(user) ? approvalRecordedWords(words) : approvalNotCountingWords(words),
-    request: shown,
+    words: shown.by.includes(user)
+      ? approvalRecordedWords(words, what)
+      : approvalNotCountingWords(words, what),
+    request: moved,
   };
+}
+
+/**
+ * The tracker's pass over a request waiting for approval: approvals older than the rule allows
+ * are removed, the message says whose lapsed, and the removal is audited. The request as it now
+ * shows, or undefined when nothing lapsed.
+ */
+export async function dropLapsed(
+  deps: ApprovalDeps,
+  request: RequestRecord,
+  now: Date,
+): Promise<RequestRecord | undefined> {
+  if (request.status !== "awaiting_approval") return undefined;
+  const key = approvalKey(request);
+  const policy = deps.access.policy();
+  const rule = ruleOf(policy, request);
+  if (key === undefined || rule.lapse_after === undefined) return undefined;
+  const requesterGroups = await deps.access.groupsOf(request.requester);
+  const given = deps.store.approvals.list(request.id, key);
+  const counted = tally(rule, given, request.requester, requesterGroups, now);
+  if (counted.lapsed.length === 0) return undefined;
+  const users = counted.lapsed.map((a) => a.user);
+  deps.store.approvals.remove(request.id, key, users);
+  const current = deps.store.getRequest(request.id) ?? request;
+  const note = lapsedWords(users, rule.lapse_after);
+  const shown = shownFor(policy, current, rule, counted, [
+    ...(shownOf(current)?.notes ?? []),
+    note,
+  ]);
+  const moved = deps.store.transition(
+    request.id,
+    ["awaiting_approval"],
+    "awaiting_approval",
+    showing(current, shown),
+    undefined,
+    {
+      actor: "vmbot",
+      action: "approval_lapsed",
+      detail: { rule: rule.name, users, tally: shown.tally },
+    },
+  );
+  return moved;
 }

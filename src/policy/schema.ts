@@ -185,7 +185,11 @@ export function parsePolicy(text: string): PolicyParse {
   return problems.length > 0 ? { ok: false, problems } : { ok: true, policy: parsed.data };
 }
 
-/** Today's access lists as a policy: one approval from an approver, nothing else limited. */
+/**
+ * Today's access lists as a policy: one approval from an approver for a create or a destroy,
+ * ALLOW_SELF_APPROVAL saying whether it may be the requester's own; an admin unlocks alone;
+ * nothing else limited.
+ */
 export function policyFromLists(lists: {
   requesters: readonly string[];
   approvers: readonly string[];
@@ -208,15 +212,13 @@ export function policyFromLists(lists: {
     },
     requests: [],
     quotas: [],
-    approvals: [
-      {
-        name: "one approver",
-        action: "create",
-        require: [{ group: "approvers", count: 1 }],
-        requester_group_may_approve: true,
-        self_approval: lists.allowSelfApproval,
-      },
-    ],
+    approvals: (["create", "destroy"] as const).map((action) => ({
+      name: action === "create" ? "one approver" : `one approver (${action})`,
+      action,
+      require: [{ group: "approvers", count: 1 }],
+      requester_group_may_approve: true,
+      self_approval: lists.allowSelfApproval,
+    })),
   };
 }
 

@@ -51,6 +51,18 @@ export const PlanSummarySchema = z.object({
     .optional(),
 });
 
+/**
+ * The approvals a request needs and those given so far, as its message shows them: the tally, who
+ * counted, notes (lapsed approvals, a reset), and who may still approve (Slack user and group IDs).
+ */
+export const ShownApprovalsSchema = z.object({
+  tally: z.string(),
+  by: z.array(z.string()),
+  notes: z.array(z.string()),
+  approvers: z.array(z.string()).optional(),
+});
+export type ShownApprovals = z.infer<typeof ShownApprovalsSchema>;
+
 export const PlanReviewRecordSchema = z.object({
   plan: PlanSummarySchema,
   nodes: z
@@ -76,9 +88,7 @@ export const PlanReviewRecordSchema = z.object({
   /** Who may approve it (Slack user and user-group IDs), as the message shows it. */
   approvers: z.array(z.string()).optional(),
   /** The approvals the policy needs and those given on this plan so far, as the message shows. */
-  approvals: z
-    .object({ tally: z.string(), by: z.array(z.string()), notes: z.array(z.string()) })
-    .optional(),
+  approvals: ShownApprovalsSchema.optional(),
 });
 export type PlanReviewRecord = z.infer<typeof PlanReviewRecordSchema>;
 

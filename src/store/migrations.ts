@@ -91,4 +91,7 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN kind TEXT NOT NULL DEFAULT 'create';
   `,
+  `
+  ALTER TABLE requests ADD COLUMN approvals TEXT;
+  `,
 ];

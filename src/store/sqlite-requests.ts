@@ -1,3 +1,4 @@
+import { ADDRESS_SQL, HeldRowSchema, placeholders } from "./sqlite-held.js";
 import { randomBytes } from "node:crypto";
 import type Database from "better-sqlite3";
 import { z } from "zod";
@@ -7,6 +8,7 @@ import {
   FailureRecordSchema,
   PlanReviewRecordSchema,
   type PlanReviewRecord,
+  ShownApprovalsSchema,
 } from "../requests/records.js";
 import { VmSpecSchema } from "../vm/spec.js";
 import { guardWrite } from "./sqlite-checks.js";
@@ -46,6 +48,12 @@ const RequestRowSchema = z.object({
     .nullable()
     .transform((text) => (text === null ? null : DecisionSchema.parse(JSON.parse(text)))),
   address: z.string().nullable(),
+  approvals: z
+    .string()
+    .nullish()
+    .transform((text) =>
+      text === null || text === undefined ? null : ShownApprovalsSchema.parse(JSON.parse(text)),
+    ),
   failure: z
     .string()
     .nullish()
@@ -127,6 +135,7 @@ function toRecord(
     error: r.error,
     review: reviewOf(r.id, r.review),
     decision: r.decision,
+    approvals: r.approvals,
     address: r.address,
     stateName: r.state_name ?? null,
     failure: r.failure,
@@ -151,6 +160,7 @@ const COLUMNS = {
   error: "error",
   review: "review",
   decision: "decision",
+  approvals: "approvals",
   address: "address",
   failure: "failure",
   notes: "notes",
@@ -188,8 +198,7 @@ function updateRequestRow(
     from === undefined ? "" : ` AND status IN (${from.map((_, i) => `@from${i}`).join(", ")})`;
   const values = entries.map(([key, value]) => [
     key,
-    (key === "review" || key === "decision" || key === "notes" || key === "failure") &&
-    value !== null
+    ["review", "decision", "approvals", "notes", "failure"].includes(key) && value !== null
       ? JSON.stringify(value)
       : value,
   ]);
@@ -215,19 +224,6 @@ export type SqliteRequestReads = Pick<
   | "listHeld"
   | "listBehind"
 >;
-
-/** `?, ?, ?` for `count` parameters. */
-const placeholders = (count: number) => Array.from({ length: count }, () => "?").join(", ");
-
-/** A VM's address without its prefix, in SQL: `192.168.1.50/24` → `192.168.1.50`. */
-const ADDRESS_SQL =
-  "substr(json_extract(spec, '$.ip'), 1, instr(json_extract(spec, '$.ip') || '/', '/') - 1)";
-
-const HeldRowSchema = z.object({
-  id: z.string(),
-  requester: z.string(),
-  spec: z.string().transform((text) => VmSpecSchema.parse(JSON.parse(text))),
-});
 
 /** The reads of the requests table, each row checked against its schema. */
 export function createSqliteRequestReads(

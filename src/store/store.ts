@@ -1,7 +1,12 @@
 import type { Approvals } from "./approvals.js";
 import type { Inventory } from "./inventory.js";
 import type { RequestStatus } from "../requests/lifecycle.js";
-import type { Decision, FailureRecord, PlanReviewRecord } from "../requests/records.js";
+import type {
+  Decision,
+  FailureRecord,
+  PlanReviewRecord,
+  ShownApprovals,
+} from "../requests/records.js";
 import type { VmSpec } from "../vm/spec.js";
 
 export {
@@ -34,6 +39,8 @@ export interface RequestRecord {
   review: PlanReviewRecord | null;
   /** Who approved or rejected the plan, and when. */
   decision: Decision | null;
+  /** A destroy request's approvals as its message shows them (a plan's are in its review). */
+  approvals: ShownApprovals | null;
   /** Which job failed, why, and the next step taken, when status is failed (or was). */
   failure: FailureRecord | null;
   /** The VM's address once Terraform has applied (from the apply job's vm_ip.txt). */
@@ -88,6 +95,7 @@ export type RequestPatch = Partial<
     | "error"
     | "review"
     | "decision"
+    | "approvals"
     | "address"
     | "failure"
     | "notes"

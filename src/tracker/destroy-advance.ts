@@ -25,6 +25,8 @@ export interface DestroyAdvanceDeps {
   store: Store;
   log: Logger;
   approvals: ApprovalFinisher;
+  /** What a destroy request records as it starts waiting: who may approve, what it needs. */
+  waiting: (request: RequestRecord) => Promise<Parameters<Store["transition"]>[3]>;
   /** Moves the request (conditionally, audited) and renders it. */
   move: (
     request: RequestRecord,
@@ -80,7 +82,7 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
       if (destroy.status === "manual" && request.decision?.kind === "approved") {
         await playUnapproved(request, destroy);
       } else if (destroy.status === "manual") {
-        await deps.move(request, "awaiting_approval");
+        await deps.move(request, "awaiting_approval", await deps.waiting(request));
       } else if (destroy.status === "skipped" || STOPPED.has(destroy.status)) {
         // A job before it (notify:destroy) failed, so GitLab skipped the destroy job.
         const cause = jobs.find((job) => job.status === "failed") ?? destroy;

@@ -53,10 +53,12 @@ export function createNotifier(deps: { config: Config; post: ThreadPoster }): No
   return async (request) => {
     if (request.status === "awaiting_approval" && request.review !== null) {
       if (!access.notifyApprovers) return;
-      const approvers = request.review.approvers ?? access.approvers;
+      // Who the plan's approval rule lets approve, its requester already left out unless the
+      // rule lets them; for plans reviewed before that was recorded, the approvers' list.
+      const recorded = request.review.approvers;
       const mentions = approverMentions(
-        approvers,
-        access.allowSelfApproval ? undefined : request.requester,
+        recorded ?? access.approvers,
+        recorded !== undefined || access.allowSelfApproval ? undefined : request.requester,
       );
       if (mentions.length === 0) return;
       await deps.post(
@@ -68,9 +70,10 @@ export function createNotifier(deps: { config: Config; post: ThreadPoster }): No
     }
     if (request.status === "awaiting_approval" && request.kind === "destroy") {
       if (!access.notifyApprovers) return;
+      const recorded = request.approvals?.approvers;
       const mentions = approverMentions(
-        access.approvers,
-        access.allowSelfApproval ? undefined : request.requester,
+        recorded ?? access.approvers,
+        recorded !== undefined || access.allowSelfApproval ? undefined : request.requester,
       );
       if (mentions.length === 0) return;
       await deps.post(

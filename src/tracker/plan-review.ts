@@ -1,4 +1,5 @@
 import type { webApi } from "@slack/bolt";
+import type { Access } from "../access.js";
 import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
@@ -18,6 +19,7 @@ import {
 } from "../terraform/plan-text.js";
 import { planFileCutNotes, planJsonMissing } from "../views/log-cut.js";
 import { keptForMessage } from "../views/plan-kept.js";
+import { waitingApprovals } from "../policy/approval-step.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { approvalDeadline } from "./notify.js";
 import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
@@ -28,6 +30,8 @@ export interface PlanReviewDeps {
   store: Store;
   gitlab: GitlabPort;
   client: webApi.WebClient;
+  /** The policy in force and people's groups: the approvals the plan needs. */
+  access: Pick<Access, "policy" | "groupsOf">;
   log: Logger;
   redact: Redactor;
   effects: Effects;
@@ -205,8 +209,9 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
       if (reading.file !== undefined) {
         planFile = await uploadPlanFile(deps, request, job, { ...reading, file: reading.file });
       }
-      const reviewedAt = deps.now().toISOString();
-      await deps.reviewed(request, {
+      const now = deps.now();
+      const reviewedAt = now.toISOString();
+      const review: PlanReviewRecord = {
         // What the message needs of the plan, not the whole of a long one.
         plan: keptForMessage(plan),
         ...(nodes === undefined ? {} : { nodes }),
@@ -215,11 +220,15 @@ export function createPlanReviewer(deps: PlanReviewDeps) {
         planFile,
         reviewedAt,
         expiresAt: approvalDeadline(reviewedAt, deps.config.planTtlMs),
-        // Who may approve this one: not its requester, unless self-approval is allowed.
-        approvers: deps.config.access.approvers.filter(
-          (id) => deps.config.access.allowSelfApproval || id !== request.requester,
-        ),
         ...(reading.truncated ? { logCutAt: deps.config.gitlab.logMaxBytes } : {}),
+      };
+      // What the policy's rule for this plan needs, shown from the first message on, and who
+      // may give it: not its requester, unless the rule lets them.
+      const { approvers, approvals } = await waitingApprovals(deps, { ...request, review }, now);
+      await deps.reviewed(request, {
+        ...review,
+        approvers,
+        ...(approvals === undefined ? {} : { approvals }),
       });
     } finally {
       await reading.file?.discard();

@@ -1,4 +1,5 @@
 import type { webApi } from "@slack/bolt";
+import type { Access } from "../access.js";
 import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
@@ -20,6 +21,7 @@ import { renderRequestMessage } from "../slack/request-message.js";
 import { catchUpMessages } from "./message-sync.js";
 import { createNotifier } from "./notify.js";
 import { createApprovalFinisher } from "./play.js";
+import { dropLapsed, waitingApprovals } from "../policy/approval-step.js";
 import { createPlanReviewer } from "./plan-review.js";
 import { createRecovery } from "./recovery.js";
 import { createConfigureRetry } from "./retry-configure.js";
@@ -38,6 +40,8 @@ export interface TrackerDeps {
   effects: Effects;
   /** Finishes requests a crash left without their message or pipeline. */
   starter: RequestStarter;
+  /** The policy in force and people's groups: the approvals a request needs. */
+  access: Pick<Access, "policy" | "groupsOf">;
   /** Live Proxmox, for the nodes' load when the plan brings none (no `node_resources`). */
   nodes?: NodeDirectory | undefined;
   now: Clock;
@@ -103,6 +107,15 @@ function createParts(deps: TrackerDeps) {
     store,
     log,
     approvals,
+    waiting: async (request) => {
+      const { approvers, approvals: shown } = await waitingApprovals(
+        { access: deps.access, store },
+        request,
+        now(),
+      );
+      // One approval decides: nothing to count on the message, only whom to call.
+      return { approvals: shown ?? { tally: "", by: [], notes: [], approvers } };
+    },
     move: async (request, to, patch) => {
       const moved = move(store, request, to, patch);
       if (moved) await render(moved);
@@ -124,7 +137,14 @@ function createParts(deps: TrackerDeps) {
   const latePipelines = createLatePipelines({ store, gitlab, effects, log, note: post, now });
   const recovery = createRecovery({ store, starter: deps.starter, closure, notify, latePipelines });
   const leases = createLeaseKeeper({ ...deps, now });
-  return { closure, advance, recovery, leases };
+  /** Approvals older than their rule allows are removed on every pass, with a note. */
+  const lapse = async (unfinished: readonly RequestRecord[]) => {
+    for (const request of unfinished) {
+      const moved = await dropLapsed({ access: deps.access, store }, request, now());
+      if (moved) await render(moved);
+    }
+  };
+  return { closure, advance, recovery, leases, lapse };
 }
 
 /**
@@ -190,7 +210,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
 
 export function createTracker(deps: TrackerDeps): Tracker {
   const { store, client, config, log, now } = deps;
-  const { closure, advance, recovery, leases } = createParts(deps);
+  const { closure, advance, recovery, leases, lapse } = createParts(deps);
   const reads = createReadList(deps.gitlab, now);
 
   async function pass(): Promise<void> {
@@ -198,6 +218,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     const unfinished = store.listActive();
     await recovery.sweep(unfinished);
     await expirePlans({ closure, planTtlMs: config.planTtlMs, now }, unfinished);
+    await lapse(store.listByStatus(["awaiting_approval"]));
     await leases.check();
     // Rejected and expired requests too, while their apply job could still be played in GitLab.
     const active = [...store.listActive(), ...closure.watched()].flatMap((r) =>

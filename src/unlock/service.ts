@@ -18,6 +18,7 @@ import {
   unlockUnknown,
   unlockedNotice,
   unlockPrompt,
+  unlockWaiting,
   type Reply,
   type UnlockTarget,
 } from "../views/unlock.js";
@@ -31,6 +32,7 @@ import {
   type UnlockStore,
 } from "./lock.js";
 import { resumeUnlocks } from "./recovery.js";
+import { approveUnlock, type UnlockApprovalDeps } from "./approval.js";
 
 /**
  * Unlocking Terraform state: lists the locked states, or shows one lock; force-unlocks the lock
@@ -51,6 +53,8 @@ export interface UnlockDeps {
   project: string;
   /** Posts a message in a channel (the record of an unlock resumed after a restart). */
   announce: (channel: string, message: Reply) => Promise<void>;
+  /** The policy's unlock rule and where its approvals are kept; without it, an admin unlocks alone. */
+  approvals?: UnlockApprovalDeps;
   now?: () => Date;
 }
 
@@ -132,6 +136,12 @@ async function forceUnlock(
     return { reply, inPlace: true };
   }
   if (locked.lockedAt !== target.lockedAt) return { reply: lockChanged(name), inPlace: true };
+  if (deps.approvals !== undefined) {
+    // The policy's unlock rule may want more than this admin's confirmation.
+    const approval = await approveUnlock(deps.approvals, user, name, locked.lockedAt, deps.now());
+    if (approval.kind === "waiting")
+      return { reply: unlockWaiting(approval.words), inPlace: false };
+  }
   const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
   deps.store.audit({ requestId: null, actor: user, action: "unlock_requested", detail });
   await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {

@@ -14,6 +14,7 @@ import {
   withdrawable,
 } from "./request-message.js";
 import { age } from "./unlock.js";
+import { approvalsSoFarWords } from "./policy-words.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -292,6 +293,14 @@ export function destroyMessage(request: RequestRecord): DestroyReply {
       elements: [
         { type: "mrkdwn", text: truncate(request.notes.map(escapeMrkdwn).join(" "), 2000) },
       ],
+    });
+  }
+  // A destroy that one approval decides has no tally to show.
+  const shown = request.approvals;
+  if (request.status === "awaiting_approval" && shown !== null && shown.tally !== "") {
+    blocks.push({
+      type: "context",
+      elements: [{ type: "mrkdwn", text: truncate(approvalsSoFarWords(shown), 2000) }],
     });
   }
   blocks.push(...durationsBlocks(request), ...destroyButtons(request));

@@ -70,14 +70,25 @@ export function approvalsSoFarWords(approvals: { tally: string; by: string[]; no
   return `:busts_in_silhouette: Approvals: ${approvals.tally}${by}${notes}`;
 }
 
-export const approvalRecordedWords = (tally: string) =>
-  `Your approval is recorded. This plan needs ${tally}; the apply starts when the rest approve.`;
+/** What is approved: a plan (its apply job plays when met) or a destroy (its destroy job). */
+export type ApprovedThing = "plan" | "destroy";
 
-export const approvalNotCountingWords = (tally: string) =>
-  `Your approval does not add to what this plan needs (${tally}): another approval from the same group, or from a group the rule does not ask for, does not count.`;
+const needs = (what: ApprovedThing) => (what === "plan" ? "This plan needs" : "This destroy needs");
+
+export const approvalRecordedWords = (tally: string, what: ApprovedThing = "plan") =>
+  `Your approval is recorded. ${needs(what)} ${tally}; the ${what === "plan" ? "apply" : "destroy job"} starts when the rest approve.`;
+
+export const approvalNotCountingWords = (tally: string, what: ApprovedThing = "plan") =>
+  `Your approval does not add to what ${what === "plan" ? "this plan" : "this destroy"} needs (${tally}): another approval from the same group, or from a group the rule does not ask for, does not count.`;
 
 export const earlierPlanResetWords =
   "The plan was run again: approvals given on the earlier plan were reset, this plan needs its own.";
 
 export const lapsedWords = (users: readonly string[], after: string) =>
   `${users.map((u) => `<@${u}>`).join(", ")}: approval older than ${after} lapsed and was removed.`;
+
+/** To an admin whose Force-unlock is one of several approvals the policy's unlock rule needs. */
+export const unlockApprovalWords = (state: string, tally: string, counts: boolean) =>
+  counts
+    ? `Your approval to force-unlock \`${state}\` is recorded: ${tally}. The lock is removed when the rest approve: each runs \`/vm unlock ${state}\` and confirms.`
+    : `Your approval does not add to what force-unlocking \`${state}\` needs (${tally}): another approval from the same group, or from a group the rule does not ask for, does not count.`;

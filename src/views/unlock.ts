@@ -227,3 +227,9 @@ export function unlockUnconfirmedWords(state: string, why: string): string {
 export function sameHolderWords(state: string): string {
   return `GitLab accepted the unlock, but \`${state}\` is still locked by the same holder. Try again, or remove the lock in GitLab (Operate → Terraform states).`;
 }
+
+/** To an admin whose confirmation is one of the approvals the policy's unlock rule needs. */
+export function unlockWaiting(words: string): Reply {
+  const text = `:busts_in_silhouette: ${words}`;
+  return { text, blocks: [section(text)] };
+}

@@ -9,8 +9,9 @@ import type { PlanReviewRecord } from "../../src/tracker/review.js";
 import type { VmSpec } from "../../src/vm/spec.js";
 
 /**
- * For random policies (groups, an approval rule) and random click orders, the apply is played
- * (the one conditional claim won) exactly when the rule is met, and never twice.
+ * For random policies (groups, an approval rule) and random click orders, the apply (or, for a
+ * destroy request, the destroy job) is played (the one conditional claim won) exactly when the
+ * rule is met, and never twice.
  */
 
 const PEOPLE = ["U0P0", "U0P1", "U0P2", "U0P3", "U0P4", "U0P5"];
@@ -56,6 +57,7 @@ const scenario = fc.record({
   requesterGroupMayApprove: fc.boolean(),
   selfApproval: fc.boolean(),
   clicks: fc.array(fc.constantFrom(...PEOPLE), { minLength: 0, maxLength: 12 }),
+  kind: fc.constantFrom("create" as const, "destroy" as const),
 });
 
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
@@ -86,7 +88,7 @@ function policyOf(s: Scenario): Policy {
   }
   const rule: ApprovalRule = {
     name: "rule",
-    action: "create",
+    action: s.kind,
     require: s.require,
     requester_group_may_approve: s.requesterGroupMayApprove,
     self_approval: s.selfApproval,
@@ -117,8 +119,15 @@ async function run(s: Scenario, store: Store) {
     notes: [],
     channel: "C0VMBOT",
     submissionKey: `view:${String(Math.random())}`,
+    kind: s.kind,
   });
-  store.transition(request.id, ["queued"], "awaiting_approval", { review: REVIEW });
+  // A plan's approvals are kept by its plan job, a destroy's by its pipeline.
+  store.transition(
+    request.id,
+    ["queued"],
+    "awaiting_approval",
+    s.kind === "create" ? { review: REVIEW } : { pipelineId: 900 },
+  );
   let plays = 0;
   // All clicks at once: each runs until its first wait, then the next; none waits for another.
   await Promise.all(
@@ -135,7 +144,7 @@ async function run(s: Scenario, store: Store) {
 }
 
 describe("N-of-M approvals", () => {
-  it("play the apply exactly when the rule is met, and never twice", async () => {
+  it("play the apply or the destroy exactly when the rule is met, and never twice", async () => {
     const store = openSqliteStore(":memory:");
     try {
       await fc.assert(

@@ -102,7 +102,7 @@ approvals:
     expect(other.ok ? [] : other.problems).toEqual([expect.stringMatching(/^version: /)]);
   });
 
-  it("makes today's lists a policy of one approval from an approver", () => {
+  it("makes today's lists a policy of one approval from an approver, for a create and a destroy", () => {
     const policy = policyFromLists({
       requesters: [],
       approvers: ["U0A", "S0TEAM"],
@@ -112,7 +112,16 @@ approvals:
     expect(policy.roles.requesters).toBeUndefined();
     expect(policy.groups).toEqual({ approvers: ["U0A", "S0TEAM"], admins: ["U0ADMIN"] });
     expect(policy.approvals).toEqual([
-      expect.objectContaining({ require: [{ group: "approvers", count: 1 }], self_approval: true }),
+      expect.objectContaining({
+        action: "create",
+        require: [{ group: "approvers", count: 1 }],
+        self_approval: true,
+      }),
+      expect.objectContaining({
+        action: "destroy",
+        require: [{ group: "approvers", count: 1 }],
+        self_approval: true,
+      }),
     ]);
   });
 });

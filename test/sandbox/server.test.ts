@@ -725,9 +725,10 @@ describe("the sandbox page server", () => {
       now.ephemerals.some((e) => e.user === REQUESTER) ? now : undefined,
     );
     const refusal = state.ephemerals.filter((e) => e.user === REQUESTER);
-    // The requester is no approver (only the approver is), so that is what they hear.
+    // The requester is no approver (the example policy's platform and security groups are), so
+    // that is what they hear.
     expect(refusal.map((e) => e.text)).toEqual([
-      "Only the approvers (<@U0SBXALEX>) may approve plans. Ask one of them to look at web-08.",
+      "Only the approvers (<@U0SBXALEX> or <@U0SBXSAM>) may approve plans. Ask one of them to look at web-08.",
     ]);
     expect(state.ephemerals.filter((e) => e.user !== REQUESTER)).toEqual([]);
     const after = requestMessage(state, "web-08");

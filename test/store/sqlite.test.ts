@@ -96,7 +96,7 @@ describe("the SQLite store", () => {
     first.close();
     const db = new Database(path);
     db.exec(
-      "DROP TABLE approvals; DROP TABLE states_seen; DROP TABLE vms; DROP INDEX requests_vm_name; ALTER TABLE requests DROP COLUMN state_name; ALTER TABLE requests DROP COLUMN kind; " +
+      "ALTER TABLE requests DROP COLUMN approvals; DROP TABLE approvals; DROP TABLE states_seen; DROP TABLE vms; DROP INDEX requests_vm_name; ALTER TABLE requests DROP COLUMN state_name; ALTER TABLE requests DROP COLUMN kind; " +
         "ALTER TABLE requests DROP COLUMN stage_times; ALTER TABLE requests DROP COLUMN failure; ALTER TABLE requests DROP COLUMN stage_at; DROP TABLE deliveries; DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
         "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address; DROP TABLE effects;",
     );
@@ -108,6 +108,7 @@ describe("the SQLite store", () => {
       kind: "create",
       review: null,
       decision: null,
+      approvals: null,
       stateName: null,
     });
     const decision = { kind: "approved" as const, by: "U0APPROVER", at: "2026-12-02T10:05:00Z" };

@@ -38,6 +38,7 @@ export function sampleRequest(change: Partial<RequestRecord> = {}): RequestRecor
     error: null,
     review: null,
     decision: null,
+    approvals: null,
     address: null,
     stateName: "vm-web-01",
     failure: null,

@@ -119,6 +119,8 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     expires_at BIGINT NOT NULL
   );
   `,
+  // The approvals a request's message shows (the policy's tally), kept with the request.
+  `ALTER TABLE requests ADD COLUMN approvals JSONB`,
 ];
 
 /**

@@ -5,6 +5,7 @@ import {
   DecisionSchema,
   FailureRecordSchema,
   PlanReviewRecordSchema,
+  ShownApprovalsSchema,
 } from "../../requests/records.js";
 import { VmSpecSchema } from "../../vm/spec.js";
 import type { AsyncStore } from "../async.js";
@@ -39,6 +40,7 @@ const RequestRowSchema = z.object({
   review: PlanReviewRecordSchema.nullable(),
   decision: DecisionSchema.nullable(),
   address: z.string().nullable(),
+  approvals: ShownApprovalsSchema.nullish().transform((value) => value ?? null),
   failure: FailureRecordSchema.nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -68,6 +70,7 @@ function toRecord(row: unknown): RequestRecord {
     decision: r.decision,
     address: r.address,
     stateName: r.state_name,
+    approvals: r.approvals,
     failure: r.failure,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
@@ -90,11 +93,18 @@ const COLUMNS = {
   review: "review",
   decision: "decision",
   address: "address",
+  approvals: "approvals",
   failure: "failure",
   notes: "notes",
 } as const satisfies Record<keyof StatusPatch, string>;
 
-const JSON_COLUMNS = new Set<keyof StatusPatch>(["review", "decision", "notes", "failure"]);
+const JSON_COLUMNS = new Set<keyof StatusPatch>([
+  "review",
+  "decision",
+  "approvals",
+  "notes",
+  "failure",
+]);
 
 /**
  * One UPDATE of the patched columns, only when the status is among `from` if given: the row
