@@ -234,7 +234,10 @@ export async function startVmbot(
     const wake = (pipelineId: number | undefined) => {
       tracker.wake(pipelineId);
     };
-    const server = createServer({ config, log, vmbot, health, wake }, options);
+    const server = createServer(
+      { config, log, vmbot, health, wake },
+      { httpLimits: options.httpLimits },
+    );
     await slack.verify();
     undo.push(async () => {
       if (vmbot.socket) await vmbot.app.stop();

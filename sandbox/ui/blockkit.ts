@@ -94,6 +94,7 @@ const link = (href: string, inner: string) =>
 export const EMOJI: Readonly<Record<string, string>> = {
   alarm_clock: "\u23f0",
   busts_in_silhouette: "\u{1f465}",
+  robot_face: "\u{1f916}",
   eyes: "\u{1f440}",
   fire: "\u{1f525}",
   gear: "\u2699\ufe0f",

@@ -286,7 +286,7 @@ export function createSqliteRequestReads(
       return prepared(
         `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)})
              AND (json_extract(spec, '$.name') = ? OR ${ADDRESS_SQL} = ?)
-           ORDER BY created_at, id`,
+           ORDER BY created_at, rowid`,
       )
         .all(...statuses, vm.name, vm.address)
         .map(toRecord);
@@ -295,7 +295,7 @@ export function createSqliteRequestReads(
     listHeld(statuses) {
       if (statuses.length === 0) return [];
       return prepared(
-        `SELECT id, requester, spec FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, id`,
+        `SELECT id, requester, spec FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, rowid`,
       )
         .all(...statuses)
         .map((row) => HeldRowSchema.parse(row));
