@@ -12,6 +12,8 @@ import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
+import { watchStore } from "./home/changes.js";
+import { createHomePublisher, type HomePublisher } from "./home/publisher.js";
 import { registerListeners } from "./listeners/index.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
 import type { PolicySource } from "./policy/source.js";
@@ -39,6 +41,8 @@ export interface AppDeps {
   now?: Clock;
   /** The request policy in force; the access lists when not given. */
   policy?: PolicySource;
+  /** How the Home tabs are published again after changes (tests make it quicker). */
+  home?: { debounceMs?: number; retryMs?: number };
 }
 
 export interface VmbotApp {
@@ -50,6 +54,13 @@ export interface VmbotApp {
   starter: RequestStarter;
   /** Unlocking Terraform state, with the unlocks a crash interrupted to finish. */
   unlock: UnlockService;
+  /**
+   * The store as every part must use it: each change that concerns someone's Home tab has it
+   * published again.
+   */
+  store: Store;
+  /** Publishes the Home tabs. */
+  home: HomePublisher;
   /** Resolves when every event being handled has finished. */
   drain(): Promise<void>;
 }
@@ -110,8 +121,14 @@ function trackInflight(app: App): () => Promise<void> {
 }
 
 /** Builds the Bolt app with every listener registered; starts nothing. */
-export function createApp(deps: AppDeps): VmbotApp {
-  const { config, log } = deps;
+export function createApp(appDeps: AppDeps): VmbotApp {
+  const { config, log } = appDeps;
+  // The publisher needs the app's client, made below; the store tells it through this.
+  const changes: { sink?: HomePublisher["changed"] } = {};
+  const store = watchStore(appDeps.store, (change) => {
+    changes.sink?.(change);
+  });
+  const deps = { ...appDeps, store };
   const redact = deps.redact ?? createRedactor();
   const logger = boltLogger(log);
   const { socket, http } = createReceiver(config, logger);
@@ -164,6 +181,18 @@ export function createApp(deps: AppDeps): VmbotApp {
       await app.client.chat.postMessage({ channel, ...message });
     },
   });
-  registerListeners(app, { ...deps, access, starter, unlock });
-  return { app, slackEvents: http?.requestListener, socket, starter, unlock, drain };
+  const home = createHomePublisher({
+    store,
+    client: app.client,
+    access,
+    config,
+    log: log.child({ component: "home" }),
+    now: deps.now ?? (() => new Date()),
+    ...deps.home,
+  });
+  changes.sink = (change) => {
+    home.changed(change);
+  };
+  registerListeners(app, { ...deps, access, starter, unlock, home });
+  return { app, slackEvents: http?.requestListener, socket, starter, unlock, store, home, drain };
 }

@@ -3,6 +3,7 @@
  * Append new ones; never edit one that has shipped.
  */
 import { APPROVALS_MIGRATION } from "./approvals.js";
+import { HOMES_MIGRATION } from "./homes.js";
 import { INVENTORY_MIGRATION, STATES_SEEN_MIGRATION } from "./inventory.js";
 
 export const MIGRATIONS: readonly string[] = [
@@ -91,4 +92,5 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN kind TEXT NOT NULL DEFAULT 'create';
   `,
+  HOMES_MIGRATION,
 ];

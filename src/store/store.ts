@@ -1,4 +1,5 @@
 import type { Approvals } from "./approvals.js";
+import type { Homes } from "./homes.js";
 import type { Inventory } from "./inventory.js";
 import type { RequestStatus } from "../requests/lifecycle.js";
 import type { Decision, FailureRecord, PlanReviewRecord } from "../requests/records.js";
@@ -150,6 +151,8 @@ export interface Store {
   readonly inventory: Inventory;
   /** Approvals given on each plan job. */
   readonly approvals: Approvals;
+  /** Who has opened vmbot's Home tab. */
+  readonly homes: Homes;
   createRequest(request: NewRequest): { request: RequestRecord; created: boolean };
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;

@@ -40,6 +40,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     workspace: new SlackWorkspace({
       botToken: options.botToken,
       triggerTtlMs: options.triggerTtlMs ?? DEFAULT_TRIGGER_TTL_MS,
+      ...(options.homeTabEnabled === undefined ? {} : { homeTabEnabled: options.homeTabEnabled }),
       identity,
       baseUrl: () => baseUrl,
     }),
@@ -74,6 +75,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     ephemerals: workspace.ephemerals,
     views: workspace.views,
     view: (idOrExternalId) => workspace.view(idOrExternalId),
+    home: (userId) => workspace.homes.get(userId),
     uploads: workspace.uploads,
     responses: responses.posts.items,
     waitForResponse: (predicate = () => true, timeoutMs = 5000) =>
