@@ -49,8 +49,12 @@ const STATUS: Partial<Record<RequestStatus, string>> = {
   configuring: "Configuring",
 };
 
-const when = (iso: string) =>
-  `<!date^${Math.floor(Date.parse(iso) / 1000)}^{date_short_pretty} {time}|${escapeMrkdwn(iso)}>`;
+/** A time in the reader's own time zone, the ISO text as the fallback (and alone if it is not one). */
+function when(iso: string): string {
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return escapeMrkdwn(iso);
+  return `<!date^${Math.floor(at / 1000)}^{date_short_pretty} {time}|${escapeMrkdwn(iso)}>`;
+}
 
 const section = (text: string): KnownBlock => ({
   type: "section",
