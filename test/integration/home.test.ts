@@ -4,6 +4,7 @@ import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { startVmbot } from "../../src/start.js";
 import {
   APPROVER,
+  CHANNEL,
   click,
   harnessPerTest,
   planRequest,
@@ -177,6 +178,32 @@ describe("the Home tab", () => {
       action: "destroy",
       vm_name: "web-01",
     });
+  });
+
+  it("opens the same form as /vm create from the Home's Create VM, and posts the request where the person asks", async () => {
+    const { h } = await withVms();
+    await openHome(h, REQUESTER);
+    const opens = h.slack.callsTo("views.open").length;
+    await h.signer.blockAction({
+      view: h.slack.home(REQUESTER)!,
+      userId: REQUESTER,
+      actionId: "home_create",
+    });
+    await waitFor(() => h.slack.callsTo("views.open").slice(opens)[0], "the create form");
+    const form = h.slack.views.at(-1)!;
+    expect(form.callback_id).toBe("vm_create_modal");
+    const pipelines = h.gitlab.pipelines.length;
+    await h.signer.viewSubmission({
+      view: form,
+      values: stateValuesFor(form, { vm_name: "web-03", vm_ip: "192.168.1.70/24" }),
+      userId: REQUESTER,
+    });
+    const request = await waitFor(
+      () => h.bot.store.listActive().find((r) => r.spec.name === "web-03" && r.pipelineId !== null),
+      "the request from the Home's form",
+    );
+    expect(request.channel).toBe(CHANNEL);
+    expect(h.gitlab.pipelines.length).toBe(pipelines + 1);
   });
 
   it("extends a lease from the Home as the reminder's Extend does, and shows the new end", async () => {
