@@ -36,7 +36,7 @@ export interface HomeView {
   blocks: KnownBlock[];
 }
 
-/** Shown at most: VMs take two blocks each (the line, its buttons). 3+2+40+1+... stays below 100. */
+/** Shown at most: a VM takes two blocks (its line, its buttons); the whole view stays under 80. */
 export const HOME_MAX_VMS = 20;
 export const HOME_MAX_REQUESTS = 12;
 export const HOME_MAX_APPROVALS = 15;
@@ -185,12 +185,11 @@ function approvalBlocks(approvals: readonly PendingApproval[]): KnownBlock[] {
 /** The Home tab of one person. */
 export function homeView(input: HomeInput): HomeView {
   const blocks: KnownBlock[] = [
-    header("vmbot"),
     {
       type: "section",
       text: {
         type: "mrkdwn",
-        text: "Your VMs, their leases and your requests, kept up to date. Ask for a VM here or with `/vm create`.",
+        text: "Your VMs, their leases and your requests, kept up to date here.",
       },
       accessory: {
         type: "button",
