@@ -41,6 +41,8 @@ export interface SandboxOptions {
   logLevel: string;
   /** Milliseconds between the simulated runner's steps. */
   paceMs: number;
+  /** How long a VM is lent (reminded after a third of it); null or unset: no lease. */
+  leaseMs?: number | null;
   logDestination?: DestinationStream;
 }
 
@@ -87,6 +89,25 @@ const tooLarge = () =>
   new BadRequest(`the request is too large (at most ${MAX_BODY_BYTES / 1024} KB)`, 413);
 
 const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * Short leases, so that a person trying the sandbox sees a reminder and a lease's end in minutes:
+ * the lease, up to three times it by Extend, and a reminder when a third of it has passed.
+ */
+function leaseEnv(leaseMs: number | null): Record<string, string> {
+  if (leaseMs === null) return {};
+  const seconds = Math.round(leaseMs / 1000);
+  return {
+    VM_LEASE_DEFAULT: `${seconds}s`,
+    VM_LEASE_MAX: `${seconds * 3}s`,
+    VM_LEASE_WARN: `${Math.round((seconds * 2) / 3)}s`,
+  };
+}
+
+/** The bot's direct-message channel with one of the sandbox's people, when `channel` is one. */
+function dmOf(channel: string): string | undefined {
+  return Object.values(PEOPLE).some((p) => channel === `D${p.id.slice(1)}`) ? channel : undefined;
+}
 
 function send(res: ServerResponse, status: number, body: string, type: string): void {
   res.writeHead(status, { ...SECURITY_HEADERS, "content-type": type });
@@ -168,10 +189,20 @@ const SCHEMAS = {
       block: nonEmpty("block").optional(),
       ts: nonEmpty("ts").optional(),
       ephemeral: nonEmpty("ephemeral").optional(),
+      /** A direct message from the bot (a lease reminder), by its ts. */
+      dm: nonEmpty("dm").optional(),
+      /** The clicker's own Home tab. */
+      home: z.literal(true).optional(),
     })
-    .refine((body) => (body.ts === undefined) !== (body.ephemeral === undefined), {
-      error: "name the message clicked: ts, or ephemeral for an answer only you see",
-    }),
+    .refine(
+      (body) =>
+        [body.ts, body.ephemeral, body.dm, body.home].filter((at) => at !== undefined).length === 1,
+      {
+        error:
+          "name what was clicked: ts, ephemeral for an answer only you see, dm for a direct message, or home",
+      },
+    ),
+  home: z.strictObject({ as: personSchema, tab: tabSchema }),
   scenario: z.strictObject({
     as: personSchema.optional(),
     tab: tabSchema,
@@ -243,6 +274,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     platform = await startSimulatedPlatform();
     const config = loadConfig({
       ...platform.env,
+      ...leaseEnv(options.leaseMs ?? null),
       VMBOT_DB: options.dbPath,
       PORT: "0",
       LOG_LEVEL: options.logLevel,
@@ -351,6 +383,13 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       }
     }
     const scenarios = simulated.scenarios();
+    // Each person's Home tab as the bot last published it, and the bot's direct messages.
+    const homes: Snapshot["homes"] = {};
+    for (const who of Object.values(PEOPLE)) {
+      const home = slack.home(who.id);
+      if (home !== undefined) homes[who.id] = { id: home.id, hash: home.hash, blocks: home.blocks };
+    }
+    const direct = slack.messages.filter((m) => m.channel === dmOf(m.channel));
     return {
       channel: CHANNEL,
       bot: { id: slack.identity.botUserId, name: "vmbot" },
@@ -359,6 +398,8 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       people: PEOPLE,
       messages,
       ephemerals: own,
+      homes,
+      direct,
       views,
       files: slack.uploads.filter((u) => u.completed).map((u) => u.id),
       scenarios: Object.entries(SCENARIOS).map(([name, about]) => ({
@@ -490,8 +531,12 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
   async function action(body: JsonObject): Promise<unknown> {
     const input = parse(SCHEMAS.action, body);
     const who = PEOPLE[input.as];
+    if (input.home === true) return homeAction(input.action, who, input.tab, input.block);
     let message: FakeMessage | undefined;
-    if (input.ephemeral !== undefined) {
+    if (input.dm !== undefined) {
+      message = slack.message(`D${who.id.slice(1)}`, input.dm);
+      if (message === undefined) throw new BadRequest("that message is gone");
+    } else if (input.ephemeral !== undefined) {
       const found = ephemerals().own.find((e) => e.id === input.ephemeral && e.user === who.id);
       if (found === undefined) throw new BadRequest("that message is gone");
       message = {
@@ -537,6 +582,46 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     return { status: delivery.status };
   }
 
+  /** A button of `who`'s own Home tab, clicked: a block action from the view, as Slack sends it. */
+  async function homeAction(
+    actionId: string,
+    who: (typeof PEOPLE)[Person],
+    tab: string | undefined,
+    blockId: string | undefined,
+  ): Promise<unknown> {
+    const view = slack.home(who.id);
+    if (view === undefined) throw new BadRequest("your Home tab is not published yet");
+    const triggerId = slack.issueTriggerId({ viewId: view.id });
+    triggerUsers.set(triggerId, who.id);
+    if (tab !== undefined) triggerTabs.set(triggerId, tab);
+    let delivery;
+    try {
+      delivery = await signer.blockAction({
+        view,
+        userId: who.id,
+        userName: who.name,
+        actionId,
+        ...(blockId === undefined ? {} : { blockId }),
+        triggerId,
+      });
+    } catch (error) {
+      if (error instanceof Error && /action_id|block/.test(error.message)) {
+        throw new BadRequest(error.message);
+      }
+      throw error;
+    }
+    delivered(delivery.status);
+    return { status: delivery.status };
+  }
+
+  /** Someone opened the app's Home tab: Slack's signed app_home_opened, to the bot. */
+  async function openHome(body: JsonObject): Promise<unknown> {
+    const input = parse(SCHEMAS.home, body);
+    const delivery = await signer.appHomeOpened({ userId: PEOPLE[input.as].id });
+    delivered(delivery.status);
+    return { status: delivery.status };
+  }
+
   function scenario(body: JsonObject): unknown {
     const input = parse(SCHEMAS.scenario, body);
     simulated.setScenario(input.name, input.on);
@@ -549,6 +634,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
     "/sandbox/submit": submit,
     "/sandbox/action": action,
     "/sandbox/scenario": scenario,
+    "/sandbox/home": openHome,
     "/sandbox/close": (body) => {
       const input = parse(SCHEMAS.close, body);
       closedViews.add(ownForm(input.view, PEOPLE[input.as].id).id);
@@ -763,7 +849,9 @@ const PAGE = `<!doctype html>
   <aside class="sb-sidebar">
     <div class="sb-workspace">Sandbox workspace</div>
     <div class="sb-section">Channels</div>
-    <div class="sb-channel-link" aria-current="page"># ${CHANNEL.name}</div>
+    <button type="button" class="sb-channel-link" data-pane="channel" aria-current="page"># ${CHANNEL.name}</button>
+    <div class="sb-section">Apps</div>
+    <button type="button" class="sb-channel-link" data-pane="home">vmbot</button>
     <div class="sb-section">You are</div>
     <div class="sb-people" id="people" role="radiogroup" aria-label="Who you are"></div>
     <div class="sb-section">Simulated platform</div>
@@ -773,6 +861,11 @@ const PAGE = `<!doctype html>
   <main class="sb-main">
     <header class="bk-channel-header sb-channel-header"><h1># ${CHANNEL.name}</h1><span class="sb-status" id="status">connecting…</span></header>
     <section class="bk-channel-messages" id="messages" aria-live="polite"></section>
+    <section class="sb-home" id="home" aria-live="polite" hidden>
+      <div class="sb-home-tab" id="home-view"></div>
+      <h2 class="sb-home-heading">Messages</h2>
+      <div class="sb-home-messages" id="direct"></div>
+    </section>
     <form class="bk-composer sb-composer" id="composer" autocomplete="off">
       <input id="composer-input" name="text" aria-label="Message #${CHANNEL.name}" placeholder="Type /vm create web-01, /vm capacity, /vm unlock or /vm help">
       <button type="submit" class="bk-button bk-button-primary">Send</button>

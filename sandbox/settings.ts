@@ -6,6 +6,7 @@ import { realpathSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../src/config.js";
+import { parseLeaseDuration } from "../src/vm/lease.js";
 
 type RawEnv = Readonly<Record<string, string | undefined>>;
 
@@ -16,6 +17,11 @@ export interface SandboxSettings {
   dbPath: string;
   logLevel: string;
   paceMs: number;
+  /**
+   * How long a VM is lent in the sandbox (VMBOT_SANDBOX_LEASE, 3 minutes by default): its owner is
+   * reminded when a third of it has passed, and its end opens a destroy request. Null: no lease.
+   */
+  leaseMs: number | null;
 }
 
 /** A whole number from `min` to `max` (of `unit`), `fallback` when unset. */
@@ -39,6 +45,21 @@ const sandboxSchema = z.object({
     })
     .default("warn"),
   VMBOT_SANDBOX_PACE_MS: wholeNumber("VMBOT_SANDBOX_PACE_MS", "milliseconds", 50, 60_000, 1500),
+  VMBOT_SANDBOX_LEASE: z
+    .string()
+    .default("3m")
+    .transform((text, ctx) => {
+      if (text.trim().toLowerCase() === "never") return null;
+      const ms = parseLeaseDuration(text);
+      if (ms === undefined || ms < 30_000) {
+        ctx.addIssue({
+          code: "custom",
+          message: "VMBOT_SANDBOX_LEASE must be a duration of 30s or more (e.g. 3m, 1h) or never",
+        });
+        return z.NEVER;
+      }
+      return ms;
+    }),
 });
 
 /** A store's path with its folder's symbolic links resolved, when the folder exists. */
@@ -91,5 +112,6 @@ export function sandboxSettings(env: RawEnv): SandboxSettings {
     dbPath: settings.VMBOT_SANDBOX_DB,
     logLevel: settings.LOG_LEVEL,
     paceMs: settings.VMBOT_SANDBOX_PACE_MS,
+    leaseMs: settings.VMBOT_SANDBOX_LEASE,
   };
 }

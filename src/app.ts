@@ -12,6 +12,8 @@ import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Effects } from "./effects.js";
 import type { GitlabPort } from "./gitlab/gitlab.js";
+import { watchStore } from "./home/changes.js";
+import { createHomePublisher, type HomePublisher } from "./home/publisher.js";
 import { registerListeners } from "./listeners/index.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
 import type { PolicySource } from "./policy/source.js";
@@ -39,6 +41,8 @@ export interface AppDeps {
   now?: Clock;
   /** The request policy in force; the access lists when not given. */
   policy?: PolicySource;
+  /** How the Home tabs are published again after changes (tests make it quicker). */
+  home?: { debounceMs?: number; retryMs?: number };
 }
 
 export interface VmbotApp {
@@ -52,6 +56,13 @@ export interface VmbotApp {
   unlock: UnlockService;
   /** Who may do what, and the policy in force. */
   access: Access;
+  /**
+   * The store as every part must use it: each change that concerns someone's Home tab has it
+   * published again.
+   */
+  store: Store;
+  /** Publishes the Home tabs. */
+  home: HomePublisher;
   /** Resolves when every event being handled has finished. */
   drain(): Promise<void>;
 }
@@ -111,9 +122,29 @@ function trackInflight(app: App): () => Promise<void> {
   };
 }
 
+/** Who may do what, asking Slack for user groups through the app's client. */
+function accessOver(app: App, deps: AppDeps): Access {
+  return createAccess({
+    lists: deps.config.access,
+    client: app.client,
+    log: deps.log,
+    ...(deps.now === undefined ? {} : { clock: deps.now }),
+    ...(deps.policy === undefined ? {} : { policy: deps.policy.current }),
+    audit: (entry) => {
+      deps.store.audit(entry);
+    },
+  });
+}
+
 /** Builds the Bolt app with every listener registered; starts nothing. */
-export function createApp(deps: AppDeps): VmbotApp {
-  const { config, log } = deps;
+export function createApp(appDeps: AppDeps): VmbotApp {
+  const { config, log } = appDeps;
+  // The publisher needs the app's client, made below; the store tells it through this.
+  const changes: { sink?: HomePublisher["changed"] } = {};
+  const store = watchStore(appDeps.store, (change) => {
+    changes.sink?.(change);
+  });
+  const deps = { ...appDeps, store };
   const redact = deps.redact ?? createRedactor();
   const logger = boltLogger(log);
   const { socket, http } = createReceiver(config, logger);
@@ -134,18 +165,7 @@ export function createApp(deps: AppDeps): VmbotApp {
     return Promise.resolve();
   });
 
-  const access =
-    deps.access ??
-    createAccess({
-      lists: config.access,
-      client: app.client,
-      log,
-      ...(deps.now === undefined ? {} : { clock: deps.now }),
-      ...(deps.policy === undefined ? {} : { policy: deps.policy.current }),
-      audit: (entry) => {
-        deps.store.audit(entry);
-      },
-    });
+  const access = deps.access ?? accessOver(app, deps);
   const starter = createRequestStarter({
     config,
     store: deps.store,
@@ -168,6 +188,28 @@ export function createApp(deps: AppDeps): VmbotApp {
     },
     approvals: { access, store: deps.store },
   });
-  registerListeners(app, { ...deps, access, starter, unlock });
-  return { app, slackEvents: http?.requestListener, socket, starter, unlock, access, drain };
+  const home = createHomePublisher({
+    store,
+    client: app.client,
+    access,
+    config,
+    log: log.child({ component: "home" }),
+    now: deps.now ?? (() => new Date()),
+    ...deps.home,
+  });
+  changes.sink = (change) => {
+    home.changed(change);
+  };
+  registerListeners(app, { ...deps, access, starter, unlock, home });
+  return {
+    app,
+    slackEvents: http?.requestListener,
+    socket,
+    starter,
+    unlock,
+    access,
+    store,
+    home,
+    drain,
+  };
 }

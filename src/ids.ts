@@ -68,3 +68,10 @@ export const LEASE_DESTROY = "lease_destroy";
 
 /** Message metadata event type for a lease reminder, with the VM, the lease's end and the warning. */
 export const LEASE_EVENT_TYPE = "vmbot_lease_reminder";
+
+/** The Home tab's buttons: Create VM, and each VM's Extend lease and Destroy (its name as value). */
+export const HOME_CREATE = "home_create";
+export const HOME_VM_EXTEND = "home_vm_extend";
+export const HOME_VM_DESTROY = "home_vm_destroy";
+/** The Home's Destroy confirmation, as a modal (the VM's name in private_metadata). */
+export const HOME_DESTROY_MODAL = "home_destroy_modal";

@@ -3,6 +3,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { configSecrets, type Config } from "./config.js";
 import { createEffects } from "./effects.js";
 import { createGitlab, type GitlabPort } from "./gitlab/gitlab.js";
+import type { HomePublisher } from "./home/publisher.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createPolicySource, policyRefusedNote, type PolicySource } from "./policy/source.js";
 import { createRedactor, type Redactor } from "./redact.js";
@@ -34,6 +35,8 @@ export interface RunningVmbot {
   tracker: Tracker;
   /** The comparison of the VMs vmbot made with GitLab's Terraform states, e.g. to run one now. */
   inventory: InventoryCheck;
+  /** The Home tabs' publisher, e.g. to publish what is due now. */
+  home: HomePublisher;
   /** Stops taking work, finishes what is in flight (up to `graceMs`), closes the store. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -113,10 +116,11 @@ function buildParts(
     redact: redactor,
     policy,
     now: options.clock ?? systemClock,
+    ...(options.home === undefined ? {} : { home: options.home }),
   });
   const tracker = createTracker({
     config,
-    store,
+    store: vmbot.store,
     gitlab,
     client: vmbot.app.client,
     log: log.child({ component: "tracker" }),
@@ -128,7 +132,7 @@ function buildParts(
     now: options.clock ?? systemClock,
   });
   const inventory = createInventoryCheck({
-    store,
+    store: vmbot.store,
     gitlab,
     log: log.child({ component: "inventory" }),
     sharedState: config.tfStateName,
@@ -262,7 +266,8 @@ export async function startVmbot(
       log.info("stopped");
       log.flush();
     };
-    return { port, log, health, store, tracker, inventory, stop };
+    const home = vmbot.home;
+    return { port, log, health, store: vmbot.store, tracker, inventory, home, stop };
   } catch (error) {
     await undo.run();
     throw error;
@@ -281,6 +286,7 @@ function startBackground(parts: Parts, log: Logger): { stop(): Promise<void> } {
     async stop() {
       await tracker.stop();
       await inventory.stop();
+      await vmbot.home.stop();
       await resumed;
     },
   };

@@ -5,6 +5,7 @@
  */
 import {
   escapeHtml,
+  renderBlocks,
   renderConfirm,
   renderConversation,
   renderMessage,
@@ -27,6 +28,8 @@ let me = localStorage.getItem(STORAGE_KEY) ?? "requester";
 let shownView: { id: string; hash: string; user: string } | undefined;
 /** The button waiting for its confirmation dialog. */
 let confirming: HTMLElement | undefined;
+/** What the main pane shows: the channel, or the app's Home tab and its direct messages. */
+let pane: "channel" | "home" = "channel";
 
 const byId = (id: string): HTMLElement => {
   const element = document.getElementById(id);
@@ -247,10 +250,55 @@ function renderViews(): void {
   renderModalFor(open.view, open.user);
 }
 
+/** The app's Home tab as the bot published it for me, and its direct messages to me below. */
+function renderHome(): void {
+  const home = byId("home");
+  const inHome = pane === "home";
+  home.hidden = !inHome;
+  byId("messages").hidden = inHome;
+  byId("composer").hidden = inHome;
+  for (const link of document.querySelectorAll<HTMLElement>("[data-pane]")) {
+    if (link.dataset.pane === pane) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const title = document.querySelector(".sb-channel-header h1");
+  if (title !== null) title.textContent = inHome ? "vmbot" : `# ${state?.channel.name ?? ""}`;
+  if (state === undefined || !inHome) return;
+  const mine = person();
+  const options = renderOptions();
+  const view = mine === undefined ? undefined : state.homes[mine.id];
+  setHtml(
+    byId("home-view"),
+    view === undefined
+      ? `<p class="sb-empty">Opening vmbot's Home…</p>`
+      : renderBlocks(view.blocks, options),
+  );
+  const direct = state.direct.filter(
+    (m) => mine !== undefined && m.channel === `D${mine.id.slice(1)}`,
+  );
+  patch(
+    byId("direct"),
+    direct.length === 0
+      ? [{ key: "none", html: `<p class="sb-empty">No message from vmbot yet.</p>` }]
+      : direct.map((m) => ({
+          key: `d${m.ts}`,
+          html: `<div data-dm-ts="${escapeHtml(m.ts)}">${renderMessage(m, options)}</div>`,
+        })),
+  );
+}
+
+/** Opens my Home tab: Slack tells the bot (app_home_opened), which publishes it. */
+function openHome(): void {
+  void post("/sandbox/home", {}).catch((error: unknown) => {
+    showError((error as Error).message);
+  });
+}
+
 function render(): void {
   renderPeople();
   renderScenarios();
   renderMessages();
+  renderHome();
   renderViews();
 }
 
@@ -261,6 +309,15 @@ async function sendAction(button: HTMLElement): Promise<void> {
   if (actionId === undefined) return;
   const ephemeral = button.closest<HTMLElement>("[data-ephemeral-id]")?.dataset.ephemeralId;
   const ts = button.closest<HTMLElement>("article[data-ts]")?.dataset.ts;
+  const dm = button.closest<HTMLElement>("[data-dm-ts]")?.dataset.dmTs;
+  const where =
+    button.closest("#home-view") !== null
+      ? { home: true }
+      : dm !== undefined
+        ? { dm }
+        : ephemeral === undefined
+          ? { ts }
+          : { ephemeral };
   const url = button.dataset.url;
   if (url !== undefined) window.open(url, "_blank", "noopener");
   button.setAttribute("disabled", "");
@@ -268,7 +325,7 @@ async function sendAction(button: HTMLElement): Promise<void> {
     await post("/sandbox/action", {
       action: actionId,
       ...(button.dataset.blockId === undefined ? {} : { block: button.dataset.blockId }),
-      ...(ephemeral === undefined ? { ts } : { ephemeral }),
+      ...where,
     });
   } catch (error) {
     showError((error as Error).message);
@@ -295,6 +352,15 @@ document.addEventListener("click", (event) => {
     localStorage.setItem(STORAGE_KEY, me);
     shownView = undefined;
     render();
+    if (pane === "home") openHome();
+    return;
+  }
+
+  const paneLink = target.closest<HTMLElement>("[data-pane]");
+  if (paneLink !== null) {
+    pane = paneLink.dataset.pane === "home" ? "home" : "channel";
+    render();
+    if (pane === "home") openHome();
     return;
   }
 

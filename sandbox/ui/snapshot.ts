@@ -39,6 +39,10 @@ export interface Snapshot {
   people: Record<string, SandboxPerson>;
   messages: ChannelMessage[];
   ephemerals: Ephemeral[];
+  /** Each person's Home tab (by Slack user ID), as the bot last published it (views.publish). */
+  homes: Record<string, OpenView>;
+  /** The bot's direct messages to the sandbox's people (lease reminders), as posted and edited. */
+  direct: (ChannelMessage & { channel: string })[];
   /**
    * Every open modal, with the person it was opened for and the page (`tab`, one load of the page)
    * whose action opened it: only that page shows it, and it closes when that page goes away.

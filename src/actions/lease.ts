@@ -19,34 +19,35 @@ const text = (words: string) => ({
   text: words,
 });
 
-export function registerLeaseActions(app: App, deps: DestroyDeps): void {
+/**
+ * Extends the lease of the VM named `value` for `user` (its owner only): the default length again
+ * from now, never past the maximum from now. The words that tell them what came of it.
+ */
+export function extendLease(deps: DestroyDeps, user: string, value: unknown): string {
   const now = deps.now ?? (() => new Date());
+  const name = VmNameSchema.safeParse(value);
+  const vm = name.success ? deps.store.inventory.get(name.data) : undefined;
+  if (vm === undefined) return "vmbot no longer lists this VM: there is no lease to extend.";
+  if (vm.owner !== user)
+    return `Only the owner of ${vm.name} (<@${vm.owner}>) may extend its lease.`;
+  const until = extendedEnd(deps.config.lease, now());
+  if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
+    return leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "");
+  }
+  deps.store.inventory.setLease(vm.name, until);
+  deps.store.audit({
+    requestId: null,
+    actor: user,
+    action: "lease_extended",
+    detail: { name: vm.name, from: vm.leaseUntil, to: until },
+  });
+  return leaseExtendedWords(vm.name, until);
+}
 
+export function registerLeaseActions(app: App, deps: DestroyDeps): void {
   app.action<BlockButtonAction>(LEASE_EXTEND, async ({ ack, action, body, respond }) => {
     await ack();
-    const name = VmNameSchema.safeParse(action.value);
-    const vm = name.success ? deps.store.inventory.get(name.data) : undefined;
-    if (vm === undefined) {
-      await respond(text("vmbot no longer lists this VM: there is no lease to extend."));
-      return;
-    }
-    if (vm.owner !== body.user.id) {
-      await respond(text(`Only the owner of ${vm.name} (<@${vm.owner}>) may extend its lease.`));
-      return;
-    }
-    const until = extendedEnd(deps.config.lease, now());
-    if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
-      await respond(text(leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "")));
-      return;
-    }
-    deps.store.inventory.setLease(vm.name, until);
-    deps.store.audit({
-      requestId: null,
-      actor: body.user.id,
-      action: "lease_extended",
-      detail: { name: vm.name, from: vm.leaseUntil, to: until },
-    });
-    await respond(text(leaseExtendedWords(vm.name, until)));
+    await respond(text(extendLease(deps, body.user.id, action.value)));
   });
 
   app.action<BlockButtonAction>(LEASE_DESTROY, async ({ ack, action, body, respond }) => {

@@ -84,9 +84,28 @@ type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
  * before anything else can eat into its three seconds.
  */
 export function createCreateCommand(deps: CreateCommandDeps) {
+  const open = createFormOpener(deps);
   return async ({ command, ack, client, respond }: CommandArgs, name: string | undefined) => {
     await ack();
     await afterPendingRequests();
+    await open({ command, client, respond }, name);
+  };
+}
+
+/** Who asks for the form, with what trigger, and where its request message goes. */
+export interface FormAsk {
+  command: Pick<CommandArgs["command"], "user_id" | "trigger_id" | "channel_id">;
+  client: Pick<CommandArgs["client"], "views">;
+  /** Tells the asker why no form opened. */
+  respond: (reply: { response_type: "ephemeral"; text: string }) => Promise<unknown>;
+}
+
+/**
+ * Opens the create form for `/vm create` and for the Home tab's Create VM button: the same form,
+ * the same checks, within the trigger's three seconds.
+ */
+export function createFormOpener(deps: CreateCommandDeps) {
+  return async ({ command, client, respond }: FormAsk, name: string | undefined) => {
     const log = deps.log.child({ user: command.user_id, command: "create" });
     const live = deps.nodes?.nodes().then(
       (nodes): NodeAnswer => nodes,

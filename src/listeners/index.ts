@@ -25,7 +25,9 @@ import {
   UNLOCK_CONFIRM,
   VM_COMMAND,
 } from "../ids.js";
+import type { HomePublisher } from "../home/publisher.js";
 import type { UnlockService } from "../unlock/service.js";
+import { registerHome } from "./home.js";
 import { unlockCancel, unlockCommand, unlockConfirm } from "./unlock.js";
 
 export type ListenerDeps = CreateCommandDeps &
@@ -38,6 +40,8 @@ export type ListenerDeps = CreateCommandDeps &
     access: Access;
     /** Unlocking Terraform state, a feature of its own. */
     unlock: UnlockService;
+    /** The Home tabs, published when opened and after changes. */
+    home: HomePublisher;
   };
 
 /**
@@ -67,4 +71,5 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   registerDestroyActions(app, deps);
   registerDestroyApprove(app, deps);
   registerLeaseActions(app, deps);
+  registerHome(app, deps);
 }

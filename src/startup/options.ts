@@ -25,4 +25,6 @@ export interface StartOptions {
   onCrashPoint?: (point: CrashPoint) => void;
   /** What time it is for the store, the tracker and the listeners; the machine's by default. */
   clock?: Clock;
+  /** How soon the Home tabs are published after a change, and retried after a refusal. */
+  home?: { debounceMs?: number; retryMs?: number };
 }

@@ -1,4 +1,5 @@
 import type { Approvals } from "./approvals.js";
+import type { Homes } from "./homes.js";
 import type { Inventory } from "./inventory.js";
 import type { Store } from "./store.js";
 
@@ -15,10 +16,12 @@ export type Promised<T> = {
 
 export type AsyncInventory = Promised<Inventory>;
 export type AsyncApprovals = Promised<Approvals>;
+export type AsyncHomes = Promised<Homes>;
 
-export type AsyncStore = Omit<Promised<Store>, "inventory" | "approvals"> & {
+export type AsyncStore = Omit<Promised<Store>, "inventory" | "approvals" | "homes"> & {
   readonly inventory: AsyncInventory;
   readonly approvals: AsyncApprovals;
+  readonly homes: AsyncHomes;
 };
 
 /** Every method of `target`, answering through a Promise; a throw becomes a rejection. */
@@ -44,5 +47,6 @@ export function asAsyncStore(store: Store): AsyncStore {
     ...promised(store),
     inventory: promised(store.inventory),
     approvals: promised(store.approvals),
+    homes: promised(store.homes),
   };
 }

@@ -3,6 +3,7 @@
  * Append new ones; never edit one that has shipped.
  */
 import { APPROVALS_MIGRATION } from "./approvals.js";
+import { HOMES_MIGRATION } from "./homes.js";
 import { INVENTORY_MIGRATION, STATES_SEEN_MIGRATION } from "./inventory.js";
 
 export const MIGRATIONS: readonly string[] = [
@@ -94,4 +95,5 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE requests ADD COLUMN approvals TEXT;
   `,
+  HOMES_MIGRATION,
 ];

@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { MIGRATIONS } from "./migrations.js";
 import { claimStore, type StoreOwnership } from "./owner.js";
 import { createSqliteApprovals } from "./approvals.js";
+import { createSqliteHomes } from "./homes.js";
 import { createSqliteInventory } from "./inventory.js";
 import { createSqliteAudit } from "./sqlite-audit.js";
 import { checkIntegrity, createWriteProbe } from "./sqlite-checks.js";
@@ -111,6 +112,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   return {
     inventory: createSqliteInventory(db, clock),
     approvals: createSqliteApprovals(db),
+    homes: createSqliteHomes(db, clock),
     ...createSqliteRequestReads(db, rows),
     ...createSqliteRequestWrites(db, clock, { ...effects, ...log }, rows),
     ...effects,

@@ -1,4 +1,5 @@
 import type { Approvals } from "./approvals.js";
+import type { Homes } from "./homes.js";
 import type { Inventory } from "./inventory.js";
 import type { RequestStatus } from "../requests/lifecycle.js";
 import type {
@@ -165,12 +166,16 @@ export interface HeldVm {
 
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
 export interface Store {
-  /** Creates the request, or returns the one already created for the same submission. */
   /** Every VM vmbot made. */
   readonly inventory: Inventory;
   /** Approvals given on each plan job. */
   readonly approvals: Approvals;
-  /** `audit`, when given, is written in the same transaction, only when the request is new. */
+  /** Who has opened vmbot's Home tab. */
+  readonly homes: Homes;
+  /**
+   * Creates the request, or returns the one already created for the same submission. `audit`,
+   * when given, is written in the same transaction, only when the request is new.
+   */
   createRequest(
     request: NewRequest,
     audit?: Omit<AuditEntry, "requestId">,

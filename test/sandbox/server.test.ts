@@ -27,6 +27,8 @@ interface Snapshot {
   messages: FakeMessage[];
   ephemerals: { id: string; user: string; ts: string; text: string; blocks: unknown[] }[];
   views: { user: string; view: FakeView }[];
+  homes: Record<string, { id: string; hash: string; blocks: unknown[] }>;
+  direct: FakeMessage[];
   files: string[];
   scenarios: { name: string; label: string; detail: string; on: boolean }[];
 }
@@ -456,7 +458,14 @@ describe("the sandbox page server", () => {
         what: "a click naming both a message and an ephemeral answer",
         path: "/sandbox/action",
         body: { as: "approver", action: PLAN_APPROVE, ts: "1700000000.000100", ephemeral: "a0" },
-        error: "name the message clicked: ts, or ephemeral for an answer only you see",
+        error:
+          "name what was clicked: ts, ephemeral for an answer only you see, dm for a direct message, or home",
+      },
+      {
+        what: "a click on a Home tab that was never published",
+        path: "/sandbox/action",
+        body: { as: "stranger", action: "home_create", home: true },
+        error: "your Home tab is not published yet",
       },
     ];
     for (const c of cases) {
@@ -476,6 +485,32 @@ describe("the sandbox page server", () => {
     expect(state.ephemerals).toEqual([]);
     expect(state.views).toEqual([]);
     expect(state.scenarios.every((scenario) => !scenario.on)).toBe(true);
+  });
+
+  it("opens a person's Home tab through a signed app_home_opened, and its buttons reach the bot from the view", async () => {
+    const s = await start();
+    const opened = await post(s, "/sandbox/home", { as: "requester" });
+    expect(opened.status).toBe(200);
+    const home = await waitFor(
+      async () => (await snapshot(s)).homes[REQUESTER],
+      "the requester's Home tab",
+    );
+    expect(JSON.stringify(home.blocks)).toContain("Your VMs (0)");
+    // Someone else's Home is theirs: not published for them by this.
+    expect((await snapshot(s)).homes[APPROVER]).toBeUndefined();
+
+    // Create VM, clicked on the Home: the same form as /vm create opens for its clicker.
+    const clicked = await post(s, "/sandbox/action", {
+      as: "requester",
+      action: "home_create",
+      home: true,
+    });
+    expect(clicked.status).toBe(200);
+    const form = await waitFor(
+      async () => (await snapshot(s)).views.find((v) => v.user === REQUESTER),
+      "the create form",
+    );
+    expect(JSON.stringify(form.view.blocks)).toContain("vm_name");
   });
 
   it("refuses a body over 256 KB with 413 and keeps answering on the same connections", async () => {

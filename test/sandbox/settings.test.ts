@@ -23,6 +23,7 @@ describe("sandboxSettings", () => {
       dbPath: "./data/sandbox.sqlite",
       logLevel: "warn",
       paceMs: 1500,
+      leaseMs: 180_000,
     });
   });
 
@@ -35,7 +36,13 @@ describe("sandboxSettings", () => {
         LOG_LEVEL: " ",
         VMBOT_SANDBOX_PACE_MS: "",
       }),
-    ).toEqual({ port: 3000, dbPath: "./data/sandbox.sqlite", logLevel: "warn", paceMs: 1500 });
+    ).toEqual({
+      port: 3000,
+      dbPath: "./data/sandbox.sqlite",
+      logLevel: "warn",
+      paceMs: 1500,
+      leaseMs: 180_000,
+    });
   });
 
   it("takes overrides", () => {
@@ -45,8 +52,24 @@ describe("sandboxSettings", () => {
         VMBOT_SANDBOX_DB: "/tmp/elsewhere/sb.sqlite",
         LOG_LEVEL: "debug",
         VMBOT_SANDBOX_PACE_MS: "50",
+        VMBOT_SANDBOX_LEASE: "1h",
       }),
-    ).toEqual({ port: 8123, dbPath: "/tmp/elsewhere/sb.sqlite", logLevel: "debug", paceMs: 50 });
+    ).toEqual({
+      port: 8123,
+      dbPath: "/tmp/elsewhere/sb.sqlite",
+      logLevel: "debug",
+      paceMs: 50,
+      leaseMs: 3_600_000,
+    });
+  });
+
+  it("takes never for no lease, and refuses a lease it cannot read or too short to show", () => {
+    expect(sandboxSettings({ VMBOT_SANDBOX_LEASE: "never" }).leaseMs).toBeNull();
+    for (const bad of ["3 minutes", "10s", "0m"]) {
+      expect(configErrorOf(() => sandboxSettings({ VMBOT_SANDBOX_LEASE: bad })).message).toContain(
+        "VMBOT_SANDBOX_LEASE must be a duration of 30s or more",
+      );
+    }
   });
 
   it("accepts PORT 0 (any free port) and the range limits", () => {

@@ -338,6 +338,15 @@ function contract(open: Opener): void {
     expect((await store.approvals.list("vm-a", 5001)).map((a) => a.user)).toEqual(["U0B"]);
   });
 
+  it("remembers who opened the Home tab once each, in the order they came", async () => {
+    await store.homes.opened("U0REQ");
+    await store.homes.opened("U0APPROVER");
+    await store.homes.opened("U0REQ");
+    expect(await store.homes.list()).toEqual(["U0REQ", "U0APPROVER"]);
+    expect(await store.homes.has("U0APPROVER")).toBe(true);
+    expect(await store.homes.has("U0OTHER")).toBe(false);
+  });
+
   it("takes writes while open, and says it is closed after", async () => {
     expect(await store.writable()).toEqual({ ok: true });
     expect(await store.isOpen()).toBe(true);
@@ -361,7 +370,7 @@ describeWithPostgres("the store's contract on PostgreSQL", () => {
     await admin.connect();
     try {
       await admin.query(
-        "DO $$ BEGIN IF to_regclass('requests') IS NOT NULL THEN TRUNCATE requests, audit_log, effects, deliveries, heartbeat, vms, states_seen, approvals, leadership; END IF; END $$",
+        "DO $$ BEGIN IF to_regclass('requests') IS NOT NULL THEN TRUNCATE requests, audit_log, effects, deliveries, heartbeat, vms, states_seen, approvals, leadership, homes; END IF; END $$",
       );
     } finally {
       await admin.end();

@@ -89,6 +89,20 @@ describe("the SQLite store", () => {
     second.close();
   });
 
+  it("remembers who opened their Home tab, once each, across a reopen", () => {
+    const path = tempDb();
+    const first = openSqliteStore(path);
+    first.homes.opened("U0REQ");
+    first.homes.opened("U0APPROVER");
+    first.homes.opened("U0REQ");
+    first.close();
+    const second = openSqliteStore(path);
+    expect(second.homes.list()).toEqual(["U0REQ", "U0APPROVER"]);
+    expect(second.homes.has("U0APPROVER")).toBe(true);
+    expect(second.homes.has("U0OTHER")).toBe(false);
+    second.close();
+  });
+
   it("upgrades a database written by the first schema and keeps its requests", () => {
     const path = tempDb();
     const first = openSqliteStore(path);
@@ -96,7 +110,7 @@ describe("the SQLite store", () => {
     first.close();
     const db = new Database(path);
     db.exec(
-      "ALTER TABLE requests DROP COLUMN approvals; DROP TABLE approvals; DROP TABLE states_seen; DROP TABLE vms; DROP INDEX requests_vm_name; ALTER TABLE requests DROP COLUMN state_name; ALTER TABLE requests DROP COLUMN kind; " +
+      "DROP TABLE homes; ALTER TABLE requests DROP COLUMN approvals; DROP TABLE approvals; DROP TABLE states_seen; DROP TABLE vms; DROP INDEX requests_vm_name; ALTER TABLE requests DROP COLUMN state_name; ALTER TABLE requests DROP COLUMN kind; " +
         "ALTER TABLE requests DROP COLUMN stage_times; ALTER TABLE requests DROP COLUMN failure; ALTER TABLE requests DROP COLUMN stage_at; DROP TABLE deliveries; DROP INDEX requests_behind; DROP TABLE heartbeat; ALTER TABLE requests DROP COLUMN revision; ALTER TABLE requests DROP COLUMN rendered_revision; ALTER TABLE requests DROP COLUMN rendered_hash; " +
         "ALTER TABLE requests DROP COLUMN review; ALTER TABLE requests DROP COLUMN decision; ALTER TABLE requests DROP COLUMN address; DROP TABLE effects;",
     );

@@ -125,6 +125,8 @@ export interface HarnessOptions {
   httpLimits?: Partial<ServerLimits>;
   /** What time it is for the bot (see test/support/clock.ts); the machine's by default. */
   clock?: Clock;
+  /** How soon Home tabs are published after a change and retried after a refusal. */
+  home?: { debounceMs?: number; retryMs?: number };
   /** Runs once the fakes are up and before the bot starts, e.g. to seal the fake Vault. */
   prepare?: (fakes: { vault: FakeVault | undefined; proxmox: FakeProxmox | undefined }) => void;
 }
@@ -201,6 +203,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       vaultTimeoutMs: options.vaultTimeoutMs ?? 3_000,
       ...(options.httpLimits === undefined ? {} : { httpLimits: options.httpLimits }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.home === undefined ? {} : { home: options.home }),
     });
   } catch (error) {
     await closeFakes();

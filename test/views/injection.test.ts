@@ -23,6 +23,7 @@ import {
   unknownVmReply,
 } from "../../src/views/destroy.js";
 import { helpMessage } from "../../src/views/help.js";
+import { homeDestroyModal, homeView } from "../../src/views/home.js";
 import {
   approvalWindowWords,
   approverMentions,
@@ -83,7 +84,9 @@ const KNOWN_GROUPS = new Set(["S0APPROVERS"]);
 const KNOWN_CHANNELS = new Set(["C0CHAN"]);
 const GITLAB = "https://gitlab.example.com/";
 const PROXMOX = "https://pve.example.com:8006";
-const TRUSTED_URLS = [GITLAB, PROXMOX];
+/** The workspace's own address: the Home links to request messages there. */
+const SLACK = "https://vmbot-test.slack.com/";
+const TRUSTED_URLS = [GITLAB, PROXMOX, SLACK];
 
 /** Every place a view takes text from outside. */
 interface Outside {
@@ -490,6 +493,22 @@ function renderAll(o: Outside): Payload[] {
     { view: "destroyFailedNote", payload: { text: destroyFailedNote(destroyJob) } },
     { view: "noDestroyJobWords", payload: { text: noDestroyJobWords(o.stateName) } },
   );
+
+  // The Home tab: the reader's VMs (one gone, one leased), requests and approvals waiting.
+  const leased = { ...vm, status: "live" as const, statusNote: null, leaseUntil: o.lockedAt };
+  payloads.push(
+    {
+      view: "homeView",
+      payload: homeView({
+        vms: [vm, leased],
+        requests: [destroying, sampleRequest({ ...base, status: "planning" })],
+        approvals: [{ request: destroying, link: `${SLACK}archives/C0CHAN/p1` }],
+        links: new Map([[destroying.id, `${SLACK}archives/C0CHAN/p2`]]),
+        now,
+      }),
+    },
+    { view: "homeDestroyModal", payload: homeDestroyModal(vm, now) },
+  );
   payloads.push({
     view: "createModal",
     payload: createModal({
@@ -714,6 +733,8 @@ describe("outside text in every view the bot posts", () => {
         "destroyedWords",
         "destroyRefusedReply",
         "noDestroyJobWords",
+        "homeView",
+        "homeDestroyModal",
       ].sort(),
     );
   });

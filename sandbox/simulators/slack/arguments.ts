@@ -4,6 +4,7 @@ import {
   problem,
   SLACK_LIMITS,
   validateBlocks,
+  validateHomeView,
   validateModalView,
 } from "./blocks.js";
 import {
@@ -72,6 +73,17 @@ export function readModalView(raw: unknown): ModalInput {
   if (JSON.stringify(raw).length > SLACK_LIMITS.viewBytes)
     throw new SlackApiError("view_too_large");
   const problems = validateModalView(raw);
+  if (problems.length > 0) throw invalidArguments(problems);
+  return toModalInput(raw);
+}
+
+/** A Home tab view as views.publish takes it; kept as a modal's fields, without buttons. */
+export function readHomeView(raw: unknown): ModalInput {
+  if (raw === undefined || raw === "") throw missingArgument("view");
+  if (!isObject(raw)) throw invalidArguments([problem("/view", "must be a valid JSON object")]);
+  if (JSON.stringify(raw).length > SLACK_LIMITS.viewBytes)
+    throw new SlackApiError("view_too_large");
+  const problems = validateHomeView(raw);
   if (problems.length > 0) throw invalidArguments(problems);
   return toModalInput(raw);
 }

@@ -2,7 +2,7 @@
 import { isObject } from "./support.js";
 import { type JsonObject } from "./types.js";
 
-export type BlockSurface = "message" | "modal";
+export type BlockSurface = "message" | "modal" | "home";
 
 /** One reason Slack would refuse a payload, located by JSON pointer. */
 export interface BlockProblem {
@@ -14,6 +14,8 @@ export interface BlockProblem {
 export const SLACK_LIMITS = {
   messageBlocks: 50,
   modalBlocks: 100,
+  /** A Home tab holds as many blocks as a modal. */
+  homeBlocks: 100,
   blockId: 255,
   actionId: 255,
   sectionText: 3000,
@@ -48,7 +50,12 @@ export function validateBlocks(
   options: { surface: BlockSurface; pointer?: string },
 ): BlockProblem[] {
   const at = options.pointer ?? "/blocks";
-  const max = options.surface === "modal" ? SLACK_LIMITS.modalBlocks : SLACK_LIMITS.messageBlocks;
+  const max =
+    options.surface === "message"
+      ? SLACK_LIMITS.messageBlocks
+      : options.surface === "home"
+        ? SLACK_LIMITS.homeBlocks
+        : SLACK_LIMITS.modalBlocks;
   if (!Array.isArray(blocks)) return [problem(at, "must be an array")];
   const problems = checkItemCount(blocks, at, max);
   blocks.forEach((block, index) => problems.push(...checkBlock(block, `${at}/${index}`)));
@@ -75,6 +82,36 @@ export function validateModalView(view: unknown, pointer = "/view"): BlockProble
     );
   if (hasInputBlock(view.blocks) && (view.submit === undefined || view.submit === null)) {
     problems.push(problem(pointer, "must provide a submit property when using input blocks"));
+  }
+  problems.push(
+    ...optionalString(
+      view.private_metadata,
+      `${pointer}/private_metadata`,
+      SLACK_LIMITS.privateMetadata,
+    ),
+    ...optionalString(view.callback_id, `${pointer}/callback_id`, SLACK_LIMITS.callbackId),
+    ...optionalString(view.external_id, `${pointer}/external_id`, SLACK_LIMITS.externalId),
+  );
+  return problems;
+}
+
+/**
+ * Checks a Home tab view as views.publish does: type `home`, its blocks (100 at most), and the
+ * same metadata limits as a modal. A Home has no title, submit or close button.
+ */
+export function validateHomeView(view: unknown, pointer = "/view"): BlockProblem[] {
+  if (!isObject(view)) return [problem(pointer, "must be an object")];
+  const problems: BlockProblem[] = [];
+  if (view.type !== "home") problems.push(problem(`${pointer}/type`, "must be a valid enum value"));
+  if (view.blocks === undefined) problems.push(missingField(pointer, "blocks"));
+  else
+    problems.push(
+      ...validateBlocks(view.blocks, { surface: "home", pointer: `${pointer}/blocks` }),
+    );
+  for (const field of ["submit", "close"]) {
+    if (view[field] !== undefined && view[field] !== null) {
+      problems.push(problem(`${pointer}/${field}`, "is not allowed for a home view"));
+    }
   }
   problems.push(
     ...optionalString(

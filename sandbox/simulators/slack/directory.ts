@@ -57,6 +57,8 @@ export function timeRange(args: JsonObject): (ts: string) => boolean {
 
 interface WorkspaceOptions {
   botToken: string;
+  /** Whether the app's Home tab is on (views.publish answers `not_enabled` when not). */
+  homeTabEnabled?: boolean;
   triggerTtlMs: number;
   now?: (() => number) | undefined;
   identity: SlackIdentity;
@@ -69,6 +71,8 @@ export class WorkspaceDirectory {
   readonly messages: FakeMessage[] = [];
   readonly ephemerals: FakeEphemeral[] = [];
   readonly views: FakeView[] = [];
+  /** Each user's Home tab, as views.publish last set it. */
+  readonly homes = new Map<string, FakeView>();
   readonly uploads: FakeUpload[] = [];
   readonly triggers: TriggerRegistry;
   protected readonly channels = new Map<string, FakeChannel>();

@@ -19,6 +19,7 @@ export {
   formatProblem,
   SLACK_LIMITS,
   validateBlocks,
+  validateHomeView,
   validateModalView,
   type BlockProblem,
   type BlockSurface,

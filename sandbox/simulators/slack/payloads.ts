@@ -97,6 +97,46 @@ export function slashCommandBody(
   }).toString();
 }
 
+/** The Events API envelope around `event` (see Slack's "Events API" reference). */
+export function eventEnvelope(ctx: PayloadContext, event: JsonObject): JsonObject {
+  const now = Date.now();
+  return {
+    token: ctx.token,
+    team_id: ctx.team.id,
+    api_app_id: ctx.appId,
+    event: { ...event, event_ts: slackTs(now * 1000) },
+    type: "event_callback",
+    event_id: `Ev${randomBytes(5).toString("hex").toUpperCase()}`,
+    event_time: Math.floor(now / 1000),
+    authorizations: [
+      {
+        enterprise_id: null,
+        team_id: ctx.team.id,
+        user_id: ctx.slack.identity.botUserId,
+        is_bot: true,
+        is_enterprise_install: false,
+      },
+    ],
+    is_ext_shared_channel: false,
+  };
+}
+
+/** `app_home_opened` for `userId`: the Home's view included once one was published. */
+export function appHomeOpenedEvent(
+  ctx: PayloadContext,
+  input: { userId: string; tab?: string; channelId?: string },
+): JsonObject {
+  const tab = input.tab ?? "home";
+  const view = tab === "home" ? ctx.slack.home(input.userId) : undefined;
+  return {
+    type: "app_home_opened",
+    user: input.userId,
+    channel: input.channelId ?? `D${input.userId.slice(1)}`,
+    tab,
+    ...(view === undefined ? {} : { view: structuredClone(view) }),
+  };
+}
+
 export function interactionEnvelope(
   ctx: PayloadContext,
   type: string,

@@ -41,6 +41,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
       botToken: options.botToken,
       triggerTtlMs: options.triggerTtlMs ?? DEFAULT_TRIGGER_TTL_MS,
       now: options.now,
+      ...(options.homeTabEnabled === undefined ? {} : { homeTabEnabled: options.homeTabEnabled }),
       identity,
       baseUrl: () => baseUrl,
     }),
@@ -75,6 +76,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     ephemerals: workspace.ephemerals,
     views: workspace.views,
     view: (idOrExternalId) => workspace.view(idOrExternalId),
+    home: (userId) => workspace.homes.get(userId),
     uploads: workspace.uploads,
     responses: responses.posts.items,
     waitForResponse: (predicate = () => true, timeoutMs = 5000) =>

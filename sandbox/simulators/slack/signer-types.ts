@@ -101,7 +101,25 @@ export interface BlockActionInput extends DeliveryOptions {
   ephemeral?: boolean;
 }
 
+export interface AppHomeOpenedInput extends DeliveryOptions {
+  userId: string;
+  /** Which tab of the app the user opened; `home` by default. */
+  tab?: "home" | "messages";
+  /** The user's direct message with the app; a fixed one per user by default. */
+  channelId?: string;
+}
+
 export interface SlackSigner {
+  /**
+   * An Events API `event_callback` carrying `event`, as JSON with an event_id and the app's
+   * authorization, signed like every delivery.
+   */
+  event(event: JsonObject, options?: DeliveryOptions): Promise<SlackDelivery>;
+  /**
+   * A user opened the app (`app_home_opened`): with the Home tab's current view when one was
+   * published for them before, as Slack sends it.
+   */
+  appHomeOpened(input: AppHomeOpenedInput): Promise<SlackDelivery>;
   slashCommand(input: SlashCommandInput): Promise<SlashCommandDelivery>;
   viewSubmission(input: ViewSubmissionInput): Promise<InteractionDelivery>;
   blockAction(input: BlockActionInput): Promise<InteractionDelivery>;

@@ -8,6 +8,8 @@
  */
 import { type JsonObject } from "./types.js";
 import {
+  appHomeOpenedEvent,
+  eventEnvelope,
   actionObject,
   actionSurface,
   DEFAULT_VERIFICATION_TOKEN,
@@ -46,8 +48,16 @@ export function createSlackSigner(options: SlackSignerOptions): SlackSigner {
     return { ...result, triggerId, payload, json: parseAck(result) };
   };
 
+  const sendEvent = (event: JsonObject, delivery: DeliveryOptions = {}) =>
+    send(JSON.stringify(eventEnvelope(ctx, event)), {
+      ...delivery,
+      contentType: "application/json",
+    });
+
   return {
     send,
+    event: sendEvent,
+    appHomeOpened: (input) => sendEvent(appHomeOpenedEvent(ctx, input), input),
 
     async slashCommand(input) {
       const triggerId = input.triggerId ?? slack.issueTriggerId();

@@ -76,7 +76,8 @@ export interface ModalInput {
 export interface FakeView extends ModalInput {
   id: string;
   team_id: string;
-  type: "modal";
+  /** `home` for a Home tab (views.publish), whose title, submit and close stay empty. */
+  type: "modal" | "home";
   state: { values: Record<string, Record<string, unknown>> };
   hash: string;
   root_view_id: string;
@@ -139,6 +140,8 @@ export interface FakeSlackOptions {
   now?: () => number;
   teamId?: string;
   teamDomain?: string;
+  /** false: the app's Home tab is off, and views.publish answers `not_enabled`. */
+  homeTabEnabled?: boolean;
 }
 
 export interface FakeSlack {
@@ -166,6 +169,8 @@ export interface FakeSlack {
   readonly views: readonly FakeView[];
   /** A view by id or external_id. */
   view(idOrExternalId: string): FakeView | undefined;
+  /** The Home tab last published for a user (views.publish), if any. */
+  home(userId: string): FakeView | undefined;
   readonly uploads: readonly FakeUpload[];
   readonly responses: readonly ResponseUrlPost[];
   waitForResponse(

@@ -1,4 +1,4 @@
-import { readModalView } from "./arguments.js";
+import { readHomeView, readModalView } from "./arguments.js";
 import { WorkspaceChat } from "./chat.js";
 import { MAX_VIEW_STACK } from "./directory.js";
 import { missingArgument, SlackApiError, stringArg, viewHash } from "./support.js";
@@ -40,6 +40,40 @@ export class WorkspaceViews extends WorkspaceChat {
     return { view: structuredClone(view) };
   }
 
+  /**
+   * views.publish: a user's Home tab, created or replaced. `user_id` is required; an optional
+   * `hash` must match the Home's current one (`hash_conflict` otherwise), as with views.update.
+   */
+  protected publishView(args: JsonObject): JsonObject {
+    const userId = stringArg(args, "user_id");
+    if (userId === undefined) throw missingArgument("user_id");
+    if (this.options.homeTabEnabled === false) throw new SlackApiError("not_enabled");
+    const input = readHomeView(args.view);
+    const current = this.homes.get(userId);
+    const hash = stringArg(args, "hash");
+    if (hash !== undefined && hash !== current?.hash) throw new SlackApiError("hash_conflict");
+    this.ensureExternalIdFree(input.external_id, current?.id);
+    const id = current?.id ?? this.viewIds.take();
+    const view: FakeView = {
+      id,
+      team_id: this.identity.teamId,
+      type: "home",
+      ...input,
+      title: { type: "plain_text", text: "" },
+      submit: null,
+      close: null,
+      state: { values: {} },
+      hash: viewHash(),
+      root_view_id: id,
+      previous_view_id: null,
+      app_id: this.identity.appId,
+      app_installed_team_id: this.identity.teamId,
+      bot_id: this.identity.botId,
+    };
+    this.homes.set(userId, view);
+    return { view: structuredClone(view) };
+  }
+
   protected requireTrigger(args: JsonObject): string {
     const triggerId = stringArg(args, "trigger_id") ?? stringArg(args, "interactivity_pointer");
     if (triggerId === undefined) throw missingArgument("trigger_id");
@@ -59,7 +93,9 @@ export class WorkspaceViews extends WorkspaceChat {
 
   protected ensureExternalIdFree(externalId: string, ownerViewId: string | undefined): void {
     if (externalId === "") return;
-    const owner = this.views.find((view) => view.external_id === externalId);
+    const owner = [...this.views, ...this.homes.values()].find(
+      (view) => view.external_id === externalId,
+    );
     if (owner !== undefined && owner.id !== ownerViewId) {
       throw new SlackApiError("duplicate_external_id");
     }

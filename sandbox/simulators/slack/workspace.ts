@@ -15,6 +15,7 @@ export class SlackWorkspace extends WorkspaceFiles {
     ["views.open", (args) => this.openView(args)],
     ["views.push", (args) => this.pushView(args)],
     ["views.update", (args) => this.updateView(args)],
+    ["views.publish", (args) => this.publishView(args)],
     ["conversations.info", (args) => this.conversationInfo(args)],
     ["conversations.history", (args) => this.history(args)],
     ["conversations.open", (args) => this.openConversation(args)],

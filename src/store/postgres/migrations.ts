@@ -121,6 +121,14 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   `,
   // The approvals a request's message shows (the policy's tally), kept with the request.
   `ALTER TABLE requests ADD COLUMN approvals JSONB`,
+  // Who has opened vmbot's Home tab (src/store/homes.ts); \`seq\` keeps the order they came in.
+  `
+  CREATE TABLE homes (
+    user_id   TEXT PRIMARY KEY,
+    opened_at TEXT NOT NULL,
+    seq       BIGINT GENERATED ALWAYS AS IDENTITY
+  )
+  `,
 ];
 
 /**

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { AsyncStore } from "../async.js";
 import { createPostgresAudit, createPostgresProbe } from "./audit.js";
+import { createPostgresHomes } from "./homes.js";
 import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
 import { migratePostgres } from "./migrations.js";
@@ -68,6 +69,7 @@ export async function openPostgresStore(
     pool,
     inventory: createPostgresInventory(pool, clock),
     approvals: createPostgresApprovals(pool),
+    homes: createPostgresHomes(pool, clock),
     ...requests,
     effect: effects.effect,
     intend: effects.intend,

@@ -162,10 +162,15 @@ describeWithChromium("the sandbox in a browser", () => {
     execFileSync("npm", ["run", "-s", "build:sandbox"], { cwd: ROOT, stdio: "pipe" });
     dir = mkdtempSync(join(tmpdir(), "vmbot-sandbox-"));
     // No .env in its directory and no Slack variable: the sandbox, as on a fresh clone.
-    const started = runBot({ PORT: "0", VMBOT_SANDBOX_PACE_MS: "250" }, dir, {
-      built: true,
-      entry: "start",
-    });
+    // Leases long enough that none ends while the tests run.
+    const started = runBot(
+      { PORT: "0", VMBOT_SANDBOX_PACE_MS: "250", VMBOT_SANDBOX_LEASE: "1h" },
+      dir,
+      {
+        built: true,
+        entry: "start",
+      },
+    );
     bot = started;
     url = await waitFor(
       () => {
@@ -328,6 +333,35 @@ describeWithChromium("the sandbox in a browser", () => {
       .toMatch(/web-01\s+ok=\d+ changed=\d+ unreachable=0 failed=0/);
     await closePage(page);
   }, 120_000);
+
+  it("shows the requester's Home tab: their VM with its lease, Extend lease and Destroy, and Create VM", async () => {
+    const page = await newPage();
+    await page.locator('[data-person="requester"]').click();
+    await page.locator('[data-pane="home"]').click();
+    const home = page.locator("#home-view");
+    await expect.poll(textOf(home), POLL).toContain("web-01");
+    expect(await home.innerText()).toContain("Lease ends");
+    const extend = home.locator('[data-element="button"][data-action-id="home_vm_extend"]');
+    await extend.first().waitFor({ state: "visible" });
+    await home
+      .locator('[data-element="button"][data-action-id="home_create"]')
+      .waitFor({ state: "visible" });
+    // The channel's composer is the channel's: not on the Home.
+    expect(await page.locator("#composer").isVisible()).toBe(false);
+    await screenshotOf(page.locator(".sb-app"), join(SHOTS, "sandbox-home.png"));
+
+    // Extend from the Home: what came of it in a small modal, as Slack shows one over the Home.
+    await extend.first().click();
+    const notice = page.locator("form.bk-modal");
+    await expect.poll(textOf(notice), POLL).toContain("The lease of web-01 now ends");
+    await notice.locator("[data-modal-close]").first().click();
+    await notice.waitFor({ state: "detached" });
+
+    // Back to the channel: its messages and composer again.
+    await page.locator('[data-pane="channel"]').click();
+    await page.locator("#composer").waitFor({ state: "visible" });
+    await closePage(page);
+  }, 60_000);
 
   it("with the replace scenario, warns of the destroy and asks for confirmation before approving", async () => {
     const page = await newPage();

@@ -1,0 +1,225 @@
+import type { webApi } from "@slack/bolt";
+import type { Access } from "../access.js";
+import type { Clock } from "../clock.js";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { RequestRecord, Store } from "../store/store.js";
+import { homeView, type HomeView, type PendingApproval } from "../views/home.js";
+import type { HomeChange } from "./changes.js";
+
+/**
+ * Publishes each person's Home tab: at once when they open it, and again, a moment later and
+ * once per burst of changes, when something it shows changes. Only for people who have opened
+ * it (the store remembers them). A publish Slack refuses or does not answer is logged and tried
+ * again later with a growing delay; it never stops the change that asked for it.
+ */
+export interface HomePublisher {
+  /** Someone opened their Home: remembered, and published now. */
+  opened(user: string): Promise<void>;
+  /** Something changed: the Homes of those concerned are published again soon. */
+  changed(change: HomeChange): void;
+  /** Publishes what is due now, waiting for it (tests, shutdown). */
+  flush(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface HomePublisherDeps {
+  store: Store;
+  client: Pick<webApi.WebClient, "views" | "auth">;
+  access: Access;
+  config: Config;
+  log: Logger;
+  now: Clock;
+  /** How long a burst of changes is gathered before publishing (1 s by default). */
+  debounceMs?: number;
+  /** The first delay before a refused publish is tried again; doubles up to 5 minutes. */
+  retryMs?: number;
+}
+
+const MAX_RETRY_MS = 5 * 60_000;
+
+/** Whether `user` holds the approver role, without auditing a "no" as a refusal. */
+async function isApprover(access: Access, user: string): Promise<boolean> {
+  const names = access.policy().roles.approvers;
+  if (names.includes("everyone")) return true;
+  const groups = await access.groupsOf(user);
+  return names.some((name) => groups.includes(name));
+}
+
+/** The Home's content for `user`, read afresh from the store. */
+async function homeFor(
+  deps: HomePublisherDeps,
+  user: string,
+  linkTo: (request: RequestRecord) => string | undefined,
+): Promise<HomeView> {
+  const { store, config } = deps;
+  const active = store.listActive();
+  const requests = active.filter((r) => r.requester === user).reverse();
+  let approvals: PendingApproval[] | undefined;
+  if (await isApprover(deps.access, user)) {
+    approvals = store
+      .listByStatus(["awaiting_approval"])
+      .filter((r) => config.access.allowSelfApproval || r.requester !== user)
+      .filter(
+        (r) =>
+          r.review === null ||
+          !store.approvals.list(r.id, r.review.planJobId).some((a) => a.user === user),
+      )
+      .map((request) => ({ request, link: linkTo(request) }));
+  }
+  const links = new Map(
+    requests.flatMap((r) => {
+      const url = linkTo(r);
+      return url === undefined ? [] : [[r.id, url] as const];
+    }),
+  );
+  return homeView({
+    vms: store.inventory.list({ owner: user }),
+    requests,
+    approvals,
+    links,
+    now: deps.now(),
+  });
+}
+
+/** Publishes one person's Home, true when Slack took it; links to request messages included. */
+function createPublish(deps: HomePublisherDeps): (user: string) => Promise<boolean> {
+  const { client, log } = deps;
+  /** The workspace's address (auth.test), for links to request messages; asked once. */
+  let workspace: Promise<string | undefined> | undefined;
+  const workspaceUrl = () =>
+    (workspace ??= client.auth.test().then(
+      (answer) => (typeof answer.url === "string" ? answer.url : undefined),
+      (error: unknown) => {
+        log.debug({ err: error }, "could not learn the workspace's address for Home links");
+        workspace = undefined;
+        return undefined;
+      },
+    ));
+  return async (user) => {
+    const base = await workspaceUrl();
+    const linkTo = (request: RequestRecord) =>
+      base === undefined || request.messageTs === null
+        ? undefined
+        : `${base}archives/${request.channel}/p${request.messageTs.replace(".", "")}`;
+    try {
+      const view = await homeFor(deps, user, linkTo);
+      await client.views.publish({ user_id: user, view });
+      return true;
+    } catch (error) {
+      log.warn({ err: error, user }, "could not publish a Home tab; trying again later");
+      return false;
+    }
+  };
+}
+
+/** Who is due a publish: people named by changes, and every approver when approvers are. */
+function createDue(deps: HomePublisherDeps) {
+  const users = new Set<string>();
+  let approvers = false;
+  return {
+    add(change: HomeChange) {
+      for (const user of change.users) users.add(user);
+      if (change.approvers) approvers = true;
+    },
+    /** Someone just published needs nothing more for the changes so far. */
+    drop(user: string) {
+      users.delete(user);
+    },
+    pending: () => users.size > 0 || approvers,
+    /** Those due now, among the people who have a Home; the list starts again empty. */
+    async take(): Promise<string[]> {
+      const homes = new Set(deps.store.homes.list());
+      const taken = new Set([...users].filter((user) => homes.has(user)));
+      users.clear();
+      if (approvers) {
+        approvers = false;
+        for (const user of homes) {
+          if (!taken.has(user) && (await isApprover(deps.access, user))) taken.add(user);
+        }
+      }
+      return [...taken];
+    },
+  };
+}
+
+export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
+  const debounceMs = deps.debounceMs ?? 1_000;
+  const firstRetryMs = deps.retryMs ?? 10_000;
+  const publish = createPublish(deps);
+  const due = createDue(deps);
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let retryMs = firstRetryMs;
+  let stopped = false;
+
+  function schedule(delayMs: number): void {
+    if (stopped || timer !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void flush();
+    }, delayMs);
+    timer.unref();
+  }
+
+  /** After a refusal, tried again later and later; after a success, changes meanwhile soon. */
+  function next(failed: boolean): void {
+    if (failed) {
+      schedule(retryMs);
+      retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+      return;
+    }
+    retryMs = firstRetryMs;
+    if (due.pending()) schedule(debounceMs);
+  }
+
+  async function publishDue(): Promise<void> {
+    let failed = false;
+    for (const user of await due.take()) {
+      if (!(await publish(user))) {
+        due.add({ users: [user], approvers: false });
+        failed = true;
+      }
+    }
+    next(failed);
+  }
+
+  function flush(): Promise<void> {
+    running ??= publishDue()
+      .catch((error: unknown) => {
+        deps.log.warn({ err: error }, "could not publish the Home tabs due; trying again later");
+        next(true);
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  }
+
+  return {
+    async opened(user) {
+      deps.store.homes.opened(user);
+      due.drop(user);
+      if (!(await publish(user))) {
+        due.add({ users: [user], approvers: false });
+        next(true);
+      }
+    },
+    changed(change) {
+      due.add(change);
+      schedule(debounceMs);
+    },
+    async flush() {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      await running;
+      await flush();
+    },
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      await running;
+    },
+  };
+}

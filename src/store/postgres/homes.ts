@@ -1,0 +1,28 @@
+import type pg from "pg";
+import { z } from "zod";
+import type { AsyncHomes } from "../async.js";
+import { guardWrite } from "./pool.js";
+
+const RowSchema = z.object({ user_id: z.string() });
+
+/** Who has opened vmbot's Home tab (see ../homes.ts), shared by every replica. */
+export function createPostgresHomes(pool: pg.Pool, clock: () => Date): AsyncHomes {
+  return {
+    async opened(user) {
+      await guardWrite(`remember the Home of ${user}`, () =>
+        pool.query(
+          "INSERT INTO homes (user_id, opened_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+          [user, clock().toISOString()],
+        ),
+      );
+    },
+    async has(user) {
+      const { rowCount } = await pool.query("SELECT 1 FROM homes WHERE user_id = $1", [user]);
+      return (rowCount ?? 0) > 0;
+    },
+    async list() {
+      const { rows } = await pool.query("SELECT user_id FROM homes ORDER BY seq");
+      return rows.map((row) => RowSchema.parse(row).user_id);
+    },
+  };
+}

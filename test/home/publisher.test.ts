@@ -1,0 +1,119 @@
+import { WebClient } from "@slack/web-api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
+import { createAccess } from "../../src/access.js";
+import { loadConfig } from "../../src/config.js";
+import { watchStore } from "../../src/home/changes.js";
+import { createHomePublisher, type HomePublisher } from "../../src/home/publisher.js";
+import { createLogger } from "../../src/logger.js";
+import { createRedactor } from "../../src/redact.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { Store } from "../../src/store/store.js";
+import { fakeBotEnv } from "../support/harness.js";
+import { captureLogs } from "../support/logs.js";
+import { TEST_SECRETS } from "../support/secrets.js";
+import { waitFor } from "../support/wait.js";
+import { SAMPLE_SPEC } from "../support/requests.js";
+
+/**
+ * The Home publisher over a real Slack client and the fake Slack: a burst of changes publishes
+ * once per person, only for people who opened their Home, and a refused publish is tried again.
+ */
+
+const ALICE = "U0ALICE";
+const APPROVER = "U0APPROVER";
+
+let slack: FakeSlack;
+let store: Store;
+let publisher: HomePublisher;
+
+const publishes = (user: string) =>
+  slack.callsTo("views.publish").filter((call) => call.args.user_id === user);
+
+beforeEach(async () => {
+  slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
+  const client = new WebClient(TEST_SECRETS.botToken, {
+    slackApiUrl: slack.apiUrl,
+    retryConfig: { retries: 0 },
+  });
+  const config = loadConfig(
+    fakeBotEnv({ slack, gitlab: { url: "http://127.0.0.1:9" } }, ":memory:", {
+      APPROVERS: APPROVER,
+    }),
+  );
+  const log = createLogger({
+    level: "debug",
+    redactor: createRedactor(),
+    destination: captureLogs().stream,
+  });
+  const raw = openSqliteStore(":memory:");
+  store = watchStore(raw, (change) => {
+    publisher.changed(change);
+  });
+  publisher = createHomePublisher({
+    store,
+    client,
+    access: createAccess({ lists: config.access, client, log }),
+    config,
+    log,
+    now: () => new Date(),
+    debounceMs: 40,
+    retryMs: 60,
+  });
+});
+
+afterEach(async () => {
+  await publisher.stop();
+  store.close();
+  await slack.close();
+});
+
+const ask = (requester: string, key: string) =>
+  store.createRequest({
+    requester,
+    spec: { ...SAMPLE_SPEC, name: key },
+    notes: [],
+    channel: "C0CHAN",
+    submissionKey: key,
+  }).request;
+
+describe("the Home publisher", () => {
+  it("publishes once for a burst of changes, and only to people who opened their Home", async () => {
+    await publisher.opened(ALICE);
+    expect(publishes(ALICE)).toHaveLength(1);
+    const request = ask(ALICE, "web-01");
+    for (let i = 0; i < 10; i += 1) store.updateRequest(request.id, { notes: [`note ${i}`] });
+    ask("U0BOB", "web-02");
+    await publisher.flush();
+    expect(publishes(ALICE)).toHaveLength(2);
+    expect(JSON.stringify(publishes(ALICE)[1]?.args.view)).toContain("web-01");
+    // Bob never opened his Home: nothing is published to him.
+    expect(publishes("U0BOB")).toHaveLength(0);
+  });
+
+  it("publishes an approver's Home when a request enters their queue", async () => {
+    await publisher.opened(APPROVER);
+    const request = ask(ALICE, "web-01");
+    store.transition(request.id, ["queued"], "planning");
+    store.transition(request.id, ["planning"], "awaiting_approval");
+    await publisher.flush();
+    const last = publishes(APPROVER).at(-1);
+    expect(JSON.stringify(last?.args.view)).toContain("Waiting for your approval (1)");
+  });
+
+  it("tries a refused publish again later, and publishes once Slack takes it", async () => {
+    await publisher.opened(ALICE);
+    slack.failNext("views.publish", "internal_error");
+    slack.failNext("views.publish", "internal_error");
+    ask(ALICE, "web-01");
+    await publisher.flush();
+    expect(publishes(ALICE).at(-1)?.error).toBe("internal_error");
+    // Retried on its own, later and later, until Slack takes it.
+    await waitFor(
+      () =>
+        publishes(ALICE).at(-1)?.ok === true && publishes(ALICE).length === 4 ? true : undefined,
+      "the Home published after two refusals",
+    );
+    expect(publishes(ALICE).map((call) => call.ok)).toEqual([true, false, false, true]);
+  });
+});
