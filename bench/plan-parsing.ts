@@ -195,26 +195,32 @@ ${table(
   ]),
 )}
 
-Where the time goes: the split finds line ends with a native search and copies nothing. A CPU
-profile (\`node --cpu-prof\`) of the built cleaner and parser over this log put first, by their own
-time, the garbage collector (17%), the cleaner's reading of lines with control characters (11%:
-section markers by a pattern, escapes), its chunk loop (7%), the parser's line entry (7%: each line
-searched twice more, for \`\\n\` and \`\\r\`), its resource lines (7%), then the search for rare control
-characters (4%) and the escape sequences (4%). Since that profile the parser takes the cleaner's
-lines as lines (\`pushLines\`), without searching each for line ends, finds where a line's text starts
-natively, and runs the heading patterns only on comments that can end like a heading; the cleaner
-reads section markers by character codes and keeps its sections as columns of numbers, which the
-collector never walks, and removes escapes without cutting their line out first. Measured by CPU time
-(the fastest of 21 rounds over 10 MB, so that other work on the shared machine does not count),
-clean + parse went from 80 to 63 ms against the split's 4 ms: the parser from about 48 to 32 ms, the
-cleaner unchanged at 31 ms. What bounds the ratio is the work per line in JavaScript, most of it in
-the cleaner: each 5 KB of this log repeats a whole job's runner output (72 lines, 12 section markers
-on 5 of them, 23 coloured lines), and per repetition finding and cutting out the lines costs about
-twice the split, the 28 searches for rare control characters about as much as the split, the 60 or so
-escape sequences as much again, and the 5 marker lines nearly half the cleaner's time (about 0.6 µs a
-marker); the parser spends about 220 ns a line. \`npm run bench\` runs the TypeScript through tsx,
-whose transform makes each use of a binding imported from another module a getter call (5–7% of the
-parse under tsx); the built bot has none.`;
+Where the time goes: the split finds line ends with one native call per chunk and copies nothing;
+the cleaner and the parser work line by line in JavaScript, and that work bounds the ratio. A CPU
+profile (\`node --cpu-prof\`, the cleaner and the parser built to JavaScript, this log at 10 MB)
+divides the time of clean + parse into the cleaner 48%, the parser 41% and the garbage collector
+10%. By their own time: section markers 25% (reading them 13%, cutting their lines into segments
+9%, recording the sections the rest), the parser's line entry 14% and its resource lines 11%, the
+cleaner's chunk loop 11%, escape sequences 7%, heredocs 4%, the search for rare control characters
+3%. Measured by CPU time (the fastest of 30 rounds over 10 MB, built JavaScript, each variant in one
+process with the code it would replace): making the chunks costs 6.2 ms and the split about 4 ms,
+so 0.5× leaves clean + parse about 14 ms; they take 57–60 ms. The cleaner's native searches alone,
+with no cleaning, take 8.8 ms (its lines 3.9, every ESC 2.0, the 28 rare control characters 2.9).
+Skipping what the parser cannot use, at its best (only the \`step_script\` section read, the runner's
+other sections costing nothing), brings clean + parse to 35 ms: about 0.25×. On a log of plan text
+alone (the runner's output once) the cleaner takes 8.6 ms, twice the split, and the parser 42 ms,
+about 260 ns a line: there the parser is the bound. Tried against the unchanged code and not faster
+beyond this shared machine's noise (±15%): lines cut by one native split, a check that passes over
+lines the parser cannot use by their first and last characters, marker words compared natively,
+the marker pattern tried only under a heading; slower: indentation found by a loop over character
+codes (14% on plan text), one pattern for the rare control characters (the cleaner 70%). None is
+kept. Of the 14 ms that 0.5× leaves, the cleaner's native searches take 8.8: the escapes, the
+markers and the parser (about 200 ns a line over this log's 148,000 lines) would have to fit in the
+other 5, some 35 ns a line. That takes a cleaner and a parser built another way (one pass over the
+chunk's bytes that looks only at lines whose first bytes can matter, or native code), not a change
+in how lines are found. \`npm run bench\` runs the TypeScript through tsx, whose transform makes
+each use of a binding imported from another module a getter call (5–7% of the parse under tsx); the
+built bot has none.`;
   return {
     body,
     verdicts: [
