@@ -1,5 +1,5 @@
 import { build } from "esbuild";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -10,13 +10,18 @@ declare module "vitest" {
      * A folder holding the bot's entry point (`src/main.js`), `npm start`'s (`sandbox/main.js`)
      * and the modules the tests preload into the bot (`test/support/*.js`), each compiled once
      * for the whole run into one file of plain JavaScript with the packages it uses
-     * (better-sqlite3, a native module, is imported from the repository's node_modules).
+     * (better-sqlite3, a native module, is imported from the repository's node_modules); beside
+     * the sandbox, its page's scripts and style in `sandbox/ui/`, as `npm run build:sandbox`
+     * places them.
      */
     botBundle: string;
   }
 }
 
 const ROOT = resolve(import.meta.dirname, "../..");
+
+/** The sandbox page's scripts, each compiled to a module of its own as the browser loads them. */
+const UI_SCRIPTS = ["sandbox/ui/page.ts", "sandbox/ui/blockkit.ts", "sandbox/ui/form-state.ts"];
 
 /** The files the tests run in a bot process of their own, paths from the repository's root. */
 const ENTRY_POINTS = [
@@ -55,6 +60,17 @@ export default async function bundleBot(project: TestProject): Promise<() => voi
     target: "node20",
     logLevel: "warning",
   });
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: UI_SCRIPTS,
+    outbase: ROOT,
+    outdir: dir,
+    platform: "browser",
+    format: "esm",
+    target: "es2023",
+    logLevel: "warning",
+  });
+  copyFileSync(join(ROOT, "sandbox/ui/page.css"), join(dir, "sandbox/ui/page.css"));
   project.provide("botBundle", dir);
   return () => {
     rmSync(dir, { recursive: true, force: true });
