@@ -162,7 +162,7 @@ describeWithChromium("the sandbox in a browser", () => {
     // No .env in its directory and no Slack variable: the sandbox, as on a fresh clone.
     // Leases long enough that none ends while the tests run.
     const started = runBot(
-      { PORT: "0", VMBOT_SANDBOX_PACE_MS: "250", VMBOT_SANDBOX_LEASE: "1h" },
+      { PORT: "0", VMBOT_SANDBOX_PACE_MS: "100", VMBOT_SANDBOX_LEASE: "1h" },
       dir,
       { entry: "start" },
     );
