@@ -1,7 +1,40 @@
+import { relative } from "node:path";
 import { configDefaults, defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /** Measures how fast the bot answers a crowd: it runs alone, after every other file. */
 const LOAD_TEST = "test/integration/load.test.ts";
+
+/**
+ * The files that take longest, longest first: the run lasts at least as long as its longest file,
+ * so these start at once rather than whenever their turn comes (on a fresh clone Vitest has no
+ * timings yet and starts the largest files first, which are quick unit tests).
+ */
+const LONGEST_FIRST = [
+  "test/integration/crash.test.ts",
+  "test/sandbox/ui/page.test.ts",
+  "test/views/injection.test.ts",
+  "test/examples/gitlab-pipeline.test.ts",
+  "test/integration/home.test.ts",
+];
+
+/** Vitest's order (timings of earlier runs, else size), with the longest files moved first. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (file: TestSpecification) => {
+      const at = LONGEST_FIRST.indexOf(relative(file.project.config.root, file.moduleId));
+      return at === -1 ? LONGEST_FIRST.length : at;
+    };
+    const group = (file: TestSpecification) => file.project.config.sequence.groupOrder;
+    return sorted
+      .map((file, order) => ({ file, order }))
+      .sort(
+        (a, b) => group(a.file) - group(b.file) || rank(a.file) - rank(b.file) || a.order - b.order,
+      )
+      .map(({ file }) => file);
+  }
+}
 
 export default defineConfig({
   test: {
@@ -16,6 +49,7 @@ export default defineConfig({
     isolate: false,
     testTimeout: 20_000,
     hookTimeout: 20_000,
+    sequence: { sequencer: LongestFirst },
     reporters: process.env.CI === "true" ? ["default", "json"] : ["default"],
     outputFile: { json: "test-results/vitest.json" },
     projects: [

@@ -17,6 +17,12 @@ import { checkRequest } from "../policy/request-check.js";
 import { findHeldConflicts } from "../vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 import { leaseChoiceWords } from "../views/create-modal.js";
+import {
+  FORM_DAMAGED,
+  nodeOfflineWords,
+  REQUEST_NOT_RECORDED_FIELD,
+  REQUESTER_UNCONFIRMED_FIELD,
+} from "../views/create-words.js";
 import { leaseChoices, readLeaseChoice } from "../vm/lease.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
@@ -205,7 +211,7 @@ async function checkSubmission(
     log.warn("create form came back without its channel");
     return {
       errors: {
-        [CREATE_FIELDS.name]: "This form is damaged or too old. Close it and run /vm create again.",
+        [CREATE_FIELDS.name]: FORM_DAMAGED,
       },
     };
   }
@@ -232,7 +238,7 @@ function validSpec(
     log.info({ node: accepted.offline }, "create form names a node that is not online");
     return {
       errors: fieldErrors({
-        node: `${accepted.offline} is not online in Proxmox now: choose another node.`,
+        node: nodeOfflineWords(accepted.offline),
       }),
     };
   }
@@ -271,10 +277,7 @@ function accessErrors(decision: AccessDecision, log: Logger): FieldErrors | unde
   if (decision === "allowed") return undefined;
   log.info({ decision }, "create form refused: requester not confirmed");
   return {
-    [CREATE_FIELDS.name]:
-      decision === "denied"
-        ? NOT_REQUESTER_FIELD
-        : "Slack did not confirm in time that you may ask for VMs. Nothing was created: please press Create again.",
+    [CREATE_FIELDS.name]: decision === "denied" ? NOT_REQUESTER_FIELD : REQUESTER_UNCONFIRMED_FIELD,
   };
 }
 
@@ -304,8 +307,7 @@ function storeRequest(
     log.error({ err: error }, "could not record the request: the store refused the write");
     return {
       errors: {
-        [CREATE_FIELDS.name]:
-          "vmbot could not record your request just now (its store cannot take a write), so nothing was created. Please press Create again in a minute.",
+        [CREATE_FIELDS.name]: REQUEST_NOT_RECORDED_FIELD,
       },
     };
   }

@@ -4,7 +4,11 @@ import type { Job } from "../gitlab/gitlab.js";
 import { DESTROY_APPROVE } from "../ids.js";
 import { recordApproval } from "../policy/approval-step.js";
 import { renderRequestMessage } from "../slack/request-message.js";
-import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
+import {
+  destroyPlayWords,
+  destroySupersededWords,
+  NOT_A_DESTROY_REQUEST,
+} from "../views/decision.js";
 import type { RequestRecord } from "../store/store.js";
 import {
   claimApproval,
@@ -24,8 +28,6 @@ import { checkDecision, tell, type ButtonArgs, type PlanDecisionDeps } from "./p
 /** Destroy-job states from which an approval can no longer destroy anything. */
 const SUPERSEDED = new Set(["canceled", "failed", "skipped"]);
 
-const vm = (name: string) => `*${escapeMrkdwn(name)}*`;
-
 export function createDestroyApproveAction(deps: PlanDecisionDeps) {
   const now = deps.now ?? (() => new Date());
   return async (args: ButtonArgs) => {
@@ -35,7 +37,7 @@ export function createDestroyApproveAction(deps: PlanDecisionDeps) {
     const user = args.body.user.id;
     const answer = (text: string) => tell(args.client, args.body.channel?.id ?? "", user, text);
     if (found.kind !== "destroy") {
-      await answer("This button belongs to a destroy request; this request is not one.");
+      await answer(NOT_A_DESTROY_REQUEST);
       return;
     }
     const log = deps.log.child({ requestId: found.id, user, command: "approve_destroy" });
@@ -85,7 +87,7 @@ async function readDestroyJob(claim: ApprovalClaim): Promise<Job | undefined> {
 /** Canceled, failed or skipped in GitLab meanwhile: this request will never destroy the VM. */
 async function refuseSuperseded(claim: ApprovalClaim, destroy: Job) {
   const { deps, found, step, user } = claim;
-  const words = `${vm(found.spec.name)} cannot be destroyed by this request: its destroy job is ${destroy.status} in GitLab. Run /vm destroy again.`;
+  const words = destroySupersededWords(found.spec.name, destroy.status);
   deps.store.complete(found.id, step, { abandoned: destroy.status });
   const ended = deps.store.transition(
     found.id,
@@ -100,7 +102,7 @@ async function refuseSuperseded(claim: ApprovalClaim, destroy: Job) {
 }
 
 const notStarted = (found: RequestRecord, why: string) =>
-  `vmbot could not start the destroy job, so ${vm(found.spec.name)} still awaits approval. ${why}`;
+  destroyPlayWords.notStarted(found.spec.name, why);
 
 /** What an approval of a destroy request says and records about its destroy job. */
 function destroyWords(found: RequestRecord): PlayWords {
@@ -109,14 +111,10 @@ function destroyWords(found: RequestRecord): PlayWords {
     startedAction: "destroy_started",
     startedLog: "destroy approved; destroy job started",
     notStarted: (why) => notStarted(found, why),
-    confirmed: (job) =>
-      `GitLab was slow to answer, but it did start the destroy job of ${vm(found.spec.name)} (${link(job.webUrl, `job #${job.id}`)}).`,
-    unanswered: (why) =>
-      `GitLab did not answer, and the destroy job of ${vm(found.spec.name)} has not started, so it still awaits approval: approve again to retry. ${why}`,
-    checking: () =>
-      `Approved; vmbot is checking with GitLab whether the destroy job started (GitLab did not answer in time). This message updates when GitLab says.`,
-    unknown: () =>
-      `GitLab did not answer when vmbot started the destroy job of ${vm(found.spec.name)}, nor when it looked again. Your approval stands; vmbot keeps checking and never plays it twice.`,
+    confirmed: (job) => destroyPlayWords.confirmed(found.spec.name, job),
+    unanswered: (why) => destroyPlayWords.unanswered(found.spec.name, why),
+    checking: destroyPlayWords.checking,
+    unknown: () => destroyPlayWords.unknown(found.spec.name),
   };
 }
 

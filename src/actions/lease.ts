@@ -3,7 +3,14 @@ import { z } from "zod";
 import { checkDestroy, openDestroyRequest, type DestroyDeps } from "../commands/destroy.js";
 import { LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
 import { destroyAskedReply, inFlightReply } from "../views/destroy.js";
-import { leaseAtMaximumWords, leaseExtendedWords } from "../views/lease.js";
+import {
+  DESTROY_NOT_RECORDED,
+  LEASE_VM_GONE,
+  leaseAtMaximumWords,
+  leaseExtendedWords,
+  NO_CHANNEL_TO_ASK,
+  notLeaseOwnerWords,
+} from "../views/lease.js";
 import { extendedEnd } from "../vm/lease.js";
 
 /**
@@ -27,9 +34,8 @@ export function extendLease(deps: DestroyDeps, user: string, value: unknown): st
   const now = deps.now ?? (() => new Date());
   const name = VmNameSchema.safeParse(value);
   const vm = name.success ? deps.store.inventory.get(name.data) : undefined;
-  if (vm === undefined) return "vmbot no longer lists this VM: there is no lease to extend.";
-  if (vm.owner !== user)
-    return `Only the owner of ${vm.name} (<@${vm.owner}>) may extend its lease.`;
+  if (vm === undefined) return LEASE_VM_GONE;
+  if (vm.owner !== user) return notLeaseOwnerWords(vm.name, vm.owner);
   const until = extendedEnd(deps.config.lease, now());
   if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
     return leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "");
@@ -64,14 +70,12 @@ export function registerLeaseActions(app: App, deps: DestroyDeps): void {
     // Asked from a direct message: the request goes where the VM was asked for.
     const channel = deps.config.slack.channel ?? deps.store.getRequest(vm.requestId)?.channel;
     if (channel === undefined) {
-      await respond(text("vmbot knows no channel to ask in: run `/vm destroy` in a channel."));
+      await respond(text(NO_CHANNEL_TO_ASK));
       return;
     }
     const opened = openDestroyRequest(deps, { vm, requester: user, channel, log });
     if (opened === "not_recorded") {
-      await respond(
-        text("vmbot could not record your request, so nothing was started. Please try again."),
-      );
+      await respond(text(DESTROY_NOT_RECORDED));
       return;
     }
     if (!opened.created) {

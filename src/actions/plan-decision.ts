@@ -15,10 +15,15 @@ import { createNotifier } from "../tracker/notify.js";
 import { planExpired } from "../tracker/review.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import {
+  alreadyDecidedWords as alreadyDecided,
+  applySupersededWords,
   checkingWords,
+  PIPELINE_CANCELED_WORDS,
+  PLAN_RUN_AGAIN_WORDS,
   playConfirmedWords,
   playNotStartedWords,
   playUnknownWords,
+  UNKNOWN_REQUEST,
 } from "../views/decision.js";
 import {
   claimApproval,
@@ -51,26 +56,7 @@ const SUPERSEDED = new Set(["canceled", "failed", "skipped"]);
 
 export const RequestIdSchema = z.string().regex(/^vm-[a-z0-9]+-[0-9a-f]{8}$/);
 
-const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
-  queued: "is still waiting for its plan",
-  planning: "is still being planned",
-  applying: "was already approved",
-  configuring: "was already approved and is being configured",
-  ready: "is finished",
-  failed: "has failed",
-  rejected: "was rejected",
-  expired: "has expired: run /vm create again",
-  canceled: "was canceled",
-  withdrawn: "was withdrawn",
-};
-
-/** Why a request can no longer be decided on, in a sentence. */
-export function alreadyDecided(request: RequestRecord): string {
-  const by = request.decision === null ? "" : ` by <@${request.decision.by}>`;
-  const state = STATE_WORDS[request.status] ?? `is ${request.status}`;
-  const who = ["applying", "rejected", "withdrawn"].includes(request.status) ? by : "";
-  return `This request (${request.spec.name}) ${state}${who}; there is nothing to decide.`;
-}
+export { alreadyDecided };
 
 export async function tell(client: SlackClient, channel: string, user: string, text: string) {
   await client.chat.postEphemeral({ channel, user, text });
@@ -97,8 +83,6 @@ export async function clickedRequest(
   }
   return { user, answer, request };
 }
-
-const UNKNOWN_REQUEST = "This button belongs to a request vmbot does not know.";
 
 /**
  * Checks the clicker and the request at the moment of the click; answers the clicker
@@ -181,10 +165,7 @@ async function refuseOutdated(
   const rerun =
     plan !== undefined && request.review !== null && plan.id !== request.review.planJobId;
   if (pipelineStatus !== "canceled" && !rerun) return false;
-  const words =
-    pipelineStatus === "canceled"
-      ? `This plan can no longer be applied: its pipeline was canceled in GitLab. Run /vm create again for a fresh plan.`
-      : `The plan was run again in GitLab after this one was posted, so this approval does not count: vmbot posts the new plan for approval when it is ready.`;
+  const words = pipelineStatus === "canceled" ? PIPELINE_CANCELED_WORDS : PLAN_RUN_AGAIN_WORDS;
   const moved =
     pipelineStatus === "canceled"
       ? deps.store.transition(request.id, ["applying"], "canceled", {
@@ -282,7 +263,7 @@ async function readApplyJob(claim: ApprovalClaim, args: ButtonArgs): Promise<Job
 /** Canceled, failed or skipped in GitLab meanwhile: this plan will never be applied. */
 async function refuseSuperseded(claim: ApprovalClaim, apply: Job) {
   const { deps, found, step, user } = claim;
-  const words = `This plan can no longer be applied: its apply job is ${apply.status} in GitLab. Run /vm create again for a fresh plan.`;
+  const words = applySupersededWords(apply.status);
   const ended = deps.store.transition(found.id, ["applying"], "canceled", {
     error: words,
     decision: null,

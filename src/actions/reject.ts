@@ -3,7 +3,12 @@ import { z } from "zod";
 import { REJECT_REASON } from "../ids.js";
 import type { RequestRecord } from "../store/store.js";
 import { closeIntents } from "../tracker/closure.js";
-import { REASON_MAX, rejectModal } from "../views/reject.js";
+import {
+  REASON_MAX,
+  rejectedButWords,
+  rejectFormNotOpenedWords,
+  rejectModal,
+} from "../views/reject.js";
 import {
   alreadyDecided,
   checkDecision,
@@ -33,7 +38,7 @@ export function createRejectAction(deps: PlanDecisionDeps) {
         args.client,
         args.body.channel?.id ?? "",
         args.body.user.id,
-        `Slack did not open the form to reject ${found.spec.name}, so nothing changed: press Reject again.`,
+        rejectFormNotOpenedWords(found.spec.name),
       );
     }
   };
@@ -102,7 +107,7 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
     await show(claimed);
     const problems = await closure.close(claimed, true);
     for (const problem of problems) {
-      await tell(client, found.channel, user, `The request is rejected, but ${problem}`);
+      await tell(client, found.channel, user, rejectedButWords(problem));
     }
   };
 }

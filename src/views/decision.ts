@@ -81,3 +81,65 @@ export function lateDestroyEndWords(request: RequestRecord, job: Job): string {
 export function eraseRefusedWords(reason: string): string {
   return `:warning: vmbot could not make this plan unusable in GitLab: ${reason} Until its plan job's artifacts are deleted, anyone with the Developer role can still apply it from GitLab; vmbot reports it here if someone does.`;
 }
+
+const STATE_WORDS: Partial<Record<RequestRecord["status"], string>> = {
+  queued: "is still waiting for its plan",
+  planning: "is still being planned",
+  applying: "was already approved",
+  configuring: "was already approved and is being configured",
+  ready: "is finished",
+  failed: "has failed",
+  rejected: "was rejected",
+  expired: "has expired: run /vm create again",
+  canceled: "was canceled",
+  withdrawn: "was withdrawn",
+};
+
+/** Why a request can no longer be decided on, in a sentence. */
+export function alreadyDecidedWords(request: RequestRecord): string {
+  const by = request.decision === null ? "" : ` by <@${request.decision.by}>`;
+  const state = STATE_WORDS[request.status] ?? `is ${request.status}`;
+  const who = ["applying", "rejected", "withdrawn"].includes(request.status) ? by : "";
+  return `This request (${request.spec.name}) ${state}${who}; there is nothing to decide.`;
+}
+
+/** To whoever clicked a button of a request vmbot has no record of. */
+export const UNKNOWN_REQUEST = "This button belongs to a request vmbot does not know.";
+
+/** An approval of a plan whose pipeline was canceled in GitLab meanwhile. */
+export const PIPELINE_CANCELED_WORDS =
+  "This plan can no longer be applied: its pipeline was canceled in GitLab. Run /vm create again for a fresh plan.";
+
+/** An approval of a plan that was run again in GitLab after it was posted. */
+export const PLAN_RUN_AGAIN_WORDS =
+  "The plan was run again in GitLab after this one was posted, so this approval does not count: vmbot posts the new plan for approval when it is ready.";
+
+/** An approval of a plan whose apply job was canceled, failed or skipped in GitLab meanwhile. */
+export function applySupersededWords(status: string): string {
+  return `This plan can no longer be applied: its apply job is ${status} in GitLab. Run /vm create again for a fresh plan.`;
+}
+
+/** Destroy's Approve on a request that is not a destroy request. */
+export const NOT_A_DESTROY_REQUEST =
+  "This button belongs to a destroy request; this request is not one.";
+
+const vm = (name: string) => `*${escapeMrkdwn(name)}*`;
+
+/** A destroy approval whose destroy job was canceled, failed or skipped in GitLab meanwhile. */
+export function destroySupersededWords(vmName: string, status: string): string {
+  return `${vm(vmName)} cannot be destroyed by this request: its destroy job is ${status} in GitLab. Run /vm destroy again.`;
+}
+
+/** The words of a destroy approval whose destroy job vmbot played, or tried to. */
+export const destroyPlayWords = {
+  notStarted: (vmName: string, why: string) =>
+    `vmbot could not start the destroy job, so ${vm(vmName)} still awaits approval. ${why}`,
+  confirmed: (vmName: string, job: Job) =>
+    `GitLab was slow to answer, but it did start the destroy job of ${vm(vmName)} (${jobLink(job)}).`,
+  unanswered: (vmName: string, why: string) =>
+    `GitLab did not answer, and the destroy job of ${vm(vmName)} has not started, so it still awaits approval: approve again to retry. ${why}`,
+  checking: () =>
+    `Approved; vmbot is checking with GitLab whether the destroy job started (GitLab did not answer in time). This message updates when GitLab says.`,
+  unknown: (vmName: string) =>
+    `GitLab did not answer when vmbot started the destroy job of ${vm(vmName)}, nor when it looked again. Your approval stands; vmbot keeps checking and never plays it twice.`,
+};

@@ -78,3 +78,19 @@ export function leaseExpiredNote(until: string, onExpiry: "request-destroy" | "d
 
 /** Why vmbot played a destroy without an approver, as the decision records it. */
 export const LEASE_EXPIRED_REASON = "lease expired";
+
+/** Extend on a reminder of a VM vmbot no longer lists. */
+export const LEASE_VM_GONE = "vmbot no longer lists this VM: there is no lease to extend.";
+
+/** Extend by someone other than the VM's owner. */
+export function notLeaseOwnerWords(vm: string, owner: string): string {
+  return `Only the owner of ${vm} (<@${owner}>) may extend its lease.`;
+}
+
+/** Destroy now from a direct message, with no channel known to ask in. */
+export const NO_CHANNEL_TO_ASK =
+  "vmbot knows no channel to ask in: run `/vm destroy` in a channel.";
+
+/** Destroy now, when the store could not take the destroy request. */
+export const DESTROY_NOT_RECORDED =
+  "vmbot could not record your request, so nothing was started. Please try again.";

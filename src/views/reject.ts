@@ -48,3 +48,13 @@ export function rejectModal(request: RequestRecord): types.ModalView {
     ],
   };
 }
+
+/** To the approver: Slack did not open Reject's form. */
+export function rejectFormNotOpenedWords(vmName: string): string {
+  return `Slack did not open the form to reject ${vmName}, so nothing changed: press Reject again.`;
+}
+
+/** To the approver: the rejection stands, but closing the request left `problem`. */
+export function rejectedButWords(problem: string): string {
+  return `The request is rejected, but ${problem}`;
+}

@@ -1,5 +1,5 @@
 import { build } from "esbuild";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -7,10 +7,12 @@ import type { TestProject } from "vitest/node";
 declare module "vitest" {
   export interface ProvidedContext {
     /**
-     * A folder holding the bot's entry point (`src/main.js`) and the modules the tests preload
-     * into it (`test/support/*.js`), each compiled once for the whole run into one file of plain
-     * JavaScript with the packages it uses (better-sqlite3, a native module, is imported from
-     * the repository's node_modules).
+     * A folder holding the bot's entry point (`src/main.js`), `npm start`'s (`sandbox/main.js`)
+     * and the modules the tests preload into the bot (`test/support/*.js`), each compiled once
+     * for the whole run into one file of plain JavaScript with the packages it uses
+     * (better-sqlite3, a native module, is imported from the repository's node_modules); beside
+     * the sandbox, its page's scripts and style in `sandbox/ui/`, as `npm run build:sandbox`
+     * places them.
      */
     botBundle: string;
   }
@@ -18,19 +20,29 @@ declare module "vitest" {
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
+/** The sandbox page's scripts, each compiled to a module of its own as the browser loads them. */
+const UI_SCRIPTS = ["sandbox/ui/page.ts", "sandbox/ui/blockkit.ts", "sandbox/ui/form-state.ts"];
+
 /** The files the tests run in a bot process of their own, paths from the repository's root. */
-const ENTRY_POINTS = ["src/main.ts", "test/support/crash-entry.ts", "test/support/stray-errors.ts"];
+const ENTRY_POINTS = [
+  "src/main.ts",
+  "sandbox/main.ts",
+  "test/support/crash-entry.ts",
+  "test/support/stray-errors.ts",
+];
 
 /**
- * Vitest's global setup: compiles the bot once for the run, so a test that starts it in a process
- * of its own (and the crash tests start dozens) spawns plain Node instead of compiling the
- * bot's sources at every start, and reads one file instead of hundreds of its packages': a
- * start costs a third of the CPU time it did through tsx.
+ * Vitest's global setup: compiles the bot (and `npm start`'s sandbox) once for the run, so a test
+ * that starts it in a process of its own (and the crash tests start dozens) spawns plain Node
+ * instead of compiling the sources at every start, and reads one file instead of hundreds of its
+ * packages': a start costs a third of the CPU time it did through tsx.
  */
 export default async function bundleBot(project: TestProject): Promise<() => void> {
   const dir = mkdtempSync(join(tmpdir(), "vmbot-bundle-"));
   // better-sqlite3 (and its compiled binding) is imported by name.
   symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"), "dir");
+  // The sandbox finds the example policy upward from its own module.
+  symlinkSync(join(ROOT, "examples"), join(dir, "examples"), "dir");
   writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
   await build({
     absWorkingDir: ROOT,
@@ -48,6 +60,17 @@ export default async function bundleBot(project: TestProject): Promise<() => voi
     target: "node20",
     logLevel: "warning",
   });
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: UI_SCRIPTS,
+    outbase: ROOT,
+    outdir: dir,
+    platform: "browser",
+    format: "esm",
+    target: "es2023",
+    logLevel: "warning",
+  });
+  copyFileSync(join(ROOT, "sandbox/ui/page.css"), join(dir, "sandbox/ui/page.css"));
   project.provide("botBundle", dir);
   return () => {
     rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { inject } from "vitest";
@@ -7,7 +6,6 @@ import { recordOutput } from "./logs.js";
 import { waitFor } from "./wait.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href;
 
 export interface BotProcess {
   child: ChildProcess;
@@ -38,8 +36,8 @@ function bundled(file: string): string {
  * given environment (plus PATH). Its output is recorded for the suite's secret scan.
  * `built: true` runs its compiled JavaScript (`npm run build`, or `npm run build:sandbox` for
  * `npm start`'s, first); `preload` modules (paths from the repository's root) are imported
- * before it. The bot's own entry runs as compiled once for the test run, in plain Node; `npm
- * start`'s (which serves the sandbox's page from its sources) through tsx's loader.
+ * before it. Otherwise the entry runs as compiled once for the test run (test/setup/bot-bundle.ts),
+ * in plain Node.
  */
 export function runBot(
   env: Record<string, string>,
@@ -56,25 +54,14 @@ export function runBot(
   if (options.built === true && entry.built === undefined) {
     throw new Error(`the ${options.entry ?? "bot"} entry point runs from source only`);
   }
-  // Node itself with tsx's loader, not the tsx command: signals then reach the bot directly
-  // (the command relays them and kills a child that is slow to acknowledge).
-  const fromBundle = options.entry !== "start";
   const preload = (options.preload ?? []).flatMap((file) => [
     "--import",
-    pathToFileURL(fromBundle ? bundled(file) : resolve(ROOT, file)).href,
+    pathToFileURL(bundled(file)).href,
   ]);
   const args =
     options.built === true
       ? [resolve(ROOT, entry.built ?? entry.source), ...(options.args ?? [])]
-      : fromBundle
-        ? [...preload, bundled(entry.source), ...(options.args ?? [])]
-        : [
-            "--import",
-            TSX_LOADER,
-            ...preload,
-            resolve(ROOT, entry.source),
-            ...(options.args ?? []),
-          ];
+      : [...preload, bundled(entry.source), ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },

@@ -1,10 +1,9 @@
 /**
- * The sandbox end to end, in a real browser: `npm run build:sandbox`, then
- * `node dist-sandbox/sandbox/main.js` (what `npm start` runs) with no Slack credentials, driven through its page by Playwright in Debian's
- * Chromium. Screenshots of the create form, the plan message and the destroy confirmation are
+ * The sandbox end to end, in a real browser: `npm start`'s entry (`sandbox/main.ts`, with its
+ * page's scripts, as compiled once for the test run by test/setup/bot-bundle.ts) with no Slack
+ * credentials, driven through its page by Playwright in Debian's Chromium. Screenshots of the create form, the plan message and the destroy confirmation are
  * written to `docs/`, where the README shows them, when `UPDATE_SCREENSHOTS=1`.
  */
-import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -159,17 +158,13 @@ describeWithChromium("the sandbox in a browser", () => {
   const pageErrors = new WeakMap<Page, string[]>();
 
   beforeAll(async () => {
-    execFileSync("npm", ["run", "-s", "build:sandbox"], { cwd: ROOT, stdio: "pipe" });
     dir = mkdtempSync(join(tmpdir(), "vmbot-sandbox-"));
     // No .env in its directory and no Slack variable: the sandbox, as on a fresh clone.
     // Leases long enough that none ends while the tests run.
     const started = runBot(
-      { PORT: "0", VMBOT_SANDBOX_PACE_MS: "250", VMBOT_SANDBOX_LEASE: "1h" },
+      { PORT: "0", VMBOT_SANDBOX_PACE_MS: "100", VMBOT_SANDBOX_LEASE: "1h" },
       dir,
-      {
-        built: true,
-        entry: "start",
-      },
+      { entry: "start" },
     );
     bot = started;
     url = await waitFor(
