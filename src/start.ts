@@ -10,6 +10,7 @@ import { createRedactor, type Redactor } from "./redact.js";
 import type { Health } from "./server.js";
 import { StartupError } from "./startup/errors.js";
 import { checkGitlab } from "./startup/gitlab-check.js";
+import { sqliteHealth } from "./startup/health.js";
 import type { StartOptions } from "./startup/options.js";
 import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
@@ -239,7 +240,7 @@ export async function startVmbot(
       tracker.wake(pipelineId);
     };
     const server = createServer(
-      { config, log, vmbot, health, wake },
+      { config, log, vmbot, health, wake, database: sqliteHealth(store) },
       { httpLimits: options.httpLimits },
     );
     await slack.verify();
