@@ -16,6 +16,7 @@ import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
 import { createSlackLink, type SlackLink } from "./startup/slack-link.js";
 import { StoreOwnedError } from "./store/owner.js";
+import { newReplicaName } from "./store/postgres/store.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import type { Store } from "./store/store.js";
@@ -202,9 +203,13 @@ export async function startVmbot(
   options: StartOptions = {},
 ): Promise<RunningVmbot> {
   const redactor = createRedactor(configSecrets(config));
+  // Every line names the replica where several share PostgreSQL (the name the store is to take);
+  // SQLite's store has one process, with nothing to tell apart.
+  const replica = isPostgresUrl(config.dbPath) ? newReplicaName() : undefined;
   const log = createLogger({
     level: config.logLevel,
     redactor,
+    replica,
     ...(options.logDestination ? { destination: options.logDestination } : {}),
   });
   const undo = undoList();
