@@ -1,5 +1,6 @@
 import pg from "pg";
 import { z } from "zod";
+import type { Logger } from "../../logger.js";
 import type { Schedule } from "./leader.js";
 import type { Queryable } from "./pool.js";
 import type { PostgresTarget } from "./url.js";
@@ -44,6 +45,25 @@ export function pipelineOfPayload(payload: string | undefined): number | undefin
 export function createWakeNotifier(db: Queryable): (pipelineId?: number) => Promise<void> {
   return async (pipelineId) => {
     await db.query("SELECT pg_notify($1, $2)", [WAKE_CHANNEL, wakePayload(pipelineId)]);
+  };
+}
+
+/**
+ * The HTTP server's wake (serve.ts) for a replica sharing PostgreSQL: tells whichever replica
+ * leads, this one included, through the channel. A wake that cannot be sent is logged and
+ * otherwise let go: the leader's next poll finds the change.
+ */
+export function wakeThroughDatabase(
+  notify: (pipelineId?: number) => Promise<void>,
+  log: Pick<Logger, "warn">,
+): (pipelineId: number | undefined) => void {
+  return (pipelineId) => {
+    notify(pipelineId).catch((error: unknown) => {
+      log.warn(
+        { err: error, pipelineId },
+        "could not pass a GitLab hook on to the leading replica; its next poll will see the change",
+      );
+    });
   };
 }
 

@@ -5,14 +5,18 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { createLogger } from "../../../src/logger.js";
+import { createRedactor } from "../../../src/redact.js";
 import { createPool } from "../../../src/store/postgres/pool.js";
 import { parsePostgresUrl } from "../../../src/store/postgres/url.js";
 import {
   createWakeListener,
   createWakeNotifier,
   WAKE_CHANNEL,
+  wakeThroughDatabase,
   type WakeListener,
 } from "../../../src/store/postgres/wake.js";
+import { captureLogs } from "../../support/logs.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
 import { waitFor } from "../../support/wait.js";
 
@@ -175,5 +179,28 @@ describeWithPostgres("waking the leader across replicas", () => {
     );
     expect(sessions?.rows[0]).toEqual({ n: 0 });
     expect(stopping.woken).toEqual([]);
+  });
+
+  it("passes a hook on from the HTTP server, and logs a wake it could not send", async () => {
+    const leader = await listen("replica-b");
+    const logs = captureLogs();
+    const log = createLogger({
+      level: "info",
+      redactor: createRedactor(),
+      destination: logs.stream,
+    });
+    const pool = pools[0];
+    if (pool === undefined) throw new Error("no pool");
+    const wake = wakeThroughDatabase(createWakeNotifier(pool), log);
+    wake(31);
+    await waitFor(() => (leader.woken.includes(31) ? true : undefined), "the wake about 31");
+    await pool.end();
+    wake(32);
+    const line = await waitFor(
+      () => logs.lines.find((each) => each.includes("could not pass a GitLab hook")),
+      "the warning",
+    );
+    expect(JSON.parse(line)).toMatchObject({ level: 40, pipelineId: 32 });
+    pools = pools.slice(1);
   });
 });
