@@ -91,6 +91,8 @@ const ConfigSchema = EnvSchema.transform((env) => ({
   /** Each VM's Terraform state name, with `{vm_name}` for the VM's name. */
   stateNameTemplate: env.TF_STATE_NAME_TEMPLATE,
   pollIntervalMs: env.POLL_INTERVAL_MS,
+  /** With PostgreSQL, how long a leader's lease lasts unless renewed (LEADER_TTL). */
+  leaderTtlMs: env.LEADER_TTL,
   /** How long a plan may wait for approval (the plan artifact's lifetime on the platform). */
   planTtlMs: env.PLAN_TTL,
   /** VMs' leases: their default length, maximum, reminders and what their end does. */

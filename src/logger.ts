@@ -45,14 +45,16 @@ export interface LoggerOptions {
   redactor: Redactor;
   /** Where lines go; stdout by default. */
   destination?: DestinationStream;
+  /** This replica's name, on every line, where several replicas share one store. */
+  replica?: string | undefined;
 }
 
 /** JSON logs, secrets removed by path and then, on the final line, by value. */
-export function createLogger({ level, redactor, destination }: LoggerOptions): Logger {
+export function createLogger({ level, redactor, destination, replica }: LoggerOptions): Logger {
   return pino(
     {
       level,
-      base: { service: "vmbot" },
+      base: { service: "vmbot", ...(replica === undefined ? {} : { replica }) },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: "[redacted]" },
       hooks: { streamWrite: (line) => redactor(line) },

@@ -14,6 +14,10 @@ export interface Health {
   reason?: string;
   /** Set while a changed policy file is refused and the one before it still decides. */
   policy?: string;
+  /** The store's database, when the server was given it (src/startup/health.ts). */
+  database?: { engine: "sqlite" | "postgres"; reachable: boolean };
+  /** With several replicas sharing a database: this replica's name and whether it leads. */
+  leadership?: { replica: string; leader: boolean };
 }
 
 /** A route's handler: whatever it throws or rejects with is answered 500 and logged. */
@@ -24,7 +28,7 @@ export interface HttpRoutes {
   slackEvents: Handler | undefined;
   /** `POST /gitlab/webhook`, when GITLAB_WEBHOOK_SECRET is set. */
   gitlabWebhook: RequestListener | undefined;
-  health: () => Health;
+  health: () => Health | Promise<Health>;
 }
 
 /**
@@ -63,17 +67,27 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers = 
   res.end(text);
 }
 
-/** What `GET /healthz` answers for `health`: 200 when ready, else 503 with the reason. */
+/**
+ * What `GET /healthz` answers for `health`: 200 when ready, else 503 with the reason; the policy,
+ * the database and this replica's leadership alongside when known.
+ */
 export function healthAnswer(health: Health): {
   status: 200 | 503;
-  body: ({ status: "ok" } | { status: "unavailable"; reason: string }) & { policy?: string };
+  body: ({ status: "ok" } | { status: "unavailable"; reason: string }) &
+    Pick<Health, "policy" | "database"> & { replica?: string; leader?: boolean };
 } {
-  const policy = health.policy === undefined ? {} : { policy: health.policy };
+  const extra = {
+    ...(health.policy === undefined ? {} : { policy: health.policy }),
+    ...(health.database === undefined ? {} : { database: health.database }),
+    ...(health.leadership === undefined
+      ? {}
+      : { replica: health.leadership.replica, leader: health.leadership.leader }),
+  };
   return health.ok
-    ? { status: 200, body: { status: "ok", ...policy } }
+    ? { status: 200, body: { status: "ok", ...extra } }
     : {
         status: 503,
-        body: { status: "unavailable", reason: health.reason ?? "not ready", ...policy },
+        body: { status: "unavailable", reason: health.reason ?? "not ready", ...extra },
       };
 }
 
@@ -186,7 +200,7 @@ export function createHttpServer(
     }
     if (path === "/healthz") {
       if (!allowOnly(req, res, ["GET", "HEAD"])) return;
-      const answer = healthAnswer(routes.health());
+      const answer = healthAnswer(await routes.health());
       sendJson(res, answer.status, answer.body);
       return;
     }

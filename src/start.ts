@@ -10,11 +10,13 @@ import { createRedactor, type Redactor } from "./redact.js";
 import type { Health } from "./server.js";
 import { StartupError } from "./startup/errors.js";
 import { checkGitlab } from "./startup/gitlab-check.js";
+import { sqliteHealth } from "./startup/health.js";
 import type { StartOptions } from "./startup/options.js";
 import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
 import { createSlackLink, type SlackLink } from "./startup/slack-link.js";
 import { StoreOwnedError } from "./store/owner.js";
+import { newReplicaName } from "./store/postgres/store.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import type { Store } from "./store/store.js";
@@ -201,9 +203,13 @@ export async function startVmbot(
   options: StartOptions = {},
 ): Promise<RunningVmbot> {
   const redactor = createRedactor(configSecrets(config));
+  // Every line names the replica where several share PostgreSQL (the name the store is to take);
+  // SQLite's store has one process, with nothing to tell apart.
+  const replica = isPostgresUrl(config.dbPath) ? newReplicaName() : undefined;
   const log = createLogger({
     level: config.logLevel,
     redactor,
+    replica,
     ...(options.logDestination ? { destination: options.logDestination } : {}),
   });
   const undo = undoList();
@@ -239,7 +245,7 @@ export async function startVmbot(
       tracker.wake(pipelineId);
     };
     const server = createServer(
-      { config, log, vmbot, health, wake },
+      { config, log, vmbot, health, wake, database: sqliteHealth(store) },
       { httpLimits: options.httpLimits },
     );
     await slack.verify();

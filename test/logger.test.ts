@@ -34,4 +34,29 @@ describe("the logger", () => {
     expect(lines[0]).toContain("plan for web-01");
     expect(lines[0]).toContain("C0VMBOT");
   });
+
+  it("names the replica on every line when given one, and nothing of it otherwise", () => {
+    const redactor = createRedactor();
+    const shared = captureLogs();
+    const replica = createLogger({
+      level: "info",
+      redactor,
+      destination: shared.stream,
+      replica: "vmbot-7c9d-x2k4p-1a2b3c",
+    });
+    replica.info("first");
+    replica.child({ component: "tracker" }).warn("second");
+    const alone = captureLogs();
+    createLogger({ level: "info", redactor, destination: alone.stream }).info("third");
+
+    const parsed = [...shared.lines, ...alone.lines].map(
+      (line) => JSON.parse(line) as Record<string, unknown>,
+    );
+    expect(parsed.map((line) => [line.msg, line.replica])).toEqual([
+      ["first", "vmbot-7c9d-x2k4p-1a2b3c"],
+      ["second", "vmbot-7c9d-x2k4p-1a2b3c"],
+      ["third", undefined],
+    ]);
+    expect(parsed.every((line) => line.service === "vmbot")).toBe(true);
+  });
 });

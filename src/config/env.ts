@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { postgresUrlProblem } from "../store/postgres/url.js";
 import { LEASE_ENV } from "../vm/lease.js";
+import { LEADER_ENV } from "./leader-ttl.js";
 import { stateNameTemplateProblem } from "../vm/state-name.js";
 import {
   blankToUndefined,
@@ -110,6 +111,7 @@ export const EnvSchema = z.object({
       }),
   ),
   ...LEASE_ENV,
+  ...LEADER_ENV,
   POLL_INTERVAL_MS: integer(5000, 500, 3_600_000, "milliseconds between pipeline polls"),
   PLAN_TTL: z.preprocess(
     blankToUndefined,

@@ -8,12 +8,15 @@ import { createHttpServer, DEFAULT_LIMITS, type Health, type ServerLimits } from
 import { createSlackEventsHandler } from "../slack/request.js";
 import type { VmbotApp } from "../app.js";
 import { StartupError } from "./errors.js";
+import { withDatabase, type DatabaseHealth } from "./health.js";
 
 export interface ServeDeps {
   config: Config;
   log: Logger;
   vmbot: VmbotApp;
   health: () => Health;
+  /** The store's database, for `/healthz` to report (health.ts); without it, `health` alone. */
+  database?: DatabaseHealth | undefined;
   /** A GitLab hook arrived for this pipeline: look at it now. */
   wake: (pipelineId: number | undefined) => void;
 }
@@ -44,8 +47,10 @@ export function createServer(deps: ServeDeps, options: ServeOptions = {}): Serve
           maxBodyBytes: limits.maxBodyBytes,
           ...(options.clock === undefined ? {} : { clock: options.clock }),
         });
+  const health =
+    deps.database === undefined ? deps.health : withDatabase(deps.health, deps.database);
   return createHttpServer(
-    { slackEvents, gitlabWebhook, health: deps.health },
+    { slackEvents, gitlabWebhook, health },
     log.child({ component: "http" }),
     limits,
   );

@@ -70,11 +70,14 @@ describe("POST /slack/events", () => {
 });
 
 describe("GET /healthz", () => {
-  it("is 200 when the store is open and Slack accepted the token", async () => {
+  it("is 200 when the store is open and Slack accepted the token, and names the store's engine", async () => {
     const harness = await start();
     const response = await fetch(`${harness.baseUrl}/healthz`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: "ok" });
+    expect(await response.json()).toEqual({
+      status: "ok",
+      database: { engine: "sqlite", reachable: true },
+    });
   });
 
   it("is 503 with the reason while Slack cannot be reached", async () => {
@@ -113,7 +116,11 @@ describe("GET /healthz", () => {
       );
       const response = await fetch(`http://127.0.0.1:${bot.port}/healthz`);
       expect(response.status).toBe(503);
-      expect(await response.json()).toEqual({ status: "unavailable", reason: refused });
+      expect(await response.json()).toEqual({
+        status: "unavailable",
+        reason: refused,
+        database: { engine: "sqlite", reachable: true },
+      });
       expect(logs.lines.some((line) => line.includes("no longer retrying"))).toBe(true);
       expect(harness.slack.callsTo("auth.test").length - asked).toBe(2);
     } finally {

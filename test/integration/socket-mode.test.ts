@@ -83,7 +83,10 @@ describe("Socket Mode", () => {
     expect(opened[0]?.ok).toBe(true);
     const connection = await h.socket.waitForConnection();
     expect(connection.closedAt).toBeUndefined();
-    expect(await health(h.bot)).toEqual({ status: 200, body: { status: "ok" } });
+    expect(await health(h.bot)).toEqual({
+      status: 200,
+      body: { status: "ok", database: { engine: "sqlite", reachable: true } },
+    });
   });
 
   it("has no /slack/events endpoint", async () => {

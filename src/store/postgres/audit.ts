@@ -88,6 +88,14 @@ export function createPostgresAudit(pool: pg.Pool, clock: () => Date): PostgresA
 /** How long a successful heartbeat write is trusted before the next check writes again. */
 const TRUST_MS = 2_000;
 
+/** Writes the heartbeat row: throws the database's refusal when it takes no write. */
+export async function writeHeartbeat(db: Queryable, at: Date): Promise<void> {
+  await db.query(
+    "INSERT INTO heartbeat (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+    [at.toISOString()],
+  );
+}
+
 /** The store's write probe: one heartbeat row, rewritten at most every TRUST_MS while it works. */
 export function createPostgresProbe(
   pool: pg.Pool,
@@ -100,10 +108,7 @@ export function createPostgresProbe(
     const now = clock();
     if (now.getTime() - okAt < TRUST_MS) return { ok: true };
     try {
-      await pool.query(
-        "INSERT INTO heartbeat (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at",
-        [now.toISOString()],
-      );
+      await writeHeartbeat(pool, now);
       okAt = now.getTime();
       return { ok: true };
     } catch (error) {

@@ -150,12 +150,19 @@ export async function migratePostgres(
 ): Promise<{ applied: number; version: number }> {
   return inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK.toString()]);
-    await client.query(`
-      CREATE TABLE IF NOT EXISTS schema_migrations (
-        version    INTEGER PRIMARY KEY,
-        applied_at TEXT NOT NULL,
-        applied_by TEXT NOT NULL
-      )`);
+    // Made only when missing: even with IF NOT EXISTS, CREATE TABLE asks for CREATE on the
+    // schema, which a role running on a schema its owner migrated does not have.
+    const { rows: found } = await client.query<{ table: string | null }>(
+      "SELECT to_regclass('schema_migrations')::text AS table",
+    );
+    if (found[0]?.table == null) {
+      await client.query(`
+        CREATE TABLE schema_migrations (
+          version    INTEGER PRIMARY KEY,
+          applied_at TEXT NOT NULL,
+          applied_by TEXT NOT NULL
+        )`);
+    }
     const { rows } = await client.query<{ version: number | null }>(
       "SELECT max(version) AS version FROM schema_migrations",
     );

@@ -51,6 +51,11 @@ export function postgresProblem(error: unknown): string {
     return "the connection to the database server was lost";
   }
   if (typeof code !== "string") return message;
+  const path = (error as { path?: unknown }).path;
+  if ((code === "ENOENT" || code === "EACCES") && typeof path === "string") {
+    // A certificate or key the connection string names (sslrootcert, sslcert, sslkey).
+    return `the file ${path} named in the connection string cannot be read (${code})`;
+  }
   if (code === "53100") return "the database server's disk is full";
   if (code === "25006") return "the database is read-only (a standby, or set read-only)";
   if (code === "42501") return `vmbot's database user lacks a privilege (${message})`;

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { AsyncStore } from "../async.js";
-import { createPostgresAudit, createPostgresProbe } from "./audit.js";
+import { createPostgresAudit, createPostgresProbe, writeHeartbeat } from "./audit.js";
 import { createPostgresHomes } from "./homes.js";
 import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
@@ -48,8 +48,8 @@ export async function openPostgresStore(
   const probe = createPostgresProbe(pool, clock, () => open);
   try {
     await migratePostgres(pool, replica, clock);
-    const first = await probe();
-    if (!first.ok) throw new Error(first.reason);
+    // The first write itself, so that its refusal is named as PostgreSQL gave it.
+    await writeHeartbeat(pool, clock());
   } catch (error) {
     open = false;
     await pool.end();
