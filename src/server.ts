@@ -24,7 +24,7 @@ export interface HttpRoutes {
   slackEvents: Handler | undefined;
   /** `POST /gitlab/webhook`, when GITLAB_WEBHOOK_SECRET is set. */
   gitlabWebhook: RequestListener | undefined;
-  health: () => Health;
+  health: () => Health | Promise<Health>;
 }
 
 /**
@@ -186,7 +186,7 @@ export function createHttpServer(
     }
     if (path === "/healthz") {
       if (!allowOnly(req, res, ["GET", "HEAD"])) return;
-      const answer = healthAnswer(routes.health());
+      const answer = healthAnswer(await routes.health());
       sendJson(res, answer.status, answer.body);
       return;
     }

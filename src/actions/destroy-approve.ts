@@ -86,8 +86,8 @@ async function readDestroyJob(claim: ApprovalClaim): Promise<Job | undefined> {
 async function refuseSuperseded(claim: ApprovalClaim, destroy: Job) {
   const { deps, found, step, user } = claim;
   const words = `${vm(found.spec.name)} cannot be destroyed by this request: its destroy job is ${destroy.status} in GitLab. Run /vm destroy again.`;
-  deps.store.complete(found.id, step, { abandoned: destroy.status });
-  const ended = deps.store.transition(
+  await deps.store.complete(found.id, step, { abandoned: destroy.status });
+  const ended = await deps.store.transition(
     found.id,
     ["applying"],
     "canceled",

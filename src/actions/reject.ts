@@ -66,7 +66,7 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
       : "";
     const requestId = metadata.success ? metadata.data.requestId : undefined;
     const channel =
-      requestId === undefined ? "" : (deps.store.getRequest(requestId)?.channel ?? "");
+      requestId === undefined ? "" : ((await deps.store.getRequest(requestId))?.channel ?? "");
     const found = await checkDecisionBy(deps, client, user, channel, requestId, "reject");
     if (!found) return;
     const log = deps.log.child({ requestId: found.id, user, command: "reject" });
@@ -78,7 +78,7 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
     };
     let claimed: RequestRecord | undefined;
     try {
-      claimed = deps.store.transition(
+      claimed = await deps.store.transition(
         found.id,
         ["awaiting_approval"],
         "rejected",
@@ -94,7 +94,7 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
       return;
     }
     if (!claimed) {
-      const current = deps.store.getRequest(found.id) ?? found;
+      const current = (await deps.store.getRequest(found.id)) ?? found;
       await tell(client, found.channel, user, alreadyDecided(current));
       return;
     }

@@ -13,7 +13,7 @@ export interface ServeDeps {
   config: Config;
   log: Logger;
   vmbot: VmbotApp;
-  health: () => Health;
+  health: () => Health | Promise<Health>;
   /** A GitLab hook arrived for this pipeline: look at it now. */
   wake: (pipelineId: number | undefined) => void;
 }
