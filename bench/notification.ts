@@ -60,7 +60,9 @@ async function requestPlanning(setup: Setup): Promise<number> {
  * times how long the bot takes to update the request's message with the plan and its buttons.
  */
 async function timePlanMessage(setup: Setup, pipelineId: number): Promise<number> {
-  const request = setup.bench.bot.store.listActive().find((r) => r.pipelineId === pipelineId);
+  const request = (await setup.bench.bot.store.listActive()).find(
+    (r) => r.pipelineId === pipelineId,
+  );
   if (request?.messageTs == null) throw new Error(`no request message for #${pipelineId}`);
   const ts = request.messageTs;
   const started = performance.now();
@@ -147,10 +149,10 @@ export async function webhookLatency(samples: number): Promise<NotificationResul
       // Let the hooks for the jobs starting arrive and the bot's pass for them finish first.
       await gitlab.settled();
       await until(
-        () =>
-          bench.bot.store
-            .listActive()
-            .some((r) => r.pipelineId === pipelineId && r.status === "planning"),
+        async () =>
+          (await bench.bot.store.listActive()).some(
+            (r) => r.pipelineId === pipelineId && r.status === "planning",
+          ),
         "the request to be planning",
         { everyMs: 5 },
       );

@@ -143,12 +143,12 @@ export function submitForm(signer: SlackSigner, form: object, name: string) {
  * for timing to well under a millisecond.
  */
 export async function until(
-  check: () => boolean,
+  check: () => boolean | Promise<boolean>,
   what: string,
   { timeoutMs = 10_000, everyMs = 0 }: { timeoutMs?: number; everyMs?: number } = {},
 ): Promise<void> {
   const started = performance.now();
-  while (!check()) {
+  while (!(await check())) {
     if (performance.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await (everyMs === 0 ? new Promise((resolve) => setImmediate(resolve)) : sleep(everyMs));
   }
@@ -190,9 +190,11 @@ export async function requestVms(
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
   const created = () => fakes.gitlab.pipelines.slice(before).map((p) => p.id);
   await until(
-    () => {
+    async () => {
       const ids = new Set(created());
-      const recorded = bench.bot.store.listActive().filter((r) => ids.has(r.pipelineId ?? -1));
+      const recorded = (await bench.bot.store.listActive()).filter((r) =>
+        ids.has(r.pipelineId ?? -1),
+      );
       return ids.size === count && recorded.length === count;
     },
     `${count} requests with their pipelines`,

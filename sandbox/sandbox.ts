@@ -705,7 +705,7 @@ export async function startSandbox(options: SandboxOptions): Promise<RunningSand
       return;
     }
     if (req.method === "GET" && path === "/healthz") {
-      const answer = healthAnswer(bot.health());
+      const answer = healthAnswer(await bot.health());
       sendJson(res, answer.status, answer.body);
       return;
     }

@@ -80,7 +80,7 @@ export function createAccess(options: {
   /** The policy in force; the access lists (one approval) when not given. */
   policy?: () => Policy;
   /** Where decisions are audited. */
-  audit?: (entry: AuditEntry) => void;
+  audit?: (entry: AuditEntry) => void | Promise<void>;
 }): Access {
   const members = createGroupMembers({
     client: options.client,
@@ -108,7 +108,7 @@ export function createAccess(options: {
   async function check(input: Omit<DecisionInput, "groups">): Promise<PolicyDecision> {
     const current = policy();
     const decision = decidePolicy(current, { ...input, groups: await groupsOf(input.person) });
-    if (!decision.allowed) audit(options, input.person, input.action, decision);
+    if (!decision.allowed) await audit(options, input.person, input.action, decision);
     return decision;
   }
 
@@ -168,14 +168,14 @@ function createGroupMembers(deps: {
   };
 }
 
-function audit(
-  options: { log: Logger; audit?: (entry: AuditEntry) => void },
+async function audit(
+  options: { log: Logger; audit?: (entry: AuditEntry) => void | Promise<void> },
   person: string,
   action: PolicyAction,
   decision: PolicyDecision,
 ) {
   try {
-    options.audit?.({
+    await options.audit?.({
       requestId: null,
       actor: person,
       action: "policy_denied",

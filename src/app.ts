@@ -20,14 +20,14 @@ import type { PolicySource } from "./policy/source.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { redactAcks, redactingFetch } from "./slack/outgoing.js";
-import type { Store } from "./store/store.js";
+import type { AsyncStore } from "./store/async.js";
 import { createRequestStarter, type RequestStarter } from "./tracker/starter.js";
 import { createUnlockService, type UnlockService } from "./unlock/service.js";
 
 export interface AppDeps {
   config: Config;
   log: Logger;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   /** Records every outside effect's intent and result, for exactly-once across crashes. */
   effects: Effects;
@@ -60,7 +60,7 @@ export interface VmbotApp {
    * The store as every part must use it: each change that concerns someone's Home tab has it
    * published again.
    */
-  store: Store;
+  store: AsyncStore;
   /** Publishes the Home tabs. */
   home: HomePublisher;
   /** Resolves when every event being handled has finished. */
@@ -130,8 +130,8 @@ function accessOver(app: App, deps: AppDeps): Access {
     log: deps.log,
     ...(deps.now === undefined ? {} : { clock: deps.now }),
     ...(deps.policy === undefined ? {} : { policy: deps.policy.current }),
-    audit: (entry) => {
-      deps.store.audit(entry);
+    audit: async (entry) => {
+      await deps.store.audit(entry);
     },
   });
 }

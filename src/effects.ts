@@ -1,5 +1,7 @@
 import type { z } from "zod";
-import type { Store } from "./store/store.js";
+import type { AsyncStore } from "./store/async.js";
+import type { EffectRecord } from "./store/store.js";
+import type { PostgresEffects } from "./store/postgres/effects.js";
 
 /**
  * Exactly-once outside effects. Each one records its intent in the store before acting and its
@@ -38,7 +40,15 @@ export interface Effects {
 }
 
 export interface EffectsOptions {
-  store: Store;
+  store: AsyncStore;
+  /**
+   * On a store several replicas share (PostgreSQL): claims an effect's intent for this replica,
+   * so that of replicas reaching one effect at once exactly one acts; the others wait for its
+   * result, or take the effect over (reconciling first) once the claim lapses, its replica gone.
+   */
+  claim?: PostgresEffects["claim"];
+  /** How long a claim holds before another replica may take the effect over; 2 minutes. */
+  claimHoldMs?: number;
   /**
    * Fault injection for crash tests: called at each crash point with its name
    * (`create_pipeline:after`). The crash tests' entry (`test/support/crash-entry.ts`) kills the
@@ -63,6 +73,10 @@ function recordedResult<T extends EffectResult>(
   return parsed.data;
 }
 
+/** How long a replica's claim on an effect holds, and how often another looks at it meanwhile. */
+const CLAIM_HOLD_MS = 2 * 60_000;
+const CLAIM_POLL_MS = 250;
+
 /** `reply:applied` → `reply`: crash points name the kind of step, not its instance. */
 const kind = (step: string) => step.split(":")[0] ?? step;
 
@@ -78,21 +92,49 @@ export function createEffects(options: EffectsOptions): Effects {
     step: string,
     plan: EffectPlan<T>,
   ): Promise<T> {
-    const recorded = store.effect(subject, step);
+    const recorded = await store.effect(subject, step);
     if (recorded?.state === "done") return recordedResult(subject, step, recorded.result, plan);
-    if (recorded?.state === "intended" && plan.fresh !== true && plan.reconcile !== undefined) {
+    let tookOver = false;
+    if (options.claim !== undefined) {
+      const claim = await claimed(subject, step, plan.detail);
+      if (claim.done !== undefined) return recordedResult(subject, step, claim.done.result, plan);
+      tookOver = claim.tookOver;
+    }
+    const left = recorded?.state === "intended" || tookOver;
+    if (left && plan.fresh !== true && plan.reconcile !== undefined) {
       const found = await plan.reconcile();
       if (found !== undefined) {
-        store.complete(subject, step, { ...found, reconciled: true });
+        await store.complete(subject, step, { ...found, reconciled: true });
         return found;
       }
     }
-    store.intend(subject, step, plan.detail);
+    if (options.claim === undefined) await store.intend(subject, step, plan.detail);
     point(step, "before");
     const result = await plan.act();
     point(step, "after");
-    store.complete(subject, step, result);
+    await store.complete(subject, step, result);
     return result;
+  }
+
+  /**
+   * Claims the effect for this replica, or finds it done by another. While another replica
+   * holds it, waits: for its result, or for its claim to lapse, when this one takes it over.
+   */
+  async function claimed(
+    subject: string,
+    step: string,
+    detail?: Record<string, unknown>,
+  ): Promise<{ done?: EffectRecord; tookOver: boolean }> {
+    const claim = options.claim;
+    const holdMs = options.claimHoldMs ?? CLAIM_HOLD_MS;
+    let waited = false;
+    for (;;) {
+      const answer = await claim?.(subject, step, holdMs, detail);
+      if (answer === undefined || answer.claimed) return { tookOver: waited };
+      if (answer.effect.state === "done") return { done: answer.effect, tookOver: false };
+      waited = true;
+      await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
+    }
   }
 
   return {

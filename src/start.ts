@@ -10,16 +10,21 @@ import { createRedactor, type Redactor } from "./redact.js";
 import type { Health } from "./server.js";
 import { StartupError } from "./startup/errors.js";
 import { checkGitlab } from "./startup/gitlab-check.js";
-import { sqliteHealth } from "./startup/health.js";
+import {
+  postgresHealth,
+  sqliteHealth,
+  withDatabase,
+  type DatabaseHealth,
+} from "./startup/health.js";
 import type { StartOptions } from "./startup/options.js";
 import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
 import { createSlackLink, type SlackLink } from "./startup/slack-link.js";
 import { StoreOwnedError } from "./store/owner.js";
-import { newReplicaName } from "./store/postgres/store.js";
+import { newReplicaName, openPostgresStore, type PostgresStore } from "./store/postgres/store.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { openSqliteStore } from "./store/sqlite.js";
-import type { Store } from "./store/store.js";
+import { asAsyncStore, type AsyncStore } from "./store/async.js";
 import { createInventoryCheck, type InventoryCheck } from "./tracker/inventory-check.js";
 import { createTracker, type Tracker } from "./tracker/tracker.js";
 
@@ -30,9 +35,9 @@ export interface RunningVmbot {
   /** The port the HTTP server listens on (useful when PORT=0). */
   port: number;
   log: Logger;
-  health(): Health;
+  health(): Promise<Health>;
   /** The open store, for inspection (tests, tooling). */
-  store: Store;
+  store: AsyncStore;
   /** The pipeline tracker, e.g. to run a pass now. */
   tracker: Tracker;
   /** The comparison of the VMs vmbot made with GitLab's Terraform states, e.g. to run one now. */
@@ -47,18 +52,54 @@ export interface RunningVmbot {
 const INVENTORY_CHECK_MS = 10 * 60_000;
 const FIRST_INVENTORY_CHECK_MS = 60_000;
 
+/** The open store, and what only a store several replicas share offers. */
+interface OpenStore {
+  store: AsyncStore;
+  /** The database's part of `/healthz`. */
+  database: DatabaseHealth;
+  /** PostgreSQL: claims an effect for this replica (effects.ts). */
+  claim?: PostgresStore["claim"];
+  /** Which engine and database, for the log: a PostgreSQL password never appears. */
+  engine: "sqlite" | "postgresql";
+  shown: string;
+}
+
 /**
  * The store first: a second bot on the same store, or a damaged one, stops here, before anything
- * is asked of Vault, Slack or GitLab.
+ * is asked of Vault, Slack or GitLab. A `postgres://` VMBOT_DB is a PostgreSQL database (its
+ * migrations applied once, whichever replica starts first); anything else a SQLite file.
  */
-function openStore(config: Config, clock: Clock): Store {
+async function openStore(
+  config: Config,
+  clock: Clock,
+  log: Logger,
+  replica: string | undefined,
+): Promise<OpenStore> {
   if (isPostgresUrl(config.dbPath)) {
-    throw new StartupError(
-      `VMBOT_DB names a PostgreSQL database (${parsePostgresUrl(config.dbPath).shown}), which this vmbot cannot use yet: it keeps its store in SQLite only. Leave VMBOT_DB unset (./data/vmbot.sqlite) or name a SQLite file.`,
-    );
+    const shown = parsePostgresUrl(config.dbPath).shown;
+    try {
+      const store = await openPostgresStore(config.dbPath, {
+        clock,
+        ...(replica === undefined ? {} : { replica }),
+      });
+      log.info({ engine: "postgresql", db: shown, replica: store.replica }, "store opened");
+      const database = postgresHealth(store);
+      return { store, database, claim: store.claim, engine: "postgresql", shown };
+    } catch (error) {
+      throw new StartupError(
+        `the store at VMBOT_DB cannot be opened: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
   }
+  const store = openSqlite(config, clock);
+  log.info({ engine: "sqlite", db: config.dbPath }, "store opened");
+  return { store, database: sqliteHealth(store), engine: "sqlite", shown: config.dbPath };
+}
+
+function openSqlite(config: Config, clock: Clock): AsyncStore {
   try {
-    return openSqliteStore(config.dbPath, { clock });
+    return asAsyncStore(openSqliteStore(config.dbPath, { clock }));
   } catch (error) {
     throw new StartupError(
       error instanceof StoreOwnedError
@@ -98,7 +139,13 @@ interface Parts {
 /** The Bolt app with every listener, the pipeline tracker and the inventory check; starts nothing. */
 function buildParts(
   config: Config,
-  connected: { store: Store; gitlab: GitlabPort; platform: Platform; policy: PolicySource },
+  connected: {
+    store: AsyncStore;
+    claim?: PostgresStore["claim"] | undefined;
+    gitlab: GitlabPort;
+    platform: Platform;
+    policy: PolicySource;
+  },
   options: StartOptions,
   log: Logger,
   redactor: Redactor,
@@ -106,6 +153,7 @@ function buildParts(
   const { store, gitlab, platform, policy } = connected;
   const effects = createEffects({
     store,
+    ...(connected.claim === undefined ? {} : { claim: connected.claim }),
     ...(options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint }),
   });
   const vmbot = createApp({
@@ -145,26 +193,26 @@ function buildParts(
 }
 
 /**
- * `/healthz`: the store takes a write and the bot is connected to Slack; a changed policy file
- * that was refused (the one before it still deciding) is named alongside.
+ * `/healthz`: the bot is connected to Slack (whether the store takes a write is the database's
+ * part, health.ts); a changed policy file that was refused (the one before it still deciding) is
+ * named alongside.
  */
 function healthOf(
-  store: Store,
+  store: AsyncStore,
   slack: SlackLink,
   policy: PolicySource,
   stopping: () => boolean,
-): () => Health {
-  const now = (): Health => {
+): () => Promise<Health> {
+  const now = async (): Promise<Health> => {
     if (stopping()) return { ok: false, reason: "shutting down" };
-    if (!store.isOpen()) return { ok: false, reason: "the store is closed" };
-    const writable = store.writable();
-    if (!writable.ok) return { ok: false, reason: writable.reason };
+    if (!(await store.isOpen())) return { ok: false, reason: "the store is closed" };
     const link = slack.state();
     return link.connected ? { ok: true } : { ok: false, reason: link.reason };
   };
-  return () => {
+  return async () => {
     const refused = policy.refused();
-    return refused === undefined ? now() : { ...now(), policy: policyRefusedNote(refused) };
+    const health = await now();
+    return refused === undefined ? health : { ...health, policy: policyRefusedNote(refused) };
   };
 }
 
@@ -195,6 +243,21 @@ function undoList() {
 }
 
 /**
+ * The bot's log. Every line names the replica where several share PostgreSQL (the name the store
+ * is to take); SQLite's store has one process, with nothing to tell apart.
+ */
+function startLog(config: Config, options: StartOptions, redactor: Redactor) {
+  const replica = isPostgresUrl(config.dbPath) ? newReplicaName() : undefined;
+  const log = createLogger({
+    level: config.logLevel,
+    redactor,
+    replica,
+    ...(options.logDestination ? { destination: options.logDestination } : {}),
+  });
+  return { replica, log };
+}
+
+/**
  * Wires every part from a validated configuration and starts serving: the store, Vault and
  * Proxmox, GitLab, the app, Slack, the HTTP server, then the background work.
  */
@@ -203,15 +266,7 @@ export async function startVmbot(
   options: StartOptions = {},
 ): Promise<RunningVmbot> {
   const redactor = createRedactor(configSecrets(config));
-  // Every line names the replica where several share PostgreSQL (the name the store is to take);
-  // SQLite's store has one process, with nothing to tell apart.
-  const replica = isPostgresUrl(config.dbPath) ? newReplicaName() : undefined;
-  const log = createLogger({
-    level: config.logLevel,
-    redactor,
-    replica,
-    ...(options.logDestination ? { destination: options.logDestination } : {}),
-  });
+  const { replica, log } = startLog(config, options, redactor);
   const undo = undoList();
   let stopping = false;
   try {
@@ -219,16 +274,18 @@ export async function startVmbot(
     undo.push(() => {
       policy.stop();
     });
-    const store = openStore(config, options.clock ?? systemClock);
-    undo.push(() => {
-      store.close();
+    const opened = await openStore(config, options.clock ?? systemClock, log, replica);
+    const { store } = opened;
+    undo.push(async () => {
+      await store.close();
     });
     const platform = await connectPlatform(config, options, log, redactor);
     undo.push(() => {
       platform.vault?.stop();
     });
     const gitlab = await connectGitlab(config, platform, options, log);
-    const parts = buildParts(config, { store, gitlab, platform, policy }, options, log, redactor);
+    const connected = { ...opened, gitlab, platform, policy };
+    const parts = buildParts(config, connected, options, log, redactor);
     const { vmbot, tracker, inventory } = parts;
     const slack = createSlackLink({
       config,
@@ -240,12 +297,15 @@ export async function startVmbot(
     undo.push(() => {
       slack.stop();
     });
-    const health = healthOf(store, slack, policy, () => stopping);
+    const health = withDatabase(
+      healthOf(store, slack, policy, () => stopping),
+      opened.database,
+    );
     const wake = (pipelineId: number | undefined) => {
       tracker.wake(pipelineId);
     };
     const server = createServer(
-      { config, log, vmbot, health, wake, database: sqliteHealth(store) },
+      { config, log, vmbot, health, wake },
       { httpLimits: options.httpLimits },
     );
     await slack.verify();
@@ -256,7 +316,7 @@ export async function startVmbot(
     const port = await listen(server, config.port, options.host);
     const background = startBackground(parts, log);
     log.info(
-      { port, mode: vmbot.socket ? "socket" : "http", db: config.dbPath },
+      { port, mode: vmbot.socket ? "socket" : "http", engine: opened.engine, db: opened.shown },
       "vmbot is running",
     );
     const stop = async (graceMs = 8_000) => {
@@ -268,7 +328,7 @@ export async function startVmbot(
       await stopServing(server, vmbot, graceMs, log);
       platform.vault?.stop();
       policy.stop();
-      store.close();
+      await store.close();
       log.info("stopped");
       log.flush();
     };

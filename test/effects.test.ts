@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CanceledResultSchema, PostedResultSchema } from "../src/effect-results.js";
 import { createEffects } from "../src/effects.js";
+import { asAsyncStore } from "../src/store/async.js";
 import { openSqliteStore } from "../src/store/sqlite.js";
 
 const dirs: string[] = [];
@@ -24,7 +25,7 @@ describe("an effect's recorded result", () => {
     const s = store();
     s.intend("R1", "reply_applied");
     s.complete("R1", "reply_applied", { ts: "1700000000.000100", reconciled: true });
-    const effects = createEffects({ store: s });
+    const effects = createEffects({ store: asAsyncStore(s) });
     await expect(
       effects.once("R1", "reply_applied", { result: PostedResultSchema, act: never }),
     ).resolves.toEqual({ ts: "1700000000.000100" });
@@ -34,7 +35,7 @@ describe("an effect's recorded result", () => {
     const s = store();
     s.intend("R1", "cancel_pipeline");
     s.complete("R1", "cancel_pipeline", { status: 7 });
-    const effects = createEffects({ store: s });
+    const effects = createEffects({ store: asAsyncStore(s) });
     let acted = false;
     await expect(
       effects.once("R1", "cancel_pipeline", {
@@ -50,7 +51,7 @@ describe("an effect's recorded result", () => {
 
   it("is the acted result when the effect runs", async () => {
     const s = store();
-    const effects = createEffects({ store: s });
+    const effects = createEffects({ store: asAsyncStore(s) });
     const result = { status: "canceled", webUrl: "https://gitlab.example/p/1" };
     await expect(
       effects.once("R1", "cancel_pipeline", {

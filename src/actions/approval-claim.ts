@@ -34,7 +34,7 @@ export async function claimApproval(
   audit: Omit<AuditEntry, "requestId">,
   answer: (text: string) => Promise<void>,
 ): Promise<RequestRecord | undefined> {
-  const claimed = deps.store.transition(
+  const claimed = await deps.store.transition(
     found.id,
     ["awaiting_approval"],
     "applying",
@@ -43,7 +43,7 @@ export async function claimApproval(
     audit,
   );
   if (!claimed) {
-    const current = deps.store.getRequest(found.id) ?? found;
+    const current = (await deps.store.getRequest(found.id)) ?? found;
     await answer(alreadyDecided(current));
     return undefined;
   }
@@ -53,8 +53,8 @@ export async function claimApproval(
 /** Nothing was started in GitLab: the approval is given back, the buttons return. */
 export async function releaseApproval(claim: ApprovalClaim, words: string, reason: string) {
   const { deps, found, step, user } = claim;
-  deps.store.complete(found.id, step, { failed: true });
-  const released = deps.store.transition(
+  await deps.store.complete(found.id, step, { failed: true });
+  const released = await deps.store.transition(
     found.id,
     ["applying"],
     "awaiting_approval",
@@ -101,7 +101,7 @@ export async function playClaimed(claim: ApprovalClaim, job: Job, words: PlayWor
           ? { jobId: job.id, status: (await deps.gitlab.playJob(job.id)).status }
           : { jobId: job.id, status: job.status, playedElsewhere: true },
     });
-    deps.store.audit({
+    await deps.store.audit({
       requestId: found.id,
       actor: user,
       action: words.startedAction,
@@ -129,12 +129,12 @@ async function settleUnanswered(claim: ApprovalClaim, job: Job, words: PlayWords
   const { deps, found, step, user, log } = claim;
   const back = await readBackPlay(deps.gitlab, job.id);
   if (back.kind === "played") {
-    deps.store.complete(found.id, step, {
+    await deps.store.complete(found.id, step, {
       jobId: back.job.id,
       status: back.job.status,
       confirmed: true,
     });
-    deps.store.audit({
+    await deps.store.audit({
       requestId: found.id,
       actor: user,
       action: words.startedAction,
@@ -147,7 +147,7 @@ async function settleUnanswered(claim: ApprovalClaim, job: Job, words: PlayWords
   } else {
     // Still unknown: the approval stands, the buttons stay away, the tracker settles it.
     log.warn({ err: back.error }, `could not read the ${words.job} job back either`);
-    const checking = deps.store.transition(found.id, ["applying"], "applying", {
+    const checking = await deps.store.transition(found.id, ["applying"], "applying", {
       error: words.checking(),
     });
     await claim.answer(words.unknown());

@@ -8,7 +8,7 @@ import type { GitlabPort } from "../gitlab/gitlab.js";
 import { CREATE_FIELDS, CREATE_LEASE_FIELD } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { afterPendingRequests } from "../slack/after-ack.js";
 import { storeWriteFailure } from "./store-failure.js";
@@ -94,7 +94,7 @@ function fieldErrors(errors: Partial<Record<keyof typeof CREATE_FIELDS, string>>
 export interface CreateSubmitDeps {
   config: Config;
   access: Access;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   log: Logger;
   /** Live nodes from Proxmox, when PROXMOX_URL is set: the form may have offered them. */
@@ -166,7 +166,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       await ack({ response_action: "errors", errors: checked.errors });
       return;
     }
-    const stored = storeRequest(deps, userId, view, checked, log);
+    const stored = await storeRequest(deps, userId, view, checked, log);
     if ("errors" in stored) {
       await ack({ response_action: "errors", errors: stored.errors });
       return;
@@ -204,7 +204,7 @@ async function checkSubmission(
     return lease;
   }
   if (lease.leaseMs !== undefined) valid.spec = { ...valid.spec, leaseMs: lease.leaseMs };
-  const taken = conflictErrors(deps, view, valid.spec, log);
+  const taken = await conflictErrors(deps, view, valid.spec, log);
   if (taken) return { errors: taken };
   const metadata = CreateMetadataSchema.safeParse(safeJson(view.private_metadata));
   if (!metadata.success) {
@@ -253,14 +253,14 @@ function validSpec(
  * A name or an address a VM, or a request on its way, already uses: refused on its field.
  * A repeated delivery of a submission already handled is not in conflict with itself.
  */
-function conflictErrors(
+async function conflictErrors(
   deps: CreateSubmitDeps,
   view: View,
   spec: VmSpec,
   log: Logger,
-): FieldErrors | undefined {
-  const repeated = deps.store.findBySubmission(`view:${view.id}`) !== undefined;
-  const taken = repeated ? {} : findHeldConflicts(deps.store, spec);
+): Promise<FieldErrors | undefined> {
+  const repeated = (await deps.store.findBySubmission(`view:${view.id}`)) !== undefined;
+  const taken = repeated ? {} : await findHeldConflicts(deps.store, spec);
   if (taken.name === undefined && taken.ip === undefined) return undefined;
   log.info(
     { name: taken.name?.id, ip: taken.ip?.id },
@@ -282,16 +282,16 @@ function accessErrors(decision: AccessDecision, log: Logger): FieldErrors | unde
 }
 
 /** Records the request once per form; a store that cannot take the write gives the errors. */
-function storeRequest(
+async function storeRequest(
   deps: CreateSubmitDeps,
   userId: string,
   view: View,
   checked: Checked,
   log: Logger,
-): ReturnType<Store["createRequest"]> | { errors: FieldErrors } {
+): Promise<Awaited<ReturnType<AsyncStore["createRequest"]>> | { errors: FieldErrors }> {
   try {
     // The request and who asked for it, under which rule, in one write.
-    return deps.store.createRequest(
+    return await deps.store.createRequest(
       {
         requester: userId,
         spec: checked.spec,

@@ -88,8 +88,8 @@ async function readDestroyJob(claim: ApprovalClaim): Promise<Job | undefined> {
 async function refuseSuperseded(claim: ApprovalClaim, destroy: Job) {
   const { deps, found, step, user } = claim;
   const words = destroySupersededWords(found.spec.name, destroy.status);
-  deps.store.complete(found.id, step, { abandoned: destroy.status });
-  const ended = deps.store.transition(
+  await deps.store.complete(found.id, step, { abandoned: destroy.status });
+  const ended = await deps.store.transition(
     found.id,
     ["applying"],
     "canceled",

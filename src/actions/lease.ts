@@ -30,18 +30,22 @@ const text = (words: string) => ({
  * Extends the lease of the VM named `value` for `user` (its owner only): the default length again
  * from now, never past the maximum from now. The words that tell them what came of it.
  */
-export function extendLease(deps: DestroyDeps, user: string, value: unknown): string {
+export async function extendLease(
+  deps: DestroyDeps,
+  user: string,
+  value: unknown,
+): Promise<string> {
   const now = deps.now ?? (() => new Date());
   const name = VmNameSchema.safeParse(value);
-  const vm = name.success ? deps.store.inventory.get(name.data) : undefined;
+  const vm = name.success ? await deps.store.inventory.get(name.data) : undefined;
   if (vm === undefined) return LEASE_VM_GONE;
   if (vm.owner !== user) return notLeaseOwnerWords(vm.name, vm.owner);
   const until = extendedEnd(deps.config.lease, now());
   if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
     return leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "");
   }
-  deps.store.inventory.setLease(vm.name, until);
-  deps.store.audit({
+  await deps.store.inventory.setLease(vm.name, until);
+  await deps.store.audit({
     requestId: null,
     actor: user,
     action: "lease_extended",
@@ -53,7 +57,7 @@ export function extendLease(deps: DestroyDeps, user: string, value: unknown): st
 export function registerLeaseActions(app: App, deps: DestroyDeps): void {
   app.action<BlockButtonAction>(LEASE_EXTEND, async ({ ack, action, body, respond }) => {
     await ack();
-    await respond(text(extendLease(deps, body.user.id, action.value)));
+    await respond(text(await extendLease(deps, body.user.id, action.value)));
   });
 
   app.action<BlockButtonAction>(LEASE_DESTROY, async ({ ack, action, body, respond }) => {
@@ -68,12 +72,13 @@ export function registerLeaseActions(app: App, deps: DestroyDeps): void {
     }
     const { vm } = checked;
     // Asked from a direct message: the request goes where the VM was asked for.
-    const channel = deps.config.slack.channel ?? deps.store.getRequest(vm.requestId)?.channel;
+    const channel =
+      deps.config.slack.channel ?? (await deps.store.getRequest(vm.requestId))?.channel;
     if (channel === undefined) {
       await respond(text(NO_CHANNEL_TO_ASK));
       return;
     }
-    const opened = openDestroyRequest(deps, { vm, requester: user, channel, log });
+    const opened = await openDestroyRequest(deps, { vm, requester: user, channel, log });
     if (opened === "not_recorded") {
       await respond(text(DESTROY_NOT_RECORDED));
       return;

@@ -48,9 +48,9 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
       return;
     }
     // The name or the address may have been taken meanwhile (not by a plan of this one's).
-    const again = deps.store.findBySubmission(`again:${found.id}`);
+    const again = await deps.store.findBySubmission(`again:${found.id}`);
     const taken =
-      again === undefined ? findConflicts(found.spec, deps.store.listByStatus(HOLDING)) : {};
+      again === undefined ? findConflicts(found.spec, await deps.store.listByStatus(HOLDING)) : {};
     if (taken.name !== undefined || taken.ip !== undefined) {
       await answer(
         [
@@ -64,7 +64,7 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
       );
       return;
     }
-    const { request: next, created } = deps.store.createRequest({
+    const { request: next, created } = await deps.store.createRequest({
       requester: found.requester,
       spec: found.spec,
       notes: [plannedFromNote(found)],
@@ -73,14 +73,14 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
     });
     const log = deps.log.child({ requestId: found.id, user, command: "plan_again" });
     if (created) {
-      deps.store.audit({
+      await deps.store.audit({
         requestId: next.id,
         actor: user,
         action: "requested",
         detail: { spec: found.spec, plannedAgainFrom: found.id },
       });
     }
-    const linked = deps.store.transition(
+    const linked = await deps.store.transition(
       found.id,
       ["failed"],
       "failed",
@@ -96,7 +96,7 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
     }
     log.info({ again: next.id }, "planned again with the same inputs");
     await deps.starter.start(next);
-    const started = deps.store.getRequest(next.id) ?? next;
+    const started = (await deps.store.getRequest(next.id)) ?? next;
     const permalink =
       started.messageTs === null
         ? undefined

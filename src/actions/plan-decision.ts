@@ -8,7 +8,8 @@ import { userMessage } from "../views/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import { recordApproval, ruleOf } from "../policy/approval-step.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { createThreadPoster } from "../slack/thread.js";
 import { createClosure } from "../tracker/closure.js";
 import { createNotifier } from "../tracker/notify.js";
@@ -41,7 +42,7 @@ import {
 export interface PlanDecisionDeps {
   config: Config;
   access: Access;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   effects: Effects;
   log: Logger;
@@ -76,7 +77,7 @@ export async function clickedRequest(
   const channel = args.body.channel?.id ?? "";
   const answer = (text: string) => tell(args.client, channel, user, text);
   const id = RequestIdSchema.safeParse(args.action.value);
-  const request = id.success ? deps.store.getRequest(id.data) : undefined;
+  const request = id.success ? await deps.store.getRequest(id.data) : undefined;
   if (request === undefined) {
     await answer(UNKNOWN_REQUEST);
     return undefined;
@@ -107,7 +108,7 @@ export async function checkDecisionBy(
   verb: "approve" | "reject",
 ): Promise<RequestRecord | undefined> {
   const id = RequestIdSchema.safeParse(value);
-  const request = id.success ? deps.store.getRequest(id.data) : undefined;
+  const request = id.success ? await deps.store.getRequest(id.data) : undefined;
   if (!request) {
     await tell(client, channel, user, UNKNOWN_REQUEST);
     return undefined;
@@ -143,7 +144,7 @@ export async function checkDecisionBy(
 const clock = (deps: PlanDecisionDeps) => (deps.now ?? (() => new Date()))();
 
 /** Renders the request message; one Slack refused is rendered again by the tracker's next pass. */
-async function render(client: SlackClient, store: Store, request: RequestRecord, log: Logger) {
+async function render(client: SlackClient, store: AsyncStore, request: RequestRecord, log: Logger) {
   await renderRequestMessage(client, store, request, log);
 }
 
@@ -168,18 +169,18 @@ async function refuseOutdated(
   const words = pipelineStatus === "canceled" ? PIPELINE_CANCELED_WORDS : PLAN_RUN_AGAIN_WORDS;
   const moved =
     pipelineStatus === "canceled"
-      ? deps.store.transition(request.id, ["applying"], "canceled", {
+      ? await deps.store.transition(request.id, ["applying"], "canceled", {
           error: words,
           decision: null,
         })
-      : deps.store.transition(request.id, ["applying"], "planning", {
+      : await deps.store.transition(request.id, ["applying"], "planning", {
           review: null,
           decision: null,
         });
-  deps.store.complete(request.id, step, {
+  await deps.store.complete(request.id, step, {
     abandoned: pipelineStatus === "canceled" ? "canceled" : "rerun",
   });
-  deps.store.audit({
+  await deps.store.audit({
     requestId: request.id,
     actor: args.body.user.id,
     action: "approval_refused",
@@ -264,12 +265,12 @@ async function readApplyJob(claim: ApprovalClaim, args: ButtonArgs): Promise<Job
 async function refuseSuperseded(claim: ApprovalClaim, apply: Job) {
   const { deps, found, step, user } = claim;
   const words = applySupersededWords(apply.status);
-  const ended = deps.store.transition(found.id, ["applying"], "canceled", {
+  const ended = await deps.store.transition(found.id, ["applying"], "canceled", {
     error: words,
     decision: null,
   });
-  deps.store.complete(found.id, step, { abandoned: apply.status });
-  deps.store.audit({
+  await deps.store.complete(found.id, step, { abandoned: apply.status });
+  await deps.store.audit({
     requestId: found.id,
     actor: user,
     action: "approval_refused",

@@ -71,7 +71,7 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
       : "";
     const requestId = metadata.success ? metadata.data.requestId : undefined;
     const channel =
-      requestId === undefined ? "" : (deps.store.getRequest(requestId)?.channel ?? "");
+      requestId === undefined ? "" : ((await deps.store.getRequest(requestId))?.channel ?? "");
     const found = await checkDecisionBy(deps, client, user, channel, requestId, "reject");
     if (!found) return;
     const log = deps.log.child({ requestId: found.id, user, command: "reject" });
@@ -83,7 +83,7 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
     };
     let claimed: RequestRecord | undefined;
     try {
-      claimed = deps.store.transition(
+      claimed = await deps.store.transition(
         found.id,
         ["awaiting_approval"],
         "rejected",
@@ -99,7 +99,7 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
       return;
     }
     if (!claimed) {
-      const current = deps.store.getRequest(found.id) ?? found;
+      const current = (await deps.store.getRequest(found.id)) ?? found;
       await tell(client, found.channel, user, alreadyDecided(current));
       return;
     }

@@ -36,7 +36,7 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
       return;
     }
     const attempt = (failure.retries ?? 0) + 1;
-    const claimed = deps.store.transition(
+    const claimed = await deps.store.transition(
       found.id,
       ["failed"],
       "configuring",
@@ -45,7 +45,7 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
       { actor: user, action: "configure_retried", detail: { failedJobId: failure.jobId } },
     );
     if (claimed === undefined) {
-      await answer(noNextStepWords(deps.store.getRequest(found.id) ?? found, "retry"));
+      await answer(noNextStepWords((await deps.store.getRequest(found.id)) ?? found, "retry"));
       return;
     }
     const log = deps.log.child({ requestId: found.id, user, command: "retry_configure" });
@@ -60,7 +60,7 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
     if (outcome.kind === "started") {
       log.info({ jobId: outcome.job.id }, "configure job retried");
     } else if (outcome.kind === "not_started") {
-      const released = retry.release(claimed, outcome.why);
+      const released = await retry.release(claimed, outcome.why);
       await answer(retryRefusedWords(found, outcome.why));
       if (released !== undefined) await show(released);
     } else {

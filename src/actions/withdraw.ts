@@ -35,7 +35,7 @@ export function createWithdrawAction(deps: PlanDecisionDeps) {
     let claimed: RequestRecord | undefined;
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS && claimed === undefined; attempt += 1) {
       if (current === undefined || !withdrawable(current)) break;
-      claimed = deps.store.transition(
+      claimed = await deps.store.transition(
         current.id,
         [current.status],
         "withdrawn",
@@ -43,7 +43,7 @@ export function createWithdrawAction(deps: PlanDecisionDeps) {
         closeIntents(current),
         { actor: user, action: "withdrawn", detail: { from: current.status } },
       );
-      if (claimed === undefined) current = deps.store.getRequest(current.id);
+      if (claimed === undefined) current = await deps.store.getRequest(current.id);
     }
     if (claimed === undefined) {
       if (current === undefined) return;

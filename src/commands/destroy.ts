@@ -11,7 +11,8 @@ import type { Config } from "../config.js";
 import { DESTROY_CANCEL, DESTROY_CONFIRM } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { VmRecord } from "../store/inventory.js";
-import { FINAL_STATUSES, type RequestRecord, type Store } from "../store/store.js";
+import { FINAL_STATUSES, type RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "../actions/store-failure.js";
 import { closestNames } from "../destroy/closest.js";
@@ -38,7 +39,7 @@ import { notConfirmedWords } from "../views/refusals.js";
 export interface DestroyDeps {
   config: Config;
   access: Access;
-  store: Store;
+  store: AsyncStore;
   log: Logger;
   starter: RequestStarter;
   now?: () => Date;
@@ -61,8 +62,13 @@ const ephemeral = (reply: DestroyReply) => ({ response_type: "ephemeral" as cons
 const replace = (reply: DestroyReply) => ({ replace_original: true, ...reply });
 
 /** The request in flight for this VM (create, configure or destroy), if one is. */
-export function inFlight(store: Store, name: string): RequestRecord | undefined {
-  return store.requestsForVm(name).find((request) => !FINAL_STATUSES.includes(request.status));
+export async function inFlight(
+  store: AsyncStore,
+  name: string,
+): Promise<RequestRecord | undefined> {
+  return (await store.requestsForVm(name)).find(
+    (request) => !FINAL_STATUSES.includes(request.status),
+  );
 }
 
 /**
@@ -74,9 +80,9 @@ export async function checkDestroy(
   user: string,
   name: string,
 ): Promise<{ vm: VmRecord } | { refusal: DestroyReply }> {
-  const vm = deps.store.inventory.get(name);
+  const vm = await deps.store.inventory.get(name);
   if (vm === undefined) {
-    const known = deps.store.inventory.list().map((each) => each.name);
+    const known = (await deps.store.inventory.list()).map((each) => each.name);
     return { refusal: unknownVmReply(name, closestNames(name, known)) };
   }
   if (vm.owner !== user) {
@@ -93,7 +99,7 @@ export async function checkDestroy(
       return { refusal: destroyRefusedReply(vm, deps.access.who("destroy")) };
   }
   if (vm.status === "gone") return { refusal: goneVmReply(vm) };
-  const busy = inFlight(deps.store, name);
+  const busy = await inFlight(deps.store, name);
   if (busy !== undefined) return { refusal: inFlightReply(name, busy) };
   return { vm };
 }
@@ -151,7 +157,7 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
     );
     return;
   }
-  const opened = openDestroyRequest(deps, { vm, requester: user, channel, log });
+  const opened = await openDestroyRequest(deps, { vm, requester: user, channel, log });
   if (opened === "not_recorded") {
     await respond(
       replace(
@@ -176,7 +182,7 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
  * the same key, and only one request. `key` names what asked (a lease's end); by default, the
  * VM's latest request, so that a destroy can be asked again once the last one has ended.
  */
-export function openDestroyRequest(
+export async function openDestroyRequest(
   deps: Pick<DestroyDeps, "store" | "config">,
   ask: {
     vm: VmRecord;
@@ -189,12 +195,12 @@ export function openDestroyRequest(
     /** Decided already: a destroy vmbot plays without approval at a lease's end. */
     decision?: NonNullable<RequestRecord["decision"]>;
   },
-): { request: RequestRecord; created: boolean } | "not_recorded" {
+): Promise<{ request: RequestRecord; created: boolean } | "not_recorded"> {
   const { vm, log } = ask;
-  const latest = deps.store.requestsForVm(vm.name)[0]?.id ?? vm.requestId;
-  let stored: ReturnType<Store["createRequest"]>;
+  const latest = (await deps.store.requestsForVm(vm.name))[0]?.id ?? vm.requestId;
+  let stored: Awaited<ReturnType<AsyncStore["createRequest"]>>;
   try {
-    stored = deps.store.createRequest({
+    stored = await deps.store.createRequest({
       kind: "destroy",
       requester: ask.requester,
       spec: vm.spec,
@@ -211,8 +217,9 @@ export function openDestroyRequest(
   }
   if (!stored.created) return stored;
   let request = stored.request;
-  if (vm.address !== null) request = deps.store.updateRequest(request.id, { address: vm.address });
-  deps.store.audit({
+  if (vm.address !== null)
+    request = await deps.store.updateRequest(request.id, { address: vm.address });
+  await deps.store.audit({
     requestId: request.id,
     actor: ask.actor ?? ask.requester,
     action: "requested",

@@ -1,13 +1,13 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt";
 import type { Access } from "../access.js";
 import type { Logger } from "../logger.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { listRefusedWords, notConfirmedWords } from "../views/refusals.js";
 import { LIST_USAGE, vmList, type VmInFlight } from "../views/vm-list.js";
 
 export interface ListDeps {
   access: Access;
-  store: Store;
+  store: AsyncStore;
   log: Logger;
   now?: () => Date;
 }
@@ -37,11 +37,11 @@ export function createListCommand(deps: ListDeps) {
       return;
     }
     const all = scope === "all";
-    const vms = deps.store.inventory.list(all ? {} : { owner: command.user_id });
+    const vms = await deps.store.inventory.list(all ? {} : { owner: command.user_id });
     // Admins also see the states vmbot did not make; the answer must not wait long for that.
     const admin = all && (await deps.access.decide("admin", command.user_id, 500)) === "allowed";
-    const unmanaged = admin ? deps.store.inventory.unmanagedStates() : [];
-    const inFlight = requestsInFlight(deps.store);
+    const unmanaged = admin ? await deps.store.inventory.unmanagedStates() : [];
+    const inFlight = await requestsInFlight(deps.store);
     await ack({
       response_type: "ephemeral",
       ...vmList(vms, { all, now: now(), unmanaged, inFlight }),
@@ -50,9 +50,9 @@ export function createListCommand(deps: ListDeps) {
 }
 
 /** Each VM name's request in flight (a destroy waiting or running), the newest when several. */
-function requestsInFlight(store: Store): Map<string, VmInFlight> {
+async function requestsInFlight(store: AsyncStore): Promise<Map<string, VmInFlight>> {
   const busy = new Map<string, VmInFlight>();
-  for (const request of store.listActive()) {
+  for (const request of await store.listActive()) {
     busy.set(request.spec.name, { kind: request.kind, status: request.status });
   }
   return busy;

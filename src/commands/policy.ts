@@ -3,12 +3,12 @@ import type { Access } from "../access.js";
 import type { Logger } from "../logger.js";
 import { within } from "../proxmox/directory.js";
 import { quotaStateOf } from "../policy/usage.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { policyText } from "../views/policy.js";
 
 export interface PolicyCommandDeps {
   access: Access;
-  store: Store;
+  store: AsyncStore;
   log: Logger;
 }
 

@@ -50,7 +50,7 @@ export function createVmCommand(
   const destroy = createDestroyCommand(deps);
   const { unlock } = features;
   return async (args: CommandArgs): Promise<void> => {
-    if (!deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS)) {
+    if (!(await deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS))) {
       deps.log.info(
         { user: args.command.user_id, retry: args.context.retryNum },
         "a command delivered again: acknowledged, not repeated",

@@ -1,6 +1,5 @@
-import type { Approvals } from "../store/approvals.js";
-import type { Inventory } from "../store/inventory.js";
-import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
+import type { AsyncApprovals, AsyncInventory, AsyncStore } from "../store/async.js";
+import type { RequestRecord, RequestStatus } from "../store/store.js";
 
 /**
  * Whose Home tab a change in the store concerns: a request's requester, a VM's owner, and the
@@ -15,54 +14,61 @@ export type HomeChangeSink = (change: HomeChange) => void;
 
 const waiting = (status: RequestStatus) => status === "awaiting_approval";
 
-function watchInventory(inventory: Inventory, tell: (users: string[]) => void): Inventory {
-  const ownerOf = (name: string) => {
-    const owner = inventory.get(name)?.owner;
+function watchInventory(
+  inventory: AsyncInventory,
+  tell: (users: string[]) => void,
+): AsyncInventory {
+  const ownerOf = async (name: string) => {
+    const owner = (await inventory.get(name))?.owner;
     return owner === undefined ? [] : [owner];
   };
   return {
     ...inventory,
-    record(vm) {
-      const before = ownerOf(vm.name);
-      const recorded = inventory.record(vm);
+    async record(vm) {
+      const before = await ownerOf(vm.name);
+      const recorded = await inventory.record(vm);
       tell([...before, recorded.owner]);
       return recorded;
     },
-    remove(name, askedAt) {
-      const before = ownerOf(name);
-      inventory.remove(name, askedAt);
+    async remove(name, askedAt) {
+      const before = await ownerOf(name);
+      await inventory.remove(name, askedAt);
       tell(before);
     },
-    setLease(name, until) {
-      inventory.setLease(name, until);
-      tell(ownerOf(name));
+    async setLease(name, until) {
+      await inventory.setLease(name, until);
+      tell(await ownerOf(name));
     },
-    mark(name, status, note) {
-      inventory.mark(name, status, note);
-      tell(ownerOf(name));
+    async mark(name, status, note) {
+      await inventory.mark(name, status, note);
+      tell(await ownerOf(name));
     },
-    note(name, note) {
-      inventory.note(name, note);
-      tell(ownerOf(name));
+    async note(name, note) {
+      await inventory.note(name, note);
+      tell(await ownerOf(name));
     },
   };
 }
 
-function watchApprovals(approvals: Approvals, store: Store, sink: HomeChangeSink): Approvals {
-  const tell = (requestId: string) => {
-    const requester = store.getRequest(requestId)?.requester;
+function watchApprovals(
+  approvals: AsyncApprovals,
+  store: AsyncStore,
+  sink: HomeChangeSink,
+): AsyncApprovals {
+  const tell = async (requestId: string) => {
+    const requester = (await store.getRequest(requestId))?.requester;
     sink({ users: requester === undefined ? [] : [requester], approvers: true });
   };
   return {
     ...approvals,
-    add(approval) {
-      const added = approvals.add(approval);
-      if (added) tell(approval.requestId);
+    async add(approval) {
+      const added = await approvals.add(approval);
+      if (added) await tell(approval.requestId);
       return added;
     },
-    remove(requestId, planJobId, users) {
-      approvals.remove(requestId, planJobId, users);
-      tell(requestId);
+    async remove(requestId, planJobId, users) {
+      await approvals.remove(requestId, planJobId, users);
+      await tell(requestId);
     },
   };
 }
@@ -71,7 +77,7 @@ function watchApprovals(approvals: Approvals, store: Store, sink: HomeChangeSink
  * The store, telling `sink` after each write that changes what someone's Home shows. The sink
  * only notes who is concerned: nothing is published on the caller's path.
  */
-export function watchStore(store: Store, sink: HomeChangeSink): Store {
+export function watchStore(store: AsyncStore, sink: HomeChangeSink): AsyncStore {
   const told = (request: RequestRecord | undefined, approvers: boolean) => {
     if (request !== undefined) sink({ users: [request.requester], approvers });
   };
@@ -81,18 +87,18 @@ export function watchStore(store: Store, sink: HomeChangeSink): Store {
       if (users.length > 0) sink({ users, approvers: false });
     }),
     approvals: watchApprovals(store.approvals, store, sink),
-    createRequest(request, audit) {
-      const stored = store.createRequest(request, audit);
+    async createRequest(request, audit) {
+      const stored = await store.createRequest(request, audit);
       if (stored.created) told(stored.request, false);
       return stored;
     },
-    updateRequest(id, patch) {
-      const updated = store.updateRequest(id, patch);
+    async updateRequest(id, patch) {
+      const updated = await store.updateRequest(id, patch);
       told(updated, waiting(updated.status));
       return updated;
     },
-    transition(id, from, to, patch, intent, audit) {
-      const moved = store.transition(id, from, to, patch, intent, audit);
+    async transition(id, from, to, patch, intent, audit) {
+      const moved = await store.transition(id, from, to, patch, intent, audit);
       told(moved, waiting(to) || from.some(waiting));
       return moved;
     },

@@ -3,7 +3,8 @@ import type { Access } from "../access.js";
 import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { homeView, type HomeView, type PendingApproval } from "../views/home.js";
 import type { HomeChange } from "./changes.js";
 
@@ -24,7 +25,7 @@ export interface HomePublisher {
 }
 
 export interface HomePublisherDeps {
-  store: Store;
+  store: AsyncStore;
   client: Pick<webApi.WebClient, "views" | "auth">;
   access: Access;
   config: Config;
@@ -53,18 +54,22 @@ async function homeFor(
   linkTo: (request: RequestRecord) => string | undefined,
 ): Promise<HomeView> {
   const { store, config } = deps;
-  const active = store.listActive();
+  const active = await store.listActive();
   const requests = active.filter((r) => r.requester === user).reverse();
   let approvals: PendingApproval[] | undefined;
   if (await isApprover(deps.access, user)) {
-    approvals = store
-      .listByStatus(["awaiting_approval"])
-      .filter((r) => config.access.allowSelfApproval || r.requester !== user)
-      .filter(
-        (r) =>
-          r.review === null ||
-          !store.approvals.list(r.id, r.review.planJobId).some((a) => a.user === user),
-      )
+    const waiting = (await store.listByStatus(["awaiting_approval"])).filter(
+      (r) => config.access.allowSelfApproval || r.requester !== user,
+    );
+    const given = await Promise.all(
+      waiting.map(async (r) =>
+        r.review === null
+          ? false
+          : (await store.approvals.list(r.id, r.review.planJobId)).some((a) => a.user === user),
+      ),
+    );
+    approvals = waiting
+      .filter((_, i) => given[i] !== true)
       .map((request) => ({ request, link: linkTo(request) }));
   }
   const links = new Map(
@@ -74,7 +79,7 @@ async function homeFor(
     }),
   );
   return homeView({
-    vms: store.inventory.list({ owner: user }),
+    vms: await store.inventory.list({ owner: user }),
     requests,
     approvals,
     links,
@@ -129,7 +134,7 @@ function createDue(deps: HomePublisherDeps) {
     pending: () => users.size > 0 || approvers,
     /** Those due now, among the people who have a Home; the list starts again empty. */
     async take(): Promise<string[]> {
-      const homes = new Set(deps.store.homes.list());
+      const homes = new Set(await deps.store.homes.list());
       const taken = new Set([...users].filter((user) => homes.has(user)));
       users.clear();
       if (approvers) {
@@ -198,7 +203,7 @@ export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
 
   return {
     async opened(user) {
-      deps.store.homes.opened(user);
+      await deps.store.homes.opened(user);
       due.drop(user);
       if (!(await publish(user))) {
         due.add({ users: [user], approvers: false });

@@ -13,7 +13,7 @@ import { checkDestroy, openDestroyRequest, type DestroyDeps } from "../commands/
 import { createFormOpener, type CreateCommandDeps } from "../commands/create.js";
 import type { HomePublisher } from "../home/publisher.js";
 import { HOME_CREATE, HOME_DESTROY_MODAL, HOME_VM_DESTROY, HOME_VM_EXTEND } from "../ids.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { destroyAskedReply, inFlightReply, type DestroyReply } from "../views/destroy.js";
 import { homeDestroyModal, homeNotice } from "../views/home.js";
 
@@ -43,11 +43,15 @@ const VmNameSchema = z
   .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/);
 
 /** Where a request asked from the Home goes: the configured channel, else where the person last asked. */
-function channelFor(deps: { config: DestroyDeps["config"]; store: Store }, user: string) {
+async function channelFor(
+  deps: { config: DestroyDeps["config"]; store: AsyncStore },
+  user: string,
+): Promise<string | undefined> {
   if (deps.config.slack.channel !== undefined) return deps.config.slack.channel;
-  const vm = deps.store.inventory.list({ owner: user })[0];
-  const fromVm = vm === undefined ? undefined : deps.store.getRequest(vm.requestId)?.channel;
-  return fromVm ?? deps.store.listActive().findLast((r) => r.requester === user)?.channel;
+  const vm = (await deps.store.inventory.list({ owner: user }))[0];
+  const fromVm =
+    vm === undefined ? undefined : (await deps.store.getRequest(vm.requestId))?.channel;
+  return fromVm ?? (await deps.store.listActive()).findLast((r) => r.requester === user)?.channel;
 }
 
 const NO_CHANNEL =
@@ -64,7 +68,7 @@ async function tell(deps: HomeDeps, args: ButtonArgs, reply: DestroyReply | stri
 
 async function extendFromHome(deps: HomeDeps, args: ButtonArgs): Promise<void> {
   await args.ack();
-  await tell(deps, args, extendLease(deps, args.body.user.id, args.action.value));
+  await tell(deps, args, await extendLease(deps, args.body.user.id, args.action.value));
 }
 
 async function destroyFromHome(deps: HomeDeps, args: ButtonArgs): Promise<void> {
@@ -105,13 +109,13 @@ async function confirmFromHome(deps: HomeDeps, args: SubmitArgs): Promise<void> 
   // As the lease reminder's Destroy now: where the VM was asked for, unless a channel is set.
   const channel =
     deps.config.slack.channel ??
-    deps.store.getRequest(vm.requestId)?.channel ??
-    channelFor(deps, user);
+    (await deps.store.getRequest(vm.requestId))?.channel ??
+    (await channelFor(deps, user));
   if (channel === undefined) {
     await answer(NO_CHANNEL);
     return;
   }
-  const opened = openDestroyRequest(deps, { vm, requester: user, channel, log });
+  const opened = await openDestroyRequest(deps, { vm, requester: user, channel, log });
   if (opened === "not_recorded") {
     await answer("vmbot could not record your request, so nothing was started. Please try again.");
     return;
@@ -131,7 +135,7 @@ async function createFromHome(
 ): Promise<void> {
   await args.ack();
   const user = args.body.user.id;
-  const channel = channelFor(deps, user);
+  const channel = await channelFor(deps, user);
   if (channel === undefined) {
     await tell(deps, args, NO_CHANNEL);
     return;

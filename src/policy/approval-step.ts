@@ -1,6 +1,8 @@
 import type { Access } from "../access.js";
+import { oneAtATime } from "../requests/one-at-a-time.js";
 import type { ShownApprovals } from "../requests/records.js";
-import type { RequestPatch, RequestRecord, Store } from "../store/store.js";
+import type { RequestPatch, RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import {
   approvalNotCountingWords,
   approvalRecordedWords,
@@ -23,7 +25,7 @@ export type ApprovalOutcome =
 
 interface ApprovalDeps {
   access: Pick<Access, "policy" | "groupsOf">;
-  store: Store;
+  store: AsyncStore;
 }
 
 const destructive = (request: RequestRecord) =>
@@ -70,18 +72,18 @@ function showing(request: RequestRecord, shown: ShownApprovals): RequestPatch {
 }
 
 /** Counts the approvals kept for `key`, removing (and naming) those that lapsed. */
-function count(
+async function count(
   deps: ApprovalDeps,
   request: RequestRecord,
   requesterGroups: readonly string[],
   rule: ApprovalRule,
   key: number,
   now: Date,
-): { counted: Tally; notes: string[] } {
+): Promise<{ counted: Tally; notes: string[] }> {
   const { approvals } = deps.store;
   const counted = tally(
     rule,
-    approvals.list(request.id, key),
+    await approvals.list(request.id, key),
     request.requester,
     requesterGroups,
     now,
@@ -89,10 +91,10 @@ function count(
   const notes: string[] = [];
   if (counted.lapsed.length > 0) {
     const users = counted.lapsed.map((a) => a.user);
-    approvals.remove(request.id, key, users);
+    await approvals.remove(request.id, key, users);
     notes.push(lapsedWords(users, rule.lapse_after ?? ""));
   }
-  if (approvals.earlier(request.id, key)) notes.push(earlierPlanResetWords);
+  if (await approvals.earlier(request.id, key)) notes.push(earlierPlanResetWords);
   return { counted, notes };
 }
 
@@ -128,7 +130,7 @@ export async function waitingApprovals(
   const key = approvalKey(request);
   if (key === undefined) return { approvers, approvals: undefined };
   const requesterGroups = await deps.access.groupsOf(request.requester);
-  const { counted, notes } = count(deps, request, requesterGroups, rule, key, now);
+  const { counted, notes } = await count(deps, request, requesterGroups, rule, key, now);
   const places = rule.require.reduce((n, need) => n + need.count, 0);
   const shown = shownFor(policy, request, rule, counted, notes);
   return { approvers, approvals: places > 1 || notes.length > 0 ? shown : undefined };
@@ -148,36 +150,38 @@ export async function recordApproval(
     deps.access.groupsOf(user),
     deps.access.groupsOf(request.requester),
   ]);
-  // From here to the write below, nothing waits: clicks are counted one at a time.
-  const at = now.toISOString();
-  deps.store.approvals.add({ requestId: request.id, planJobId: key, user, groups, at });
-  const { counted, notes } = count(deps, request, requesterGroups, rule, key, now);
-  const words = tallyWords(counted);
-  if (counted.met) return { kind: "met", rule: rule.name, tally: words };
-  // The request as the store holds it now: the notes it shows are kept, the new ones added.
-  const current = deps.store.getRequest(request.id) ?? request;
-  const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
-  const shown = shownFor(policy, current, rule, counted, kept);
-  const moved = deps.store.transition(
-    request.id,
-    ["awaiting_approval"],
-    "awaiting_approval",
-    showing(current, shown),
-  );
-  deps.store.audit({
-    requestId: request.id,
-    actor: user,
-    action: "approval_recorded",
-    detail: { rule: rule.name, tally: words, counts: shown.by.includes(user) },
+  // From here to the write below, clicks on this request are counted one at a time.
+  return oneAtATime(deps.store, request.id, async () => {
+    const at = now.toISOString();
+    await deps.store.approvals.add({ requestId: request.id, planJobId: key, user, groups, at });
+    const { counted, notes } = await count(deps, request, requesterGroups, rule, key, now);
+    const words = tallyWords(counted);
+    if (counted.met) return { kind: "met", rule: rule.name, tally: words };
+    // The request as the store holds it now: the notes it shows are kept, the new ones added.
+    const current = (await deps.store.getRequest(request.id)) ?? request;
+    const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
+    const shown = shownFor(policy, current, rule, counted, kept);
+    const moved = await deps.store.transition(
+      request.id,
+      ["awaiting_approval"],
+      "awaiting_approval",
+      showing(current, shown),
+    );
+    await deps.store.audit({
+      requestId: request.id,
+      actor: user,
+      action: "approval_recorded",
+      detail: { rule: rule.name, tally: words, counts: shown.by.includes(user) },
+    });
+    const what = request.kind === "destroy" ? "destroy" : "plan";
+    return {
+      kind: "waiting",
+      words: shown.by.includes(user)
+        ? approvalRecordedWords(words, what)
+        : approvalNotCountingWords(words, what),
+      request: moved,
+    };
   });
-  const what = request.kind === "destroy" ? "destroy" : "plan";
-  return {
-    kind: "waiting",
-    words: shown.by.includes(user)
-      ? approvalRecordedWords(words, what)
-      : approvalNotCountingWords(words, what),
-    request: moved,
-  };
 }
 
 /**
@@ -196,18 +200,18 @@ export async function dropLapsed(
   const rule = ruleOf(policy, request);
   if (key === undefined || rule.lapse_after === undefined) return undefined;
   const requesterGroups = await deps.access.groupsOf(request.requester);
-  const given = deps.store.approvals.list(request.id, key);
+  const given = await deps.store.approvals.list(request.id, key);
   const counted = tally(rule, given, request.requester, requesterGroups, now);
   if (counted.lapsed.length === 0) return undefined;
   const users = counted.lapsed.map((a) => a.user);
-  deps.store.approvals.remove(request.id, key, users);
-  const current = deps.store.getRequest(request.id) ?? request;
+  await deps.store.approvals.remove(request.id, key, users);
+  const current = (await deps.store.getRequest(request.id)) ?? request;
   const note = lapsedWords(users, rule.lapse_after);
   const shown = shownFor(policy, current, rule, counted, [
     ...(shownOf(current)?.notes ?? []),
     note,
   ]);
-  const moved = deps.store.transition(
+  const moved = await deps.store.transition(
     request.id,
     ["awaiting_approval"],
     "awaiting_approval",

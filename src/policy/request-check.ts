@@ -2,7 +2,7 @@ import type { Access } from "../access.js";
 import type { CreateField } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { within } from "../proxmox/directory.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import type { VmSpec } from "../vm/spec.js";
 import { policyLateWords } from "../views/policy-words.js";
 import type { PolicyDecision } from "./decide.js";
@@ -18,7 +18,7 @@ export type RequestVerdict =
   | { ok: false; errors: Partial<Record<CreateField, string>> };
 
 export async function checkRequest(
-  deps: { access: Access; store: Pick<Store, "inventory" | "listHeld">; log: Logger },
+  deps: { access: Access; store: Pick<AsyncStore, "inventory" | "listHeld">; log: Logger },
   person: string,
   spec: VmSpec,
   budgetMs: number,

@@ -1,4 +1,4 @@
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { HOLDING } from "../vm/conflicts.js";
 import type { VmSpec } from "../vm/spec.js";
 import { NO_USAGE, type Ask, type QuotaState, type Usage } from "./decide.js";
@@ -25,14 +25,12 @@ const add = (usage: Usage, spec: VmSpec): Usage => ({
 });
 
 /** Every VM held, with its owner: live in the inventory, or asked for and on its way. */
-export function holdings(store: Pick<Store, "inventory" | "listHeld">) {
-  const live = store.inventory
-    .list()
+export async function holdings(store: Pick<AsyncStore, "inventory" | "listHeld">) {
+  const live = (await store.inventory.list())
     .filter((vm) => vm.status === "live")
     .map((vm) => ({ owner: vm.owner, spec: vm.spec }));
   const names = new Set(live.map((vm) => vm.spec.name));
-  const coming = store
-    .listHeld(HOLDING)
+  const coming = (await store.listHeld(HOLDING))
     .filter((request) => !names.has(request.spec.name))
     .map((request) => ({ owner: request.requester, spec: request.spec }));
   return [...live, ...coming];
@@ -40,12 +38,12 @@ export function holdings(store: Pick<Store, "inventory" | "listHeld">) {
 
 /** The quota state of `person`: their own holdings, and each group quota's members' together. */
 export async function quotaStateOf(
-  store: Pick<Store, "inventory" | "listHeld">,
+  store: Pick<AsyncStore, "inventory" | "listHeld">,
   policy: Policy,
   person: string,
   groupsOf: (user: string) => Promise<string[]>,
 ): Promise<QuotaState> {
-  const held = holdings(store);
+  const held = await holdings(store);
   const personal = held
     .filter((vm) => vm.owner === person)
     .reduce((u, vm) => add(u, vm.spec), NO_USAGE);

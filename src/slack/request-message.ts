@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import type { webApi } from "@slack/bolt";
 import { REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { renderRequest } from "../views/render.js";
 import { couldNotUpdateWords } from "../views/request-message.js";
 
@@ -35,9 +36,14 @@ export function messageDigest(message: ReturnType<typeof renderRequest>): string
 }
 
 /** Records that the message shows `request` as it is (digest `digest`); never throws. */
-export function record(store: Store, request: RequestRecord, digest: string, log: Logger): void {
+export async function record(
+  store: AsyncStore,
+  request: RequestRecord,
+  digest: string,
+  log: Logger,
+): Promise<void> {
   try {
-    store.markRendered(request.id, request.revision, digest);
+    await store.markRendered(request.id, request.revision, digest);
   } catch (error) {
     // The message is right; the next pass renders it once more, which is harmless.
     log.warn({ err: error, requestId: request.id }, "could not record what the message shows");
@@ -64,7 +70,7 @@ export async function postRequestMessage(
  */
 export async function renderRequestMessage(
   client: SlackClient,
-  store: Store,
+  store: AsyncStore,
   request: RequestRecord,
   log: Logger,
 ): Promise<boolean> {
@@ -80,7 +86,7 @@ export async function renderRequestMessage(
         { err: error, requestId: request.id, code },
         "the request message can no longer be edited; giving up on it",
       );
-      record(store, request, digest, log);
+      await record(store, request, digest, log);
     } else {
       log.error(
         { err: error, requestId: request.id },
@@ -89,7 +95,7 @@ export async function renderRequestMessage(
     }
     return false;
   }
-  record(store, request, digest, log);
+  await record(store, request, digest, log);
   return true;
 }
 
@@ -99,7 +105,7 @@ export async function renderRequestMessage(
  */
 export async function updateRequestMessage(
   client: SlackClient,
-  store: Store,
+  store: AsyncStore,
   request: RequestRecord,
   log: Logger,
 ): Promise<void> {

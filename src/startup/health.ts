@@ -1,6 +1,6 @@
 import type { Health } from "../server.js";
 import type { Leader } from "../store/postgres/leader.js";
-import type { Store, Writable } from "../store/store.js";
+import type { Writable } from "../store/store.js";
 
 /**
  * The database's part of `/healthz`: which engine holds the store, whether it takes a write now,
@@ -19,7 +19,7 @@ export interface DatabaseHealth {
 export const DATABASE_CHECK_MS = 2_000;
 
 /** The embedded store: one process, no leadership. */
-export function sqliteHealth(store: Pick<Store, "writable">): DatabaseHealth {
+export function sqliteHealth(store: { writable(): Writable | Promise<Writable> }): DatabaseHealth {
   return { engine: "sqlite", reachable: () => store.writable() };
 }
 
@@ -66,7 +66,7 @@ async function within(check: () => Writable | Promise<Writable>, ms: number): Pr
  * healthy as the one that leads. Checks asked for at once share one look at the database.
  */
 export function withDatabase(
-  health: () => Health,
+  health: () => Health | Promise<Health>,
   database: DatabaseHealth,
   timeoutMs = DATABASE_CHECK_MS,
 ): () => Promise<Health> {
@@ -76,7 +76,7 @@ export function withDatabase(
       checking = undefined;
     });
     const reachable = await checking;
-    const base = health();
+    const base = await health();
     const leadership =
       database.leadership === undefined
         ? {}

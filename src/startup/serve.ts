@@ -14,7 +14,7 @@ export interface ServeDeps {
   config: Config;
   log: Logger;
   vmbot: VmbotApp;
-  health: () => Health;
+  health: () => Health | Promise<Health>;
   /** The store's database, for `/healthz` to report (health.ts); without it, `health` alone. */
   database?: DatabaseHealth | undefined;
   /** A GitLab hook arrived for this pipeline: look at it now. */

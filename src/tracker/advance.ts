@@ -8,7 +8,8 @@ import { cleanTrace } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
 import type { ThreadPoster } from "../slack/thread.js";
-import type { RequestPatch, RequestRecord, RequestStatus, Store } from "../store/store.js";
+import type { RequestPatch, RequestRecord, RequestStatus } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { recapCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
 import { applyStoppedWords, pipelineDeletedWords } from "../views/request-notes.js";
@@ -30,22 +31,22 @@ const STOPPED = new Set(["failed", "canceled", "skipped"]);
 const MAX_STEPS_PER_PASS = 4;
 
 /** Moves the request on from the status it was read in, audited as the bot's doing. */
-export function move(
-  store: Store,
+export async function move(
+  store: AsyncStore,
   request: RequestRecord,
   to: RequestStatus,
   patch: RequestPatch = {},
-): RequestRecord | undefined {
-  const moved = store.transition(request.id, [request.status], to, patch);
+): Promise<RequestRecord | undefined> {
+  const moved = await store.transition(request.id, [request.status], to, patch);
   if (moved) {
-    store.audit({ requestId: request.id, actor: "vmbot", action: to, detail: {} });
+    await store.audit({ requestId: request.id, actor: "vmbot", action: to, detail: {} });
   }
   return moved;
 }
 
 export interface AdvanceDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   log: Logger;
   redact: Redactor;
@@ -137,7 +138,7 @@ async function applied(step: Step, request: RequestRecord, apply: Job, configure
   );
   // The VM exists from here on, whatever configure does: into the inventory before the
   // move, so a crash between the two records it again, never misses it.
-  step.store.inventory.record({
+  await step.store.inventory.record({
     name: request.spec.name,
     requestId: request.id,
     owner: request.requester,
@@ -243,7 +244,7 @@ async function follow(step: Step, request: RequestRecord, pipelineId: number): P
       await step.closure.follow(request, await step.gitlab.pipelineJobs(pipelineId));
     } catch (error) {
       if (!gone(error)) throw error;
-      step.closure.forget(request);
+      await step.closure.forget(request);
     }
     return;
   }
@@ -261,7 +262,7 @@ async function follow(step: Step, request: RequestRecord, pipelineId: number): P
   for (let n = 0; current && n < MAX_STEPS_PER_PASS; n += 1) {
     const before: RequestStatus = current.status;
     await advance(step, current, jobs);
-    current = step.store.getRequest(request.id);
+    current = await step.store.getRequest(request.id);
     if (current?.status === before) break;
   }
 }
@@ -269,7 +270,7 @@ async function follow(step: Step, request: RequestRecord, pipelineId: number): P
 export function createAdvance(deps: AdvanceDeps): Advance {
   const { store } = deps;
   const fail = async (request: RequestRecord, words: string, failure?: FailureRecord) => {
-    const failed = move(store, request, "failed", {
+    const failed = await move(store, request, "failed", {
       error: words,
       ...(failure === undefined ? {} : { failure }),
     });
@@ -280,7 +281,7 @@ export function createAdvance(deps: AdvanceDeps): Advance {
     fail,
     failJob: createJobFailure({ ...deps, fail }),
     async moveAndRender(request, to, patch = {}) {
-      const next = move(store, request, to, patch);
+      const next = await move(store, request, to, patch);
       if (next) await deps.render(next);
     },
   };

@@ -7,7 +7,8 @@ import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { ThreadPoster } from "../slack/thread.js";
-import type { RequestRecord, Store, TransitionIntent } from "../store/store.js";
+import type { RequestRecord, TransitionIntent } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import {
   eraseRefusedWords,
   lateApplyEndWords,
@@ -76,7 +77,7 @@ export const isClosed = (request: RequestRecord) => CLOSED.has(request.status);
 
 export interface ClosureDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   effects: Effects;
   log: Logger;
@@ -96,11 +97,11 @@ export interface Closure {
   /** Cancels and deletions left unfinished (a crash, an unanswered call). */
   finishPending(): Promise<void>;
   /** Closed requests whose pipelines are still followed. */
-  watched(): RequestRecord[];
+  watched(): Promise<RequestRecord[]>;
   /** Reads a closed request's jobs: reports an apply played after the close. */
   follow(request: RequestRecord, jobs: Job[]): Promise<void>;
   /** The closed request's pipeline no longer exists: nothing more to follow. */
-  forget(request: RequestRecord): void;
+  forget(request: RequestRecord): Promise<void>;
 }
 
 /** Cancels the pipeline once; a lost answer is settled by reading the jobs back. */
@@ -150,7 +151,7 @@ async function erase(deps: ClosureDeps, request: RequestRecord, jobId: number, f
       } catch (error) {
         if (gitlabRefused(error) || !(await gone())) throw error;
       }
-      store.audit({
+      await store.audit({
         requestId: request.id,
         actor: "vmbot",
         action: "plan_erased",
@@ -176,10 +177,10 @@ async function eraseOrSay(
       return;
     }
     // Refused (e.g. the token is not a Maintainer): said once, in the thread and the audit.
-    store.complete(request.id, eraseStep(jobId), {
+    await store.complete(request.id, eraseStep(jobId), {
       refused: error instanceof VmbotError ? error.code : "refused",
     });
-    store.audit({
+    await store.audit({
       requestId: request.id,
       actor: "vmbot",
       action: "plan_erase_refused",
@@ -220,9 +221,9 @@ async function report(
   job: Job,
 ) {
   const { store, log } = deps;
-  const firstTime = store.effect(request.id, `reply_${step}`) === undefined;
+  const firstTime = (await store.effect(request.id, `reply_${step}`)) === undefined;
   if (firstTime) {
-    store.audit({
+    await store.audit({
       requestId: request.id,
       actor: "vmbot",
       action,
@@ -237,7 +238,7 @@ async function report(
 }
 
 async function expire(deps: ClosureDeps, request: RequestRecord) {
-  const expired = deps.store.transition(
+  const expired = await deps.store.transition(
     request.id,
     ["awaiting_approval"],
     "expired",
@@ -258,12 +259,12 @@ async function expire(deps: ClosureDeps, request: RequestRecord) {
 
 async function finishPending(deps: ClosureDeps) {
   const { store, log } = deps;
-  for (const effect of store.pendingEffects()) {
+  for (const effect of await store.pendingEffects()) {
     const cancelStep = effect.step === "cancel_pipeline";
     if (!cancelStep && !effect.step.startsWith("erase_plan:")) continue;
-    const request = store.getRequest(effect.subject);
+    const request = await store.getRequest(effect.subject);
     if (request === undefined || request.pipelineId === null) {
-      store.complete(effect.subject, effect.step, { abandoned: "no pipeline" });
+      await store.complete(effect.subject, effect.step, { abandoned: "no pipeline" });
       continue;
     }
     if (cancelStep) {
@@ -276,14 +277,16 @@ async function finishPending(deps: ClosureDeps) {
   }
 }
 
-function watched(store: Store) {
-  return store.pendingEffects().flatMap((effect) => {
-    if (effect.step !== WATCH_STEP) return [];
-    const request = store.getRequest(effect.subject);
-    return request !== undefined && isClosed(request) && request.pipelineId !== null
-      ? [request]
-      : [];
-  });
+async function watched(store: AsyncStore): Promise<RequestRecord[]> {
+  const found: RequestRecord[] = [];
+  for (const effect of await store.pendingEffects()) {
+    if (effect.step !== WATCH_STEP) continue;
+    const request = await store.getRequest(effect.subject);
+    if (request !== undefined && isClosed(request) && request.pipelineId !== null) {
+      found.push(request);
+    }
+  }
+  return found;
 }
 
 /** What the thread and the audit say of a job played after the close, and of its end. */
@@ -316,16 +319,20 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
   if (apply !== undefined && (PLAYED.has(apply.status) || apply.status === "canceled")) {
     const erased =
       request.review !== null &&
-      store.effect(request.id, eraseStep(request.review.planJobId))?.result?.erased === true;
+      (await store.effect(request.id, eraseStep(request.review.planJobId)))?.result?.erased ===
+        true;
     const late = lateReports(request, apply, erased);
     if (PLAYED.has(apply.status)) {
       await report(deps, request, `late_apply:${apply.id}`, late.played, late.playedAction, apply);
     }
-    if (FINISHED.has(apply.status) && store.effect(request.id, `reply_late_apply:${apply.id}`)) {
+    if (
+      FINISHED.has(apply.status) &&
+      (await store.effect(request.id, `reply_late_apply:${apply.id}`))
+    ) {
       if (request.kind === "destroy" && apply.status === "success") {
         // Terraform destroyed the VM, approved or not: it leaves the list (before the reply,
         // so a crash between the two finds it gone and says so once).
-        store.inventory.remove(request.spec.name, request.createdAt);
+        await store.inventory.remove(request.spec.name, request.createdAt);
       }
       await report(
         deps,
@@ -343,9 +350,9 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
   const ended =
     apply === undefined ||
     (FINISHED.has(apply.status) &&
-      store.effect(request.id, `reply_late_apply:${apply.id}`) !== undefined);
+      (await store.effect(request.id, `reply_late_apply:${apply.id}`)) !== undefined);
   if (ended || now().getTime() - since > WATCH_MS) {
-    store.complete(request.id, WATCH_STEP, { applyStatus: apply?.status ?? null });
+    await store.complete(request.id, WATCH_STEP, { applyStatus: apply?.status ?? null });
   }
 }
 
@@ -357,8 +364,8 @@ export function createClosure(deps: ClosureDeps): Closure {
     finishPending: () => finishPending(deps),
     watched: () => watched(deps.store),
     follow: (request, jobs) => follow(deps, now, request, jobs),
-    forget(request) {
-      deps.store.complete(request.id, WATCH_STEP, { abandoned: "pipeline gone" });
+    async forget(request) {
+      await deps.store.complete(request.id, WATCH_STEP, { abandoned: "pipeline gone" });
     },
   };
 }

@@ -1,7 +1,8 @@
 import type { Config } from "../config.js";
 import type { Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
+import type { RequestRecord, RequestStatus } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import {
   destroyedWords,
   destroyFailedNote,
@@ -22,16 +23,16 @@ const STOPPED = new Set(["failed", "canceled", "skipped"]);
 
 export interface DestroyAdvanceDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   log: Logger;
   approvals: ApprovalFinisher;
   /** What a destroy request records as it starts waiting: who may approve, what it needs. */
-  waiting: (request: RequestRecord) => Promise<Parameters<Store["transition"]>[3]>;
+  waiting: (request: RequestRecord) => Promise<Parameters<AsyncStore["transition"]>[3]>;
   /** Moves the request (conditionally, audited) and renders it. */
   move: (
     request: RequestRecord,
     to: RequestStatus,
-    patch?: Parameters<Store["transition"]>[3],
+    patch?: Parameters<AsyncStore["transition"]>[3],
   ) => Promise<RequestRecord | undefined>;
   /** A reply in the request's thread, posted once. */
   postResult: (request: RequestRecord, step: string, text: string) => Promise<void>;
@@ -45,7 +46,7 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
 
   async function failed(request: RequestRecord, job: Job): Promise<void> {
     // The VM is still there: it stays listed, with what happened to its destroy.
-    store.inventory.note(request.spec.name, destroyFailedNote(job));
+    await store.inventory.note(request.spec.name, destroyFailedNote(job));
     await deps.move(request, "failed", { error: destroyFailedWords(job) });
   }
 
@@ -55,7 +56,7 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
    * played once. After a crash, the applying step plays it if it still waits, else settles it.
    */
   async function playUnapproved(request: RequestRecord, destroy: Job): Promise<void> {
-    const claimed = store.transition(
+    const claimed = await store.transition(
       request.id,
       [request.status],
       "applying",
@@ -110,8 +111,8 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
       // The reply first, then out of the inventory, then the move: a crash anywhere in between
       // finds the reply posted and removes (again) a VM already removed.
       await deps.postResult(request, "destroyed", destroyedWords(request, destroy));
-      store.inventory.remove(request.spec.name, request.createdAt);
-      store.audit({
+      await store.inventory.remove(request.spec.name, request.createdAt);
+      await store.audit({
         requestId: request.id,
         actor: "vmbot",
         action: "vm_destroyed",

@@ -1,10 +1,10 @@
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { stateRemovedWords } from "../views/request-notes.js";
 
 export interface InventoryCheckDeps {
-  store: Store;
+  store: AsyncStore;
   gitlab: Pick<GitlabPort, "terraformStates">;
   log: Logger;
   /** The shared state of VMs made before each VM had one of its own (TF_STATE_NAME). */
@@ -36,20 +36,20 @@ export function createInventoryCheck(deps: InventoryCheckDeps): InventoryCheck {
 
   async function check(): Promise<void> {
     const states = new Set((await deps.gitlab.terraformStates()).map((state) => state.name));
-    store.inventory.seeStates([...states]);
-    const vms = store.inventory.list();
+    await store.inventory.seeStates([...states]);
+    const vms = await store.inventory.list();
     for (const vm of vms) {
       const state = vm.stateName ?? deps.sharedState;
       const present = states.has(state);
       if (vm.status === "live" && !present) {
         log.warn({ vm: vm.name, state }, "a VM's Terraform state is gone from GitLab");
-        store.inventory.mark(vm.name, "gone", stateRemovedWords(state));
+        await store.inventory.mark(vm.name, "gone", stateRemovedWords(state));
       } else if (vm.status === "gone" && present) {
         log.info({ vm: vm.name, state }, "a VM's Terraform state is back in GitLab");
-        store.inventory.mark(vm.name, "live", null);
+        await store.inventory.mark(vm.name, "live", null);
       }
     }
-    store.inventory.checked(vms.map((vm) => vm.name));
+    await store.inventory.checked(vms.map((vm) => vm.name));
   }
 
   function guarded(): Promise<void> {

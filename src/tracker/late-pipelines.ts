@@ -2,7 +2,8 @@ import type { Clock } from "../clock.js";
 import type { Effects } from "../effects.js";
 import type { GitlabPort, Pipeline } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { LateCanceledResultSchema } from "../effect-results.js";
 import { latePipelineWords } from "../views/request-notes.js";
 
@@ -15,7 +16,7 @@ import { latePipelineWords } from "../views/request-notes.js";
  * audited and said in the request's thread.
  */
 export interface LatePipelinesDeps {
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   effects: Effects;
   log: Logger;
@@ -39,7 +40,7 @@ export function createLatePipelines(deps: LatePipelinesDeps): { sweep(): Promise
 
   async function cancelLate(request: RequestRecord, late: Pipeline): Promise<void> {
     const step = `cancel_late_pipeline:${late.id}`;
-    if (store.effect(request.id, step)?.state === "done") return;
+    if ((await store.effect(request.id, step))?.state === "done") return;
     const result = await deps.effects.once(request.id, step, {
       result: LateCanceledResultSchema,
       reconcile: async () => {
@@ -49,7 +50,7 @@ export function createLatePipelines(deps: LatePipelinesDeps): { sweep(): Promise
       act: async () => ({ status: (await gitlab.cancelPipeline(late.id)).status }),
     });
     const kept = request.pipelineId;
-    store.audit({
+    await store.audit({
       requestId: request.id,
       actor: "vmbot",
       action: "late_pipeline_canceled",
@@ -63,11 +64,11 @@ export function createLatePipelines(deps: LatePipelinesDeps): { sweep(): Promise
   }
 
   async function sweep(): Promise<void> {
-    const watched = store.watchedEffects("create_pipeline", deps.now().toISOString());
+    const watched = await store.watchedEffects("create_pipeline", deps.now().toISOString());
     const live = new Set(watched.map((effect) => effect.subject));
     for (const id of looked.keys()) if (!live.has(id)) looked.delete(id);
     for (const effect of watched) {
-      const request = store.getRequest(effect.subject);
+      const request = await store.getRequest(effect.subject);
       if (request === undefined) continue;
       const seen = looked.get(request.id) ?? new Set<number>();
       looked.set(request.id, seen);

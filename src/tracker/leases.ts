@@ -3,7 +3,7 @@ import { PostedResultSchema } from "../effect-results.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { inFlight, openDestroyRequest } from "../commands/destroy.js";
 import { LEASE_EVENT_TYPE } from "../ids.js";
 import { findMessage } from "../slack/find.js";
@@ -21,7 +21,7 @@ import type { RequestStarter } from "./starter.js";
 
 export interface LeaseKeeperDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   client: webApi.WebClient;
   effects: Effects;
   starter: RequestStarter;
@@ -29,7 +29,7 @@ export interface LeaseKeeperDeps {
   now: () => Date;
 }
 
-type LeasedVm = ReturnType<Store["inventory"]["list"]>[number];
+type LeasedVm = Awaited<ReturnType<AsyncStore["inventory"]["list"]>>[number];
 
 async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
   const { store, config } = deps;
@@ -48,7 +48,7 @@ async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
       const opened = await deps.client.conversations.open({ users: vm.owner });
       const channel = opened.channel?.id;
       if (channel === undefined) return undefined;
-      const since = Date.parse(store.effect(subject, step)?.intendedAt ?? until) - 60_000;
+      const since = Date.parse((await store.effect(subject, step))?.intendedAt ?? until) - 60_000;
       return findMessage(deps.client, { channel, oldest: String(since / 1000) }, (message) => {
         const metadata = metadataOf(message);
         return (
@@ -65,7 +65,7 @@ async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
         ...leaseReminder(vm, until, config.lease.onExpiry),
         metadata: { event_type: LEASE_EVENT_TYPE, event_payload: payload },
       });
-      store.audit({
+      await store.audit({
         requestId: null,
         actor: "vmbot",
         action: "lease_reminded",
@@ -78,8 +78,8 @@ async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
 
 async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
   const { store, config, log } = deps;
-  if (inFlight(store, vm.name) !== undefined) return;
-  const channel = config.slack.channel ?? store.getRequest(vm.requestId)?.channel;
+  if ((await inFlight(store, vm.name)) !== undefined) return;
+  const channel = config.slack.channel ?? (await store.getRequest(vm.requestId))?.channel;
   if (channel === undefined) {
     log.warn({ name: vm.name }, "a lease ended, but vmbot knows no channel to ask in");
     return;
@@ -96,7 +96,7 @@ async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
           reason: LEASE_EXPIRED_REASON,
         }
       : undefined;
-  const opened = openDestroyRequest(deps, {
+  const opened = await openDestroyRequest(deps, {
     vm,
     requester: vm.owner,
     channel,
@@ -108,7 +108,7 @@ async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
   });
   if (opened === "not_recorded") return;
   if (opened.created) {
-    store.audit({
+    await store.audit({
       requestId: opened.request.id,
       actor: "vmbot",
       action: "lease_expired",
@@ -124,7 +124,7 @@ export function createLeaseKeeper(deps: LeaseKeeperDeps) {
   return {
     async check(): Promise<void> {
       const now = deps.now().getTime();
-      for (const vm of store.inventory.list()) {
+      for (const vm of await store.inventory.list()) {
         const until = vm.leaseUntil;
         if (until === null || vm.status !== "live") continue;
         try {

@@ -1,7 +1,7 @@
 import type { webApi } from "@slack/bolt";
 import type { Logger } from "../logger.js";
 import { messageDigest, record, renderRequestMessage } from "../slack/request-message.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { renderRequest } from "../views/render.js";
 
 type SlackClient = webApi.WebClient;
@@ -18,14 +18,14 @@ const CATCH_UP_PER_PASS = 20;
 /** Renders again every request message that shows less than the store holds. */
 export async function catchUpMessages(deps: {
   client: SlackClient;
-  store: Store;
+  store: AsyncStore;
   log: Logger;
 }): Promise<void> {
-  for (const request of deps.store.listBehind(CATCH_UP_PER_PASS)) {
+  for (const request of await deps.store.listBehind(CATCH_UP_PER_PASS)) {
     const digest = messageDigest(renderRequest(request));
     if (request.renderedHash === digest) {
       // A change that does not show (e.g. the message's own ts): nothing to send.
-      record(deps.store, request, digest, deps.log);
+      await record(deps.store, request, digest, deps.log);
       continue;
     }
     await renderRequestMessage(deps.client, deps.store, request, deps.log);

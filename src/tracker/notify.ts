@@ -1,6 +1,7 @@
 import type { Config } from "../config.js";
 import type { ThreadPoster } from "../slack/thread.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { destroyApproversWords } from "../views/destroy.js";
 import { approverMentions, approversCalledWords, requesterToldWords } from "../views/notify.js";
 
@@ -36,12 +37,12 @@ const requesterStep = (request: RequestRecord) =>
  * Notices whose post was cut short (Slack refused or did not answer, or the bot stopped): posted
  * now, or found already in the thread; a notice no longer due (the plan was decided) is dropped.
  */
-export async function finishNotices(store: Store, notify: Notifier): Promise<void> {
-  for (const effect of store.pendingEffects()) {
+export async function finishNotices(store: AsyncStore, notify: Notifier): Promise<void> {
+  for (const effect of await store.pendingEffects()) {
     if (!effect.step.startsWith("reply_notify_")) continue;
-    const request = store.getRequest(effect.subject);
+    const request = await store.getRequest(effect.subject);
     if (request === undefined || `reply_${dueStep(request) ?? ""}` !== effect.step) {
-      store.complete(effect.subject, effect.step, { abandoned: "no longer due" });
+      await store.complete(effect.subject, effect.step, { abandoned: "no longer due" });
       continue;
     }
     await notify(request);

@@ -10,7 +10,8 @@ import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Redactor } from "../redact.js";
 import type { ListedMessage } from "../slack/find.js";
 import { createTextSpool, uploadSpooledText, type TextSpool } from "../slack/upload.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
 import {
   createPlanTextParser,
@@ -27,7 +28,7 @@ import { UploadedResultSchema } from "../effect-results.js";
 
 export interface PlanReviewDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   client: webApi.WebClient;
   /** The policy in force and people's groups: the approvals the plan needs. */
@@ -174,7 +175,7 @@ async function uploadPlanFile(
           },
           deps.redact,
         );
-        deps.store.audit({
+        await deps.store.audit({
           requestId: request.id,
           actor: "vmbot",
           action: "plan_uploaded",
@@ -186,7 +187,7 @@ async function uploadPlanFile(
     return "uploaded";
   } catch (error) {
     deps.log.warn({ err: error, requestId: request.id }, "could not upload the plan");
-    deps.store.complete(request.id, `upload_plan:${job.id}`, { failed: true });
+    await deps.store.complete(request.id, `upload_plan:${job.id}`, { failed: true });
     return "failed";
   }
 }

@@ -3,7 +3,8 @@ import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { checkingWords } from "../views/decision.js";
 import { PlayedResultSchema } from "../effect-results.js";
 
@@ -37,7 +38,7 @@ const playAction = (request: RequestRecord, what: "started" | "confirmed") =>
   `${request.kind === "destroy" ? "destroy" : "apply"}_${what}`;
 
 export interface ApprovalFinisherDeps {
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   effects: Effects;
   log: Logger;
@@ -61,9 +62,13 @@ async function settle(
 ): Promise<void> {
   const { store } = deps;
   const step = playStep(request);
-  if (store.effect(request.id, step)?.state === "intended") {
-    store.complete(request.id, step, { jobId: apply.id, status: apply.status, confirmed: true });
-    store.audit({
+  if ((await store.effect(request.id, step))?.state === "intended") {
+    await store.complete(request.id, step, {
+      jobId: apply.id,
+      status: apply.status,
+      confirmed: true,
+    });
+    await store.audit({
       requestId: request.id,
       actor: request.decision?.by ?? "vmbot",
       action: playAction(request, "confirmed"),
@@ -71,7 +76,7 @@ async function settle(
     });
   }
   if (request.error === null) return;
-  const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
+  const cleared = await store.transition(request.id, ["applying"], "applying", { error: null });
   if (cleared) await deps.render(cleared);
 }
 
@@ -89,8 +94,8 @@ async function refused(
     return;
   }
   if (back.kind === "unknown") throw error;
-  store.complete(request.id, playStep(request), { failed: true, refused: true });
-  const released = store.transition(
+  await store.complete(request.id, playStep(request), { failed: true, refused: true });
+  const released = await store.transition(
     request.id,
     ["applying"],
     "awaiting_approval",
@@ -121,7 +126,7 @@ async function playApproved(
       act: async () => {
         const played = await deps.gitlab.playJob(apply.id);
         log.info({ requestId: request.id, jobId: apply.id }, "played the approved apply job");
-        store.audit({
+        await store.audit({
           requestId: request.id,
           actor: request.decision?.by ?? "vmbot",
           action: playAction(request, "started"),
@@ -131,7 +136,7 @@ async function playApproved(
       },
     });
     if (request.error !== null) {
-      const cleared = store.transition(request.id, ["applying"], "applying", { error: null });
+      const cleared = await store.transition(request.id, ["applying"], "applying", { error: null });
       if (cleared) await deps.render(cleared);
     }
   } catch (error) {
@@ -141,7 +146,7 @@ async function playApproved(
     }
     // Unknown: the intent stays, the next pass reads the job again and settles it.
     if (request.error === null) {
-      const checking = store.transition(request.id, ["applying"], "applying", {
+      const checking = await store.transition(request.id, ["applying"], "applying", {
         error: checkingWords(),
       });
       if (checking) await deps.render(checking);

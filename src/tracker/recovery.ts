@@ -1,4 +1,5 @@
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import type { Closure } from "./closure.js";
 import { finishNotices, type Notifier } from "./notify.js";
 import type { RequestStarter } from "./starter.js";
@@ -10,7 +11,7 @@ import type { RequestStarter } from "./starter.js";
  * recovery; on later passes there is usually nothing to do.
  */
 export interface RecoveryDeps {
-  store: Store;
+  store: AsyncStore;
   starter: RequestStarter;
   closure: Closure;
   notify: Notifier;

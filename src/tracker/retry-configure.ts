@@ -5,7 +5,8 @@ import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { ThreadPoster } from "../slack/thread.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { retryNotTakenWords, retryStartedWords } from "../views/failure.js";
 import { RetriedResultSchema } from "../effect-results.js";
 
@@ -30,7 +31,7 @@ export type RetryOutcome =
 
 export interface ConfigureRetryDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   effects: Effects;
   log: Logger;
@@ -49,7 +50,7 @@ export interface ConfigureRetry {
     fresh: boolean,
   ): Promise<RetryOutcome>;
   /** GitLab did not run the job again: the request is failed again, its Retry button back. */
-  release(request: RequestRecord, why: string): RequestRecord | undefined;
+  release(request: RequestRecord, why: string): Promise<RequestRecord | undefined>;
   /**
    * The tracker's part, for a request in configuring after a retry: a retry left unsettled (its
    * answer and the read back lost, or a crash) is read back, and made only if GitLab shows no new
@@ -75,12 +76,12 @@ async function replacement(
   return latest !== undefined && latest.id > failedJobId ? latest : undefined;
 }
 
-function release(
+async function release(
   deps: ConfigureRetryDeps,
   request: RequestRecord,
   why: string,
-): RequestRecord | undefined {
-  return deps.store.transition(
+): Promise<RequestRecord | undefined> {
+  return await deps.store.transition(
     request.id,
     ["configuring"],
     "failed",
@@ -93,7 +94,7 @@ function release(
 async function settle(deps: ConfigureRetryDeps, api: ConfigureRetry, request: RequestRecord) {
   const failed = request.failure;
   if (failed?.stage !== "configure" || failed.retries === undefined) return undefined;
-  const effect = deps.store.effect(request.id, retryStep(failed.jobId, failed.retries));
+  const effect = await deps.store.effect(request.id, retryStep(failed.jobId, failed.retries));
   if (effect?.state === "done") {
     return effect.result?.failed === true
       ? release(deps, request, "GitLab shows no new run of the job.")
@@ -160,7 +161,7 @@ async function run(
     });
   } catch (error) {
     if (gitlabRefused(error) || error instanceof NotRetried) {
-      store.complete(request.id, step, { failed: true });
+      await store.complete(request.id, step, { failed: true });
       deps.log.warn({ err: error, requestId: request.id }, "GitLab did not retry the job");
       return {
         kind: "not_started",
@@ -174,8 +175,8 @@ async function run(
     return { kind: "unknown" };
   }
   const job = { id: result.jobId, webUrl: result.webUrl };
-  if (store.effect(request.id, `reply_retry_started:${failedJobId}`) === undefined) {
-    store.audit({
+  if ((await store.effect(request.id, `reply_retry_started:${failedJobId}`)) === undefined) {
+    await store.audit({
       requestId: request.id,
       actor: by,
       action: "configure_retry_started",

@@ -6,7 +6,8 @@ import { userMessage } from "../views/errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import { REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { findMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { renderRequest } from "../views/render.js";
@@ -40,7 +41,7 @@ export interface RequestStarter {
 
 export interface StarterDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   client: SlackClient;
   effects: Effects;
@@ -87,19 +88,24 @@ async function postRequestMessage(
       reconcile: () => findRequestMessage(client, request),
       act: () => postMessage(client, request),
     });
-    const posted = store.updateRequest(request.id, { messageTs: ts });
+    const posted = await store.updateRequest(request.id, { messageTs: ts });
     // What was posted is what the request held: the message is not behind.
-    if (store.effect(request.id, "post_request_message")?.result?.reconciled !== true) {
-      record(store, posted, messageDigest(renderRequest(request)), deps.log);
+    if ((await store.effect(request.id, "post_request_message"))?.result?.reconciled !== true) {
+      await record(store, posted, messageDigest(renderRequest(request)), deps.log);
     }
     return posted;
   } catch (error) {
     deps.log.error({ err: error }, "could not post the request message");
     const reason = slackErrorCode(error);
     const message = notPostedWords(request, reason);
-    store.transition(request.id, ["queued"], "failed", { error: message });
-    store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
-    store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { reason } });
+    await store.transition(request.id, ["queued"], "failed", { error: message });
+    await store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
+    await store.audit({
+      requestId: request.id,
+      actor: "vmbot",
+      action: "failed",
+      detail: { reason },
+    });
     await client.chat
       .postMessage({ channel: request.requester, text: message })
       .catch((dmError: unknown) => {
@@ -110,16 +116,16 @@ async function postRequestMessage(
 }
 
 /** What a create attempt knows before it calls GitLab: when it was meant, and how to look. */
-function createAttempt(deps: StarterDeps, request: RequestRecord) {
+async function createAttempt(deps: StarterDeps, request: RequestRecord) {
   const { store, gitlab } = deps;
-  const earlier = store.effect(request.id, "create_pipeline");
+  const earlier = await store.effect(request.id, "create_pipeline");
   const intended = earlier?.intendedAt ?? request.createdAt;
   // A crash left a create in flight: GitLab may still make that one visible after this
   // attempt, and the tracker keeps looking for it for a while (late-pipelines.ts).
   const leftInFlight = earlier?.state === "intended";
-  const watch = () => ({
+  const watch = async () => ({
     watchUntil: new Date(
-      Date.parse(store.effect(request.id, "create_pipeline")?.intendedAt ?? intended) +
+      Date.parse((await store.effect(request.id, "create_pipeline"))?.intendedAt ?? intended) +
         LATE_WATCH_MS,
     ).toISOString(),
   });
@@ -132,7 +138,7 @@ function createAttempt(deps: StarterDeps, request: RequestRecord) {
   return { leftInFlight, watch, find };
 }
 
-type CreateAttempt = ReturnType<typeof createAttempt>;
+type CreateAttempt = Awaited<ReturnType<typeof createAttempt>>;
 
 async function triggerPipeline(deps: StarterDeps, request: RequestRecord, attempt: CreateAttempt) {
   const { config } = deps;
@@ -152,7 +158,7 @@ async function triggerPipeline(deps: StarterDeps, request: RequestRecord, attemp
       id: created.id,
       webUrl: created.webUrl,
       sure: true,
-      ...(leftInFlight ? watch() : {}),
+      ...(leftInFlight ? await watch() : {}),
     };
   } catch (error) {
     // The answer may be lost while the pipeline exists: look before calling it failed.
@@ -165,31 +171,31 @@ async function triggerPipeline(deps: StarterDeps, request: RequestRecord, attemp
       return undefined;
     });
     if (found === undefined) throw error;
-    return { ...found, ...(leftInFlight ? watch() : {}) };
+    return { ...found, ...(leftInFlight ? await watch() : {}) };
   }
 }
 
-function recordPipeline(
+async function recordPipeline(
   deps: StarterDeps,
   request: RequestRecord,
   pipeline: { id: number; webUrl: string; sure: boolean },
-): RequestRecord {
+): Promise<RequestRecord> {
   const { store } = deps;
   const id = pipeline.id;
   const notes = !pipeline.sure ? [...request.notes, tookFirstPipelineNote(id)] : undefined;
-  const updated = store.updateRequest(request.id, {
+  const updated = await store.updateRequest(request.id, {
     pipelineId: id,
     pipelineUrl: pipeline.webUrl,
     ...(notes === undefined ? {} : { notes }),
   });
-  store.audit({
+  await store.audit({
     requestId: request.id,
     actor: "vmbot",
     action: "pipeline_created",
     detail: {
       pipelineId: id,
       webUrl: pipeline.webUrl,
-      ...(store.effect(request.id, "create_pipeline")?.result?.reconciled === true
+      ...((await store.effect(request.id, "create_pipeline"))?.result?.reconciled === true
         ? { reconciled: true }
         : {}),
     },
@@ -198,38 +204,38 @@ function recordPipeline(
   return updated;
 }
 
-function pipelineFailed(
+async function pipelineFailed(
   deps: StarterDeps,
   request: RequestRecord,
   attempt: CreateAttempt,
   error: unknown,
-): RequestRecord {
+): Promise<RequestRecord> {
   const { store } = deps;
   const code = error instanceof VmbotError ? error.code : "internal";
   deps.log.error({ err: error, code }, "could not create the pipeline");
   // GitLab may still create it: the tracker cancels one that lands late.
-  store.complete(request.id, "create_pipeline", {
+  await store.complete(request.id, "create_pipeline", {
     failed: code,
-    ...(attempt.leftInFlight || UNCERTAIN.has(code) ? attempt.watch() : {}),
+    ...(attempt.leftInFlight || UNCERTAIN.has(code) ? await attempt.watch() : {}),
   });
-  store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
+  await store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
   // Withdrawn meanwhile: the request keeps that end.
   return (
-    store.transition(request.id, ["queued"], "failed", { error: userMessage(error) }) ??
-    store.getRequest(request.id) ??
+    (await store.transition(request.id, ["queued"], "failed", { error: userMessage(error) })) ??
+    (await store.getRequest(request.id)) ??
     request
   );
 }
 
 async function createPipeline(deps: StarterDeps, request: RequestRecord): Promise<RequestRecord> {
-  const attempt = createAttempt(deps, request);
+  const attempt = await createAttempt(deps, request);
   try {
     const pipeline = await deps.effects.once(request.id, "create_pipeline", {
       result: PipelineCreatedSchema,
       reconcile: attempt.find,
       act: () => triggerPipeline(deps, request, attempt),
     });
-    return recordPipeline(deps, request, pipeline);
+    return await recordPipeline(deps, request, pipeline);
   } catch (error) {
     return pipelineFailed(deps, request, attempt, error);
   }

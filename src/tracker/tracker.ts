@@ -10,7 +10,8 @@ import type { NodeDirectory } from "../proxmox/directory.js";
 import type { Redactor } from "../redact.js";
 import { findMessage, type ListedMessage } from "../slack/find.js";
 import { createThreadPoster } from "../slack/thread.js";
-import type { RequestRecord, Store } from "../store/store.js";
+import type { RequestRecord } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { createAdvance, move } from "./advance.js";
 import { createClosure } from "./closure.js";
 import { createDestroyAdvance } from "./destroy-advance.js";
@@ -32,7 +33,7 @@ type SlackClient = webApi.WebClient;
 
 export interface TrackerDeps {
   config: Config;
-  store: Store;
+  store: AsyncStore;
   gitlab: GitlabPort;
   client: SlackClient;
   log: Logger;
@@ -97,7 +98,7 @@ function createParts(deps: TrackerDeps) {
     ...deps,
     findInThread,
     reviewed: async (request, review) => {
-      const next = move(store, request, "awaiting_approval", { review });
+      const next = await move(store, request, "awaiting_approval", { review });
       if (next) await render(next);
     },
   });
@@ -117,7 +118,7 @@ function createParts(deps: TrackerDeps) {
       return { approvals: shown ?? { tally: "", by: [], notes: [], approvers } };
     },
     move: async (request, to, patch) => {
-      const moved = move(store, request, to, patch);
+      const moved = await move(store, request, to, patch);
       if (moved) await render(moved);
       return moved;
     },
@@ -215,13 +216,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
 
   async function pass(): Promise<void> {
     // Housekeeping on the unfinished requests as they stand, then a fresh read for following.
-    const unfinished = store.listActive();
+    const unfinished = await store.listActive();
     await recovery.sweep(unfinished);
     await expirePlans({ closure, planTtlMs: config.planTtlMs, now }, unfinished);
-    await lapse(store.listByStatus(["awaiting_approval"]));
+    await lapse(await store.listByStatus(["awaiting_approval"]));
     await leases.check();
     // Rejected and expired requests too, while their apply job could still be played in GitLab.
-    const active = [...store.listActive(), ...closure.watched()].flatMap((r) =>
+    const active = [...(await store.listActive()), ...(await closure.watched())].flatMap((r) =>
       r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }],
     );
     const toRead = await reads.select(active);

@@ -1,7 +1,7 @@
 import type { Access } from "../access.js";
 import { approvalRuleFor, DEFAULT_RULE, tally, tallyWords } from "../policy/approvals.js";
 import type { Ask } from "../policy/decide.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import { lapsedWords, unlockApprovalWords } from "../views/policy-words.js";
 
 /**
@@ -13,7 +13,7 @@ import { lapsedWords, unlockApprovalWords } from "../views/policy-words.js";
 
 export interface UnlockApprovalDeps {
   access: Pick<Access, "policy" | "groupsOf">;
-  store: Pick<Store, "approvals" | "audit">;
+  store: Pick<AsyncStore, "approvals" | "audit">;
 }
 
 /** Unlocking is about a state, not a VM: no template, node or size conditions match it. */
@@ -40,15 +40,15 @@ export async function approveUnlock(
   const groups = await deps.access.groupsOf(user);
   const { subject, key } = keyOf(state, lockedAt);
   const { approvals } = deps.store;
-  approvals.add({ requestId: subject, planJobId: key, user, groups, at: now.toISOString() });
+  await approvals.add({ requestId: subject, planJobId: key, user, groups, at: now.toISOString() });
   // Nobody asked for an unlock: there is no requester to keep out.
-  const counted = tally(rule, approvals.list(subject, key), "", [], now);
+  const counted = tally(rule, await approvals.list(subject, key), "", [], now);
   const lapsed = counted.lapsed.map((a) => a.user);
-  if (lapsed.length > 0) approvals.remove(subject, key, lapsed);
+  if (lapsed.length > 0) await approvals.remove(subject, key, lapsed);
   const words = tallyWords(counted);
   if (counted.met) return { kind: "met", rule: rule.name };
   const counts = counted.requirements.some((need) => need.by.includes(user));
-  deps.store.audit({
+  await deps.store.audit({
     requestId: null,
     actor: user,
     action: "unlock_approval_recorded",

@@ -3,7 +3,7 @@ import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
-import type { Store } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import {
   failure,
   sameHolderWords,
@@ -16,7 +16,10 @@ import {
 /** What the unlock needs of GitLab: the states with their locks, and removing one. */
 export type StatesPort = Pick<GitlabPort, "terraformStates" | "unlockTerraformState">;
 /** What the unlock needs of the store: the audit log, the requests' states, its pending effects. */
-export type UnlockStore = Pick<Store, "audit" | "requestsForVm" | "pendingEffects" | "complete">;
+export type UnlockStore = Pick<
+  AsyncStore,
+  "audit" | "requestsForVm" | "pendingEffects" | "complete"
+>;
 export type { Effects };
 
 export type Lock = TerraformState & { lockedAt: string };
@@ -83,7 +86,7 @@ export async function confirmUnlock(
     after = lockedState((await findState(deps.gitlab, name)).state);
   } catch (error) {
     log.warn({ err: error, state: name }, "unlocked, but could not read the lock again");
-    deps.store.audit({
+    await deps.store.audit({
       requestId: null,
       actor,
       action: "unlocked",
@@ -95,7 +98,7 @@ export async function confirmUnlock(
     };
   }
   if (after !== undefined && after.lockedAt !== locked.lockedAt) {
-    deps.store.audit({
+    await deps.store.audit({
       requestId: null,
       actor,
       action: "unlocked",
@@ -105,14 +108,14 @@ export async function confirmUnlock(
     return { reply: stillLocked(name), tellChannel: true };
   }
   if (after !== undefined) {
-    deps.store.audit({ requestId: null, actor, action: "unlock_failed", detail });
+    await deps.store.audit({ requestId: null, actor, action: "unlock_failed", detail });
     log.warn({ state: name }, "GitLab accepted the unlock, but the same lock is still there");
     return {
       reply: failure(sameHolderWords(name)),
       tellChannel: false,
     };
   }
-  deps.store.audit({ requestId: null, actor, action: "unlocked", detail });
+  await deps.store.audit({ requestId: null, actor, action: "unlocked", detail });
   log.info({ state: name, holder: locked.lockedBy }, "force-unlocked a Terraform state");
   return { reply: unlocked(name), tellChannel: true };
 }

@@ -38,11 +38,11 @@ export interface RecoveryDeps {
  * it). Either way the audit log and the channel are told once.
  */
 export async function resumeUnlocks(deps: RecoveryDeps): Promise<void> {
-  for (const effect of deps.store.pendingEffects()) {
+  for (const effect of await deps.store.pendingEffects()) {
     if (!effect.subject.startsWith("unlock:")) continue;
     const pending = PendingUnlockSchema.safeParse(effect.intent);
     if (!pending.success) {
-      deps.store.complete(effect.subject, effect.step, { abandoned: "unreadable intent" });
+      await deps.store.complete(effect.subject, effect.step, { abandoned: "unreadable intent" });
       continue;
     }
     const log = deps.log.child({ command: "unlock", state: pending.data.state });
@@ -74,7 +74,7 @@ async function resumeOne(
   });
   const locked = { name, lockedAt, lockedBy: holder };
   if (result.gone === true) {
-    deps.store.audit({
+    await deps.store.audit({
       requestId: null,
       actor: user,
       action: "unlocked",

@@ -90,8 +90,8 @@ type Deps = UnlockDeps & { now: () => Date };
  * What `/vm unlock <name>` names: a VM vmbot made (its recorded state; a VM from before states
  * were named used the shared TF_STATE_NAME), or else a state by its own name.
  */
-function targetOf(deps: Deps, name: string): { state: string; vm?: string } {
-  const request = deps.store.requestsForVm(name)[0];
+async function targetOf(deps: Deps, name: string): Promise<{ state: string; vm?: string }> {
+  const request = (await deps.store.requestsForVm(name))[0];
   if (request === undefined) return { state: name };
   return { state: request.stateName ?? deps.sharedState, vm: name };
 }
@@ -105,7 +105,7 @@ async function describe(deps: Deps, name: string | undefined): Promise<Reply> {
       ? unlockPrompt(locked[0], deps.now())
       : lockedStates(locked, deps.project, deps.now());
   }
-  const target = targetOf(deps, name);
+  const target = await targetOf(deps, name);
   const state = states.find((known) => known.name === target.state);
   const locked = lockedState(state);
   if (state === undefined) {
@@ -143,7 +143,7 @@ async function forceUnlock(
       return { reply: unlockWaiting(approval.words), inPlace: false };
   }
   const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
-  deps.store.audit({ requestId: null, actor: user, action: "unlock_requested", detail });
+  await deps.store.audit({ requestId: null, actor: user, action: "unlock_requested", detail });
   await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {
     result: UnlockedResultSchema,
     detail: { ...detail, user, channel: channel ?? null },
@@ -161,10 +161,15 @@ async function forceUnlock(
 }
 
 /** A force-unlock that failed: the audit log says how, the admin is told why. */
-function unlockFailed(deps: Deps, user: string, name: string, error: unknown): UnlockAnswer {
+async function unlockFailed(
+  deps: Deps,
+  user: string,
+  name: string,
+  error: unknown,
+): Promise<UnlockAnswer> {
   const unknown = error instanceof UnlockOutcomeUnknown;
   const cause = unknown ? error.cause : error;
-  deps.store.audit({
+  await deps.store.audit({
     requestId: null,
     actor: user,
     action: unknown ? "unlock_unknown" : "unlock_failed",
@@ -212,7 +217,7 @@ export function createUnlockService(options: UnlockDeps): UnlockService {
         return await forceUnlock(deps, { user, channel, log }, target);
       } catch (error) {
         log.warn({ err: error, state: name }, "could not force-unlock a Terraform state");
-        return unlockFailed(deps, user, name, error);
+        return await unlockFailed(deps, user, name, error);
       } finally {
         unlocking.delete(name);
       }

@@ -1,6 +1,7 @@
 import ipaddr from "ipaddr.js";
 import { parseIpv4Cidr } from "../net/ipv4.js";
-import type { RequestRecord, RequestStatus, Store } from "../store/store.js";
+import type { RequestRecord, RequestStatus } from "../store/store.js";
+import type { AsyncStore } from "../store/async.js";
 import type { VmSpec } from "./spec.js";
 
 /**
@@ -82,10 +83,15 @@ export function findConflicts(
 }
 
 /** `spec`'s conflicts with the requests in HOLDING, matched by the store. */
-export function findHeldConflicts(
-  store: Pick<Store, "findHolding" | "listHeld">,
+export async function findHeldConflicts(
+  store: Pick<AsyncStore, "findHolding" | "listHeld">,
   spec: VmSpec,
-): Conflicts {
-  const holding = store.findHolding(HOLDING, { name: spec.name, address: addressOf(spec.ip) });
-  return findConflicts(spec, holding, () => store.listHeld(HOLDING).map((r) => r.spec.ip));
+): Promise<Conflicts> {
+  const address = addressOf(spec.ip);
+  const holding = await store.findHolding(HOLDING, { name: spec.name, address });
+  // Every address held is read only when the address is taken, for the suggestion.
+  const held = holding.some((r) => addressOf(r.spec.ip) === address)
+    ? (await store.listHeld(HOLDING)).map((r) => r.spec.ip)
+    : [];
+  return findConflicts(spec, holding, () => held);
 }

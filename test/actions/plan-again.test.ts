@@ -6,6 +6,7 @@ import {
   askForVm,
   click,
   harnessPerTest,
+  requestsOf,
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
@@ -26,10 +27,7 @@ async function lockedPlan(h: Harness) {
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();
-  const request = h.bot.store.listAudit().flatMap((entry) => {
-    const found = entry.requestId === null ? undefined : h.bot.store.getRequest(entry.requestId);
-    return found?.pipelineId === pipelineId ? [found] : [];
-  })[0]!;
+  const request = (await requestsOf(h)).find((found) => found.pipelineId === pipelineId)!;
   const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
   const thread = () => h.slack.messages.filter((m) => m.thread_ts === request.messageTs);
   return { pipelineId, requestId: request.id, message, thread };
@@ -42,7 +40,7 @@ describe("a plan that fails on a held state lock", () => {
   it("says the state is locked, names /vm unlock, and puts Terraform's whole error with the lock ID in the thread", async () => {
     const h = await start();
     const { requestId, message, thread } = await lockedPlan(h);
-    const failed = h.bot.store.getRequest(requestId)!;
+    const failed = (await h.bot.store.getRequest(requestId))!;
     expect(failed.status).toBe("failed");
     expect(failed.failure).toMatchObject({ stage: "plan", cause: "state_locked" });
     const body = JSON.stringify(message().blocks);
@@ -64,8 +62,8 @@ describe("a plan that fails on a held state lock", () => {
       String(call.args.text).includes("planned web-01 again with the same inputs"),
     );
     expect(h.gitlab.pipelines).toHaveLength(pipelines + 1);
-    const next = h.bot.store.listActive().find((r) => r.id !== requestId)!;
-    expect(next.spec).toEqual(h.bot.store.getRequest(requestId)!.spec);
+    const next = (await h.bot.store.listActive()).find((r) => r.id !== requestId)!;
+    expect(next.spec).toEqual((await h.bot.store.getRequest(requestId))!.spec);
     expect(next.requester).toBe(REQUESTER);
     expect(next.notes).toEqual([
       `Planned again from request ${requestId}, which failed at its plan.`,
@@ -77,7 +75,7 @@ describe("a plan that fails on a held state lock", () => {
     const reply = thread().find((m) => m.text.includes("planned web-01 again"));
     expect(reply?.text).toContain(next.id);
     expect(
-      h.bot.store.listAudit(requestId).map((entry) => [entry.actor, entry.action]),
+      (await h.bot.store.listAudit(requestId)).map((entry) => [entry.actor, entry.action]),
     ).toContainEqual([REQUESTER, "planned_again"]);
 
     // A second click on the old message (as it was) makes nothing new.
@@ -98,6 +96,6 @@ describe("a plan that fails on a held state lock", () => {
       `Only <@${REQUESTER}>, who asked for web-01, can plan it again. You can ask for your own VM with /vm create.`,
     );
     expect(h.gitlab.pipelines).toHaveLength(pipelines);
-    expect(h.bot.store.getRequest(requestId)?.failure?.again).toBeUndefined();
+    expect((await h.bot.store.getRequest(requestId))?.failure?.again).toBeUndefined();
   });
 });

@@ -36,21 +36,21 @@ describe("approving and rejecting a plan", () => {
       JSON.stringify(call.args.blocks).includes(`Approved by <@${APPROVER}>`),
     );
     expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("applying");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("applying");
     expect(JSON.stringify(message().blocks)).not.toContain("plan_approve");
 
     h.gitlab.setJobArtifact(pipelineId, "tf:apply", "vm_ip.txt", "192.168.1.50\n");
     runUntilSettled(h, pipelineId, "tf:apply");
     await h.bot.tracker.tick();
 
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
       status: "configuring",
       address: "192.168.1.50",
     });
     runUntilSettled(h, pipelineId, "ansible:configure");
     await h.bot.tracker.tick();
 
-    const done = h.bot.store.getRequest(requestId)!;
+    const done = (await h.bot.store.getRequest(requestId))!;
     expect(done.status).toBe("ready");
     expect(message().text).toBe("VM web-01 — Ready");
     expect(JSON.stringify(message().blocks)).toContain("Ready: *web-01* at `192.168.1.50`");
@@ -69,7 +69,7 @@ describe("approving and rejecting a plan", () => {
       ":white_check_mark: <@U0REQUESTER> *web-01* is ready at `192.168.1.50`.",
     ]);
     expect(thread[3]!.text).toMatch(/ok=\d+ changed=\d+ unreachable=0 failed=0/);
-    expect(h.bot.store.listAudit(requestId).map((a) => a.action)).toEqual([
+    expect((await h.bot.store.listAudit(requestId)).map((a) => a.action)).toEqual([
       "requested",
       "pipeline_created",
       "planning",
@@ -100,7 +100,7 @@ describe("approving and rejecting a plan", () => {
     expect(running).toMatchObject({ status: "running", updatedAt });
     await h.bot.tracker.tick();
 
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
       status: "configuring",
       address: "192.168.1.50",
     });
@@ -125,7 +125,7 @@ describe("approving and rejecting a plan", () => {
     runUntilSettled(h, pipelineId, "tf:apply");
     runUntilSettled(h, pipelineId, "ansible:configure");
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
     const thread = h.slack.messages.filter((m) => m.thread_ts === message().ts && !m.files);
     expect(thread.map((m) => m.text.split("\n")[0]!.split(":")[1])).toEqual([
       "eyes",
@@ -158,7 +158,7 @@ describe("approving and rejecting a plan", () => {
     const words =
       "This plan can no longer be applied: its apply job is canceled in GitLab. Run /vm create again for a fresh plan.";
     expect((await ephemeralTo(h, APPROVER)).args.text).toBe(words);
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
       status: "canceled",
       error: words,
       decision: null,
@@ -174,7 +174,7 @@ describe("approving and rejecting a plan", () => {
     expect(refusal.args.text).toBe(
       "Only the approvers (<@U0APPROVER>) may approve plans. Ask one of them to look at web-01.",
     );
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("awaiting_approval");
     expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
   });
 
@@ -186,7 +186,7 @@ describe("approving and rejecting a plan", () => {
     expect((await ephemeralTo(h, REQUESTER)).args.text).toBe(
       "You asked for web-01, so another approver must approve it.",
     );
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("awaiting_approval");
   });
 
   it("rejects: asks why, cancels the pipeline, checks it, and replaces the buttons with who rejected, when and why", async () => {
@@ -198,7 +198,7 @@ describe("approving and rejecting a plan", () => {
       (call) => call.args.trigger_id === clicked.triggerId,
     );
     expect(JSON.stringify(form.args.view)).toContain("Why (optional)");
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("awaiting_approval");
     await h.signer.viewSubmission({
       view: h.slack.views.at(-1)!,
       values: stateValuesFor(h.slack.views.at(-1)!, {
@@ -209,8 +209,8 @@ describe("approving and rejecting a plan", () => {
     await h.slack.waitFor("chat.update", (call) =>
       JSON.stringify(call.args.blocks).includes(`Rejected by <@${APPROVER}>`),
     );
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("rejected");
-    expect(h.bot.store.getRequest(requestId)?.decision?.reason).toBe(
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("rejected");
+    expect((await h.bot.store.getRequest(requestId))?.decision?.reason).toBe(
       "Use pve2: <!here> pve1 is full",
     );
     const shown = JSON.stringify(message().blocks);
@@ -260,7 +260,7 @@ describe("a configuration that fails", () => {
     runUntilSettled(h, pipelineId, "ansible:configure");
     await h.bot.tracker.tick();
 
-    const failed = h.bot.store.getRequest(requestId)!;
+    const failed = (await h.bot.store.getRequest(requestId))!;
     expect(failed.status).toBe("failed");
     expect(failed.error).toContain("The configure job `ansible:configure` failed in GitLab.");
     const thread = h.slack.messages.filter((m) => m.thread_ts === failed.messageTs);
@@ -284,7 +284,10 @@ describe("stale approvals", () => {
     const words =
       "This plan waited longer than PLAN_TTL (24 h) for approval and can no longer be applied: run /vm create again for a fresh plan.";
     expect((await ephemeralTo(h, APPROVER)).args.text).toBe(words);
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "expired", error: words });
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "expired",
+      error: words,
+    });
     expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
     await h.slack.waitFor("chat.update", (call) => call.args.text === "VM web-01 — Expired");
   });
@@ -294,10 +297,10 @@ describe("stale approvals", () => {
     const { h, requestId } = await planned({ env: { PLAN_TTL: "2h" }, clock: clock.now });
     clock.advance(1 * HOUR);
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("awaiting_approval");
     clock.advance(2 * HOUR);
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
       status: "expired",
       error: expect.stringContaining("PLAN_TTL (2 h)") as string,
     });
@@ -306,17 +309,20 @@ describe("stale approvals", () => {
 
   it("refuses an approval after the plan job ran again in GitLab, and posts the new plan", async () => {
     const { h, pipelineId, requestId, message } = await planned();
-    const first = h.bot.store.getRequest(requestId)!.review!.planJobId;
+    const first = (await h.bot.store.getRequest(requestId))!.review!.planJobId;
     h.gitlab.retryJob(pipelineId, "tf:plan");
     await click(h, message(), APPROVER, "plan_approve");
     expect((await ephemeralTo(h, APPROVER)).args.text).toBe(
       "The plan was run again in GitLab after this one was posted, so this approval does not count: vmbot posts the new plan for approval when it is ready.",
     );
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "planning", review: null });
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "planning",
+      review: null,
+    });
     expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
-    const replanned = h.bot.store.getRequest(requestId)!;
+    const replanned = (await h.bot.store.getRequest(requestId))!;
     expect(replanned.status).toBe("awaiting_approval");
     expect(replanned.review?.planJobId).not.toBe(first);
   });
@@ -333,7 +339,7 @@ describe("many clicks at once", () => {
       JSON.stringify(call.args.blocks).includes("Approved by"),
     );
     expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
-    const decidedBy = h.bot.store.getRequest(requestId)!.decision!.by;
+    const decidedBy = (await h.bot.store.getRequest(requestId))!.decision!.by;
     expect(approvers).toContain(decidedBy);
     const refused = await Promise.all(
       approvers.filter((user) => user !== decidedBy).map((user) => ephemeralTo(h, user)),

@@ -41,7 +41,7 @@ describe("the requester withdraws their request", () => {
       "the plan's artifacts to be deleted",
     );
     expect(cancels(h, pipelineId)).toHaveLength(1);
-    const withdrawn = h.bot.store.getRequest(requestId)!;
+    const withdrawn = (await h.bot.store.getRequest(requestId))!;
     expect(withdrawn).toMatchObject({
       status: "withdrawn",
       decision: { kind: "withdrawn", by: REQUESTER },
@@ -50,7 +50,7 @@ describe("the requester withdraws their request", () => {
     expect(blocks).toContain(`Withdrawn by <@${REQUESTER}> at <!date^`);
     expect(blocks).not.toContain("plan_approve");
     expect(blocks).not.toContain("request_withdraw");
-    expect(h.bot.store.listAudit(requestId)).toContainEqual(
+    expect(await h.bot.store.listAudit(requestId)).toContainEqual(
       expect.objectContaining({ actor: REQUESTER, action: "withdrawn" }),
     );
 
@@ -60,7 +60,7 @@ describe("the requester withdraws their request", () => {
       `This request (web-01) was withdrawn by <@${REQUESTER}>; there is nothing to decide.`,
     );
     expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("withdrawn");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("withdrawn");
   });
 
   it("lets a requester who is also an approver withdraw their own request", async () => {
@@ -69,7 +69,7 @@ describe("the requester withdraws their request", () => {
     });
     await click(h, message(), REQUESTER, "request_withdraw");
     await withdrawnShown(h);
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("withdrawn");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("withdrawn");
     await waitFor(() => (cancels(h, pipelineId).length > 0 ? true : undefined), "the cancel");
   });
 
@@ -79,7 +79,7 @@ describe("the requester withdraws their request", () => {
     expect((await ephemeralTo(h, APPROVER)).args.text).toBe(
       `Only <@${REQUESTER}>, who asked for *web-01*, can withdraw it. An approver can reject its plan instead.`,
     );
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("awaiting_approval");
     expect(cancels(h, pipelineId)).toHaveLength(0);
   });
 
@@ -88,7 +88,7 @@ describe("the requester withdraws their request", () => {
     const pipelineId = await askForVm(h);
     h.gitlab.advance(pipelineId);
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.status).toBe("planning");
     const message = h.slack.message(CHANNEL, request.messageTs!)!;
     expect(JSON.stringify(message.blocks)).toContain("request_withdraw");
@@ -98,7 +98,7 @@ describe("the requester withdraws their request", () => {
     expect(h.gitlab.job(pipelineId, "tf:plan").status).toBe("canceled");
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("withdrawn");
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("withdrawn");
     expect(h.slack.messages.filter((m) => m.text.includes("awaits your approval"))).toHaveLength(0);
   });
 
@@ -108,12 +108,15 @@ describe("the requester withdraws their request", () => {
     await click(h, message(), REQUESTER, "request_withdraw");
     await withdrawnShown(h);
     await waitFor(
-      () => (h.bot.store.effect(requestId, "cancel_pipeline")?.state === "done" ? true : undefined),
+      async () =>
+        (await h.bot.store.effect(requestId, "cancel_pipeline"))?.state === "done"
+          ? true
+          : undefined,
       "the cancel to be settled",
     );
     expect(cancels(h, pipelineId)).toHaveLength(1);
     // Settled by reading the jobs back, the result has the one shape every cancel records.
-    expect(h.bot.store.effect(requestId, "cancel_pipeline")?.result).toEqual({
+    expect((await h.bot.store.effect(requestId, "cancel_pipeline"))?.result).toEqual({
       status: expect.any(String) as string,
       webUrl: expect.stringContaining(`/pipelines/${pipelineId}`) as string,
     });

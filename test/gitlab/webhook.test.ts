@@ -35,7 +35,7 @@ describe("POST /gitlab/webhook", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.gitlab.settled();
     const request = await waitFor(
-      () => h.bot.store.listActive().find((r) => r.status === "awaiting_approval"),
+      async () => (await h.bot.store.listActive()).find((r) => r.status === "awaiting_approval"),
       "the plan to be posted after the webhook",
     );
     expect(request.review?.plan.resources.length).toBeGreaterThan(0);

@@ -8,7 +8,7 @@ import { createHomePublisher, type HomePublisher } from "../../src/home/publishe
 import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import type { Store } from "../../src/store/store.js";
+import { asAsyncStore, type AsyncStore } from "../../src/store/async.js";
 import { fakeBotEnv } from "../support/harness.js";
 import { captureLogs } from "../support/logs.js";
 import { TEST_SECRETS } from "../support/secrets.js";
@@ -24,7 +24,7 @@ const ALICE = "U0ALICE";
 const APPROVER = "U0APPROVER";
 
 let slack: FakeSlack;
-let store: Store;
+let store: AsyncStore;
 let publisher: HomePublisher;
 
 const publishes = (user: string) =>
@@ -47,7 +47,7 @@ beforeEach(async () => {
     destination: captureLogs().stream,
   });
   const raw = openSqliteStore(":memory:");
-  store = watchStore(raw, (change) => {
+  store = watchStore(asAsyncStore(raw), (change) => {
     publisher.changed(change);
   });
   publisher = createHomePublisher({
@@ -64,26 +64,28 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await publisher.stop();
-  store.close();
+  await store.close();
   await slack.close();
 });
 
-const ask = (requester: string, key: string) =>
-  store.createRequest({
-    requester,
-    spec: { ...SAMPLE_SPEC, name: key },
-    notes: [],
-    channel: "C0CHAN",
-    submissionKey: key,
-  }).request;
+const ask = async (requester: string, key: string) =>
+  (
+    await store.createRequest({
+      requester,
+      spec: { ...SAMPLE_SPEC, name: key },
+      notes: [],
+      channel: "C0CHAN",
+      submissionKey: key,
+    })
+  ).request;
 
 describe("the Home publisher", () => {
   it("publishes once for a burst of changes, and only to people who opened their Home", async () => {
     await publisher.opened(ALICE);
     expect(publishes(ALICE)).toHaveLength(1);
-    const request = ask(ALICE, "web-01");
-    for (let i = 0; i < 10; i += 1) store.updateRequest(request.id, { notes: [`note ${i}`] });
-    ask("U0BOB", "web-02");
+    const request = await ask(ALICE, "web-01");
+    for (let i = 0; i < 10; i += 1) await store.updateRequest(request.id, { notes: [`note ${i}`] });
+    await ask("U0BOB", "web-02");
     await publisher.flush();
     expect(publishes(ALICE)).toHaveLength(2);
     expect(JSON.stringify(publishes(ALICE)[1]?.args.view)).toContain("web-01");
@@ -93,9 +95,9 @@ describe("the Home publisher", () => {
 
   it("publishes an approver's Home when a request enters their queue", async () => {
     await publisher.opened(APPROVER);
-    const request = ask(ALICE, "web-01");
-    store.transition(request.id, ["queued"], "planning");
-    store.transition(request.id, ["planning"], "awaiting_approval");
+    const request = await ask(ALICE, "web-01");
+    await store.transition(request.id, ["queued"], "planning");
+    await store.transition(request.id, ["planning"], "awaiting_approval");
     await publisher.flush();
     const last = publishes(APPROVER).at(-1);
     expect(JSON.stringify(last?.args.view)).toContain("Waiting for your approval (1)");
@@ -105,7 +107,7 @@ describe("the Home publisher", () => {
     await publisher.opened(ALICE);
     slack.failNext("views.publish", "internal_error");
     slack.failNext("views.publish", "internal_error");
-    ask(ALICE, "web-01");
+    await ask(ALICE, "web-01");
     await publisher.flush();
     expect(publishes(ALICE).at(-1)?.error).toBe("internal_error");
     // Retried on its own, later and later, until Slack takes it.

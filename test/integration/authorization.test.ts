@@ -55,7 +55,7 @@ async function plannedRequest(h: Harness): Promise<{ pipelineId: number; message
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();
-  const request = h.bot.store.listActive()[0]!;
+  const request = (await h.bot.store.listActive())[0]!;
   return { pipelineId, message: h.slack.message(CHANNEL, request.messageTs!)! };
 }
 
@@ -141,14 +141,14 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
       await h.signer.viewSubmission({ view, values: stateValuesFor(view, {}), userId });
     }
     await waitFor(
-      () =>
+      async () =>
         h.slack.callsTo("chat.postEphemeral").length > 0 ||
-        h.bot.store.listAudit().some((entry) => entry.action === "rejected")
+        (await h.bot.store.listAudit()).some((entry) => entry.action === "rejected")
           ? true
           : undefined,
       "the rejection's outcome",
     );
-    return h.bot.store.listAudit().some((entry) => entry.action === "rejected");
+    return (await h.bot.store.listAudit()).some((entry) => entry.action === "rejected");
   },
   async "/vm unlock"(h, userId) {
     h.gitlab.addUser({ username: "alice" });
@@ -185,7 +185,7 @@ const ACTIONS: Record<string, (h: Harness, userId: string) => Promise<boolean>> 
     return h.gitlab.terraformState(PROJECT_PATH, "general")?.lock === null;
   },
   async "/vm destroy someone else's VM"(h, userId) {
-    h.bot.store.inventory.record({
+    await h.bot.store.inventory.record({
       name: "web-01",
       requestId: "vm-req-1",
       owner: "U0OWNER",

@@ -12,7 +12,7 @@ import {
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
-import { moveTo } from "../support/lifecycle.js";
+import { moveToAsync } from "../support/lifecycle.js";
 import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
@@ -69,16 +69,14 @@ async function submitAndSettle(h: Harness) {
   const delivery = await submit(h, view);
   expect(delivery.status).toBe(200);
   await h.slack.waitFor("chat.update");
-  const [request] = [...h.bot.store.listActive(), ...allRequests(h)];
+  const [request] = [...(await h.bot.store.listActive()), ...(await allRequests(h))];
   return { request: request!, message: h.slack.messages.find((m) => m.channel === CHANNEL)! };
 }
 
 /** Every request in the store, whatever its status. */
-function allRequests(h: Harness) {
-  return h.bot.store
-    .listAudit()
-    .filter((entry) => entry.action === "requested")
-    .map((entry) => h.bot.store.getRequest(entry.requestId!)!);
+async function allRequests(h: Harness) {
+  const requested = (await h.bot.store.listAudit()).filter((e) => e.action === "requested");
+  return Promise.all(requested.map(async (e) => (await h.bot.store.getRequest(e.requestId!))!));
 }
 
 const messageText = (h: Harness) =>
@@ -165,8 +163,8 @@ describe("/vm create", () => {
       },
     });
     expect(h.gitlabSinceStart()).toHaveLength(0);
-    expect(h.bot.store.listAudit()).toHaveLength(0);
-    expect(h.bot.store.listActive()).toHaveLength(0);
+    expect(await h.bot.store.listAudit()).toHaveLength(0);
+    expect(await h.bot.store.listActive()).toHaveLength(0);
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
   });
 
@@ -188,14 +186,17 @@ describe("/vm create", () => {
     expect(Object.keys(nameError ?? {})).toEqual(["vm_name"]);
     expect(nameError?.vm_name).toContain(`web-01 is already taken by request ${request.id}`);
     expect(h.gitlab.pipelines).toHaveLength(pipelines);
-    expect(allRequests(h)).toHaveLength(1);
+    expect(await allRequests(h)).toHaveLength(1);
 
     // Once the first request ends without a VM, its address is free again.
-    moveTo(h.bot.store, request.id, "failed");
+    await moveToAsync(h.bot.store, request.id, "failed");
     const free = await openAnother(h, "web-02");
     const accepted = await submit(h, free, { ...goodEntries, vm_name: "web-02" });
     expect(accepted.body).toBe("");
-    await waitFor(() => (allRequests(h).length === 2 ? true : undefined), "the second request");
+    await waitFor(
+      async () => ((await allRequests(h)).length === 2 ? true : undefined),
+      "the second request",
+    );
   });
 
   it("refuses an over-long name on the field with the limit, and never cuts it", async () => {
@@ -211,7 +212,7 @@ describe("/vm create", () => {
       },
     });
     expect(h.gitlabSinceStart()).toHaveLength(0);
-    expect(h.bot.store.listActive()).toHaveLength(0);
+    expect(await h.bot.store.listActive()).toHaveLength(0);
   });
 
   it("turns a valid form into one request, one message and one pipeline with exactly those inputs", async () => {
@@ -246,7 +247,7 @@ describe("/vm create", () => {
     const pipeline = h.gitlab.pipelines[0]!;
     expect(h.gitlab.pipelines).toHaveLength(1);
 
-    expect(allRequests(h)).toHaveLength(1);
+    expect(await allRequests(h)).toHaveLength(1);
     expect(request).toMatchObject({
       status: "queued",
       requester: REQUESTER,
@@ -260,7 +261,7 @@ describe("/vm create", () => {
     expect(messageText(h)).toContain(
       `GitLab <${pipeline.webUrl}|pipeline #${pipeline.id}> started: waiting for Terraform to plan.`,
     );
-    expect(h.bot.store.listAudit(request.id).map((a) => a.action)).toEqual([
+    expect((await h.bot.store.listAudit(request.id)).map((a) => a.action)).toEqual([
       "requested",
       "pipeline_created",
     ]);
@@ -286,7 +287,7 @@ describe("/vm create", () => {
     const own = await start();
     await createTwo(own);
     expect([variable(own, 0), variable(own, 1)]).toEqual(["vm-web-01", "vm-db-01"]);
-    expect(allRequests(own).map((r) => [r.spec.name, r.stateName])).toEqual([
+    expect((await allRequests(own)).map((r) => [r.spec.name, r.stateName])).toEqual([
       ["web-01", "vm-web-01"],
       ["db-01", "vm-db-01"],
     ]);
@@ -420,7 +421,7 @@ describe("/vm create", () => {
     ]);
     await h.slack.waitFor("chat.update");
     await waitFor(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the pipeline");
-    expect(allRequests(h)).toHaveLength(1);
+    expect(await allRequests(h)).toHaveLength(1);
     expect(h.gitlab.pipelines).toHaveLength(1);
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(1);
   });
@@ -434,7 +435,7 @@ describe("/vm create", () => {
       text: "Only the people who may ask for VMs (<@U0SOMEONEELSE>) can use /vm create, and you are not among them. Ask the team that runs vmbot to add you.",
     });
     expect(h.slack.callsTo("views.open")).toHaveLength(0);
-    expect(allRequests(h)).toHaveLength(0);
+    expect(await allRequests(h)).toHaveLength(0);
   });
 
   it("refuses a submission from someone who is not a requester, and creates nothing", async () => {
@@ -453,7 +454,7 @@ describe("/vm create", () => {
           "You are not among the people who may ask for VMs. Ask the team that runs vmbot to add you.",
       },
     });
-    expect(allRequests(h)).toHaveLength(0);
+    expect(await allRequests(h)).toHaveLength(0);
     expect(h.gitlabSinceStart()).toHaveLength(0);
   });
 
@@ -502,7 +503,7 @@ describe("/vm create", () => {
       `vmbot could not post your request for web-01 in <#${CHANNEL}> (not_in_channel): invite it with \`/invite @vmbot\` and run /vm create again. No pipeline was started.`,
     );
     expect(h.gitlabSinceStart()).toHaveLength(0);
-    expect(allRequests(h)[0]?.status).toBe("failed");
+    expect((await allRequests(h))[0]?.status).toBe("failed");
   });
 });
 
@@ -590,12 +591,12 @@ describe("GitLab refusing the pipeline", () => {
       await submit(h, view);
       const update = await h.slack.waitFor("chat.update");
       expect(update.ok).toBe(true);
-      const request = allRequests(h)[0]!;
+      const request = (await allRequests(h))[0]!;
       expect(request.status).toBe("failed");
       expect(request.error).toContain(words);
       expect(messageText(h)).toContain(JSON.stringify(words).slice(1, -1));
       expect(h.slack.messages.find((m) => m.channel === CHANNEL)?.text).toBe("VM web-01 — Failed");
-      expect(h.bot.store.listAudit(request.id).map((a) => a.action)).toEqual([
+      expect((await h.bot.store.listAudit(request.id)).map((a) => a.action)).toEqual([
         "requested",
         "failed",
       ]);
@@ -608,7 +609,7 @@ describe("GitLab refusing the pipeline", () => {
     const view = await openForm(h);
     await submit(h, view);
     await h.slack.waitFor("chat.update");
-    expect(allRequests(h)[0]?.error).toBe(
+    expect((await allRequests(h))[0]?.error).toBe(
       `GitLab at http://127.0.0.1:${port} could not be reached (ECONNREFUSED), so the bot could not create the pipeline. Check that GitLab is up and GITLAB_URL is right.`,
     );
   });

@@ -23,8 +23,8 @@ const PLAY = /\/jobs\/\d+\/play$/;
 const SECOND = "U0SECOND";
 
 const threadOf = (h: Harness, ts: string) => h.slack.messages.filter((m) => m.thread_ts === ts);
-const audit = (h: Harness, requestId: string) =>
-  h.bot.store.listAudit(requestId).map((entry) => [entry.actor, entry.action]);
+const audit = async (h: Harness, requestId: string) =>
+  (await h.bot.store.listAudit(requestId)).map((entry) => [entry.actor, entry.action]);
 
 /** Someone with the Developer role plays the destroy job in GitLab and it runs to its end. */
 function playedInGitlab(h: Harness, pipelineId: number, fails = false) {
@@ -51,11 +51,11 @@ describe("a destroy request that ended without destroying", () => {
     // Within PLAN_TTL nothing happens; past it, the request expires.
     clock.advance(3_600_000);
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("awaiting_approval");
     clock.advance(2 * 3_600_000);
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
-    expect(audit(h, requestId)).toContainEqual(["vmbot", "expired"]);
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("expired");
+    expect(await audit(h, requestId)).toContainEqual(["vmbot", "expired"]);
     expect(message().text).toBe("Destroy web-01 — Expired");
     const shown = JSON.stringify(message().blocks);
     expect(shown).toContain(
@@ -83,8 +83,8 @@ describe("a destroy request that ended without destroying", () => {
     await h.bot.tracker.tick();
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays);
     expect(h.gitlab.job(pipelineId, "tf:destroy").status).not.toBe("success");
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
-    expect(h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("expired");
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
     expect(JSON.stringify((await vmCommand(h, REQUESTER, "list")).blocks)).toContain("*web-01*");
 
     // Played by hand in GitLab afterwards and failed: said in the thread, the VM stays listed.
@@ -100,7 +100,7 @@ describe("a destroy request that ended without destroying", () => {
       expect.stringContaining(`The destroy job played after the request expired failed`),
     );
     expect(job.status).toBe("failed");
-    expect(h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
   });
 
   it("played in GitLab after a Reject: reported with who played it, and once it succeeded the VM leaves the inventory, audited as destroyed outside the approval", async () => {
@@ -109,14 +109,15 @@ describe("a destroy request that ended without destroying", () => {
     const { pipelineId, requestId, message } = await askToDestroy(h);
     await reject(h, message(), APPROVER, "keep it");
     await waitFor(
-      () => (h.bot.store.getRequest(requestId)?.status === "rejected" ? true : undefined),
+      async () =>
+        (await h.bot.store.getRequest(requestId))?.status === "rejected" ? true : undefined,
       "the rejection",
     );
     await waitFor(
       () => (h.gitlab.requestsTo("POST", /\/cancel$/).length === 1 ? true : undefined),
       "the pipeline to be canceled",
     );
-    expect(h.bot.store.inventory.get("web-01")).toBeDefined();
+    expect(await h.bot.store.inventory.get("web-01")).toBeDefined();
 
     h.gitlab.addUser({ username: "mallory", name: "Mallory" });
     h.gitlab.playJob(pipelineId, "tf:destroy", { as: "mallory" });
@@ -128,7 +129,7 @@ describe("a destroy request that ended without destroying", () => {
       ),
     );
     // Still running: the VM is still listed.
-    expect(h.bot.store.inventory.get("web-01")).toBeDefined();
+    expect(await h.bot.store.inventory.get("web-01")).toBeDefined();
 
     runUntilSettled(h, pipelineId, "tf:destroy");
     expect(h.gitlab.job(pipelineId, "tf:destroy").status).toBe("success");
@@ -139,22 +140,22 @@ describe("a destroy request that ended without destroying", () => {
     expect(thread().join("\n")).toContain(
       "*web-01* is destroyed, outside the approval, and no longer listed.",
     );
-    expect(h.bot.store.inventory.get("web-01")).toBeUndefined();
+    expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
     expect(JSON.stringify((await vmCommand(h, REQUESTER, "list all")).blocks)).not.toContain(
       "web-01",
     );
-    const entry = h.bot.store
-      .listAudit(requestId)
-      .find((e) => e.action === "vm_destroyed_outside_approval");
+    const entry = (await h.bot.store.listAudit(requestId)).find(
+      (e) => e.action === "vm_destroyed_outside_approval",
+    );
     expect(entry).toMatchObject({
       actor: "vmbot",
       detail: { playedBy: "mallory", status: "success" },
     });
     // The request stays rejected; a later pass says nothing more.
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("rejected");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("rejected");
     const said = thread().length;
     await h.bot.tracker.tick();
     expect(thread()).toHaveLength(said);
-    expect(h.bot.store.effect(requestId, "watch_apply")?.state).toBe("done");
+    expect((await h.bot.store.effect(requestId, "watch_apply"))?.state).toBe("done");
   });
 });

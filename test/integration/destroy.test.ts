@@ -58,7 +58,7 @@ async function madeVm(options: HarnessOptions = {}) {
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "ansible:configure");
   await h.bot.tracker.tick();
-  expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+  expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
   return { h, createPipelineId: pipelineId };
 }
 
@@ -95,16 +95,16 @@ async function destroyRequested(h: Harness, userId = REQUESTER) {
     "the destroy pipeline",
   );
   const request = await waitFor(
-    () =>
-      h.bot.store
-        .listActive()
-        .find((r) => r.kind === "destroy" && r.pipelineId === pipelineId && r.messageTs !== null),
+    async () =>
+      (await h.bot.store.listActive()).find(
+        (r) => r.kind === "destroy" && r.pipelineId === pipelineId && r.messageTs !== null,
+      ),
     "the destroy request",
   );
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:destroy");
   await h.bot.tracker.tick();
-  expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+  expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
   const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
   return { pipelineId, requestId: request.id, message };
 }
@@ -135,7 +135,7 @@ describe("/vm destroy", () => {
     // The same stranger's later command is answered: the bot had its chance to act.
     expect((await vm(h, STRANGER, "destroy")).text).toContain("Usage: `/vm destroy &lt;name&gt;`");
     expect(h.gitlab.pipelines).toHaveLength(pipelines);
-    expect(h.bot.store.listActive()).toHaveLength(0);
+    expect(await h.bot.store.listActive()).toHaveLength(0);
   });
 
   it("answers an unknown name with the closest known names", async () => {
@@ -213,7 +213,7 @@ describe("/vm destroy", () => {
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
 
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
     expect(message().text).toBe("Destroy web-01 — Destroyed");
     expect(thread().some((m) => m.text.includes("Terraform destroyed *web-01*"))).toBe(true);
     expect(
@@ -221,9 +221,12 @@ describe("/vm destroy", () => {
     ).toBe(true);
     // Two plays in all: the create's apply and this destroy.
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
-    expect(h.bot.store.inventory.get("web-01")).toBeUndefined();
+    expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
     expect(await listed(h)).not.toContain("web-01");
-    const actions = h.bot.store.listAudit(requestId).map((entry) => [entry.actor, entry.action]);
+    const actions = (await h.bot.store.listAudit(requestId)).map((entry) => [
+      entry.actor,
+      entry.action,
+    ]);
     expect(actions).toContainEqual([REQUESTER, "requested"]);
     expect(actions).toContainEqual([APPROVER, "approved"]);
     expect(actions).toContainEqual([APPROVER, "destroy_started"]);
@@ -243,10 +246,10 @@ describe("/vm destroy", () => {
     await h.bot.tracker.tick();
     const job = h.gitlab.job(pipelineId, "tf:destroy");
     const jobUrl = `${h.gitlab.pipeline(pipelineId).webUrl.replace(/\/pipelines\/\d+$/, "")}/jobs/${job.id}`;
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("failed");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
     expect(message().text).toBe("Destroy web-01 — Failed");
     expect(JSON.stringify(message().blocks)).toContain(`|job #${job.id}>) failed: the VM stays`);
-    expect(h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
     const list = await listed(h);
     expect(list).toContain("*web-01*");
     expect(list).toContain(`The last destroy failed (job #${job.id} failed: ${jobUrl}).`);
@@ -255,7 +258,7 @@ describe("/vm destroy", () => {
   it("lets an admin destroy someone's VM, and refuses a second destroy while one is in flight", async () => {
     const { h } = await madeVm();
     const { requestId } = await destroyRequested(h, ADMIN);
-    expect(h.bot.store.getRequest(requestId)?.requester).toBe(ADMIN);
+    expect((await h.bot.store.getRequest(requestId))?.requester).toBe(ADMIN);
     const again = await vm(h, REQUESTER, "destroy web-01");
     expect(again.text).toContain(
       `A destroy for *web-01* is in progress (\`${requestId}\`, awaiting approval)`,
@@ -275,9 +278,9 @@ describe("/vm destroy", () => {
     await h.bot.tracker.tick();
     runUntilSettled(h, pipelineId, "tf:destroy");
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays);
-    expect(h.bot.store.inventory.get("web-01")).toBeUndefined();
+    expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
   });
 
   it("a play that never reached GitLab, with no read back: a later pass plays it, once", async () => {
@@ -289,13 +292,16 @@ describe("/vm destroy", () => {
     await click(h, message(), APPROVER, "destroy_approve");
     expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
     expect(h.gitlab.job(pipelineId, "tf:destroy").status).toBe("manual");
-    expect(h.bot.store.getRequest(requestId)?.error).toContain("checking with GitLab");
+    expect((await h.bot.store.getRequest(requestId))?.error).toContain("checking with GitLab");
 
     await h.bot.tracker.tick();
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 2);
     expect(h.gitlab.job(pipelineId, "tf:destroy").status).not.toBe("manual");
     await h.bot.tracker.tick();
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 2);
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "applying", error: null });
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "applying",
+      error: null,
+    });
   });
 });

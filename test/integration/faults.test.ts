@@ -28,12 +28,15 @@ async function submitForm(h: Harness, name = "web-01") {
     view,
     values: stateValuesFor(view, {
       vm_name: name,
-      vm_ip: `192.168.1.${50 + h.bot.store.listByStatus(REQUEST_STATUSES).length}/24`,
+      vm_ip: `192.168.1.${50 + (await h.bot.store.listByStatus(REQUEST_STATUSES)).length}/24`,
     }),
     userId: REQUESTER,
   });
   return waitFor(
-    () => h.bot.store.listAudit().find((e) => ["pipeline_created", "failed"].includes(e.action)),
+    async () =>
+      (await h.bot.store.listAudit()).find((e) =>
+        ["pipeline_created", "failed"].includes(e.action),
+      ),
     "the request to start or fail",
     20_000,
   );
@@ -59,7 +62,7 @@ describe("GitLab faults", () => {
     expect((await submitForm(h)).action).toBe("failed");
     expect(h.gitlab.pipelines).toHaveLength(0);
     expect(h.gitlab.requestsTo("POST", /\/pipeline$/)).toHaveLength(1);
-    const request = h.bot.store.getRequest(h.bot.store.listAudit()[0]!.requestId!)!;
+    const request = (await h.bot.store.getRequest((await h.bot.store.listAudit())[0]!.requestId!))!;
     expect(request.status).toBe("failed");
     expect(request.error).toBe(
       "GitLab answered with an error (500) when the bot tried to create the pipeline. GitLab may be down or upgrading; try again later.",
@@ -74,8 +77,8 @@ describe("GitLab faults", () => {
     // Not created again blindly: the bot looked for a pipeline carrying its request ID.
     expect(h.gitlab.requestsTo("POST", /\/pipeline$/)).toHaveLength(1);
     expect(h.gitlab.requestsTo("GET", /\/pipelines$/)).toHaveLength(1);
-    const requestId = h.bot.store.listAudit()[0]!.requestId!;
-    expect(h.bot.store.getRequest(requestId)?.error).toMatch(
+    const requestId = (await h.bot.store.listAudit())[0]!.requestId!;
+    expect((await h.bot.store.getRequest(requestId))?.error).toMatch(
       /^GitLab at http:\/\/127\.0\.0\.1:\d+ could not be reached \(.+\), so the bot could not create the pipeline\./,
     );
   });

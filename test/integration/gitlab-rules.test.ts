@@ -99,7 +99,7 @@ describe("a token whose user is only a Developer", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     expect(h.gitlab.job(pipelineId, "tf:plan").status).toBe("failed");
     await h.bot.tracker.tick();
-    const request = h.bot.store.getRequest(h.bot.store.listAudit()[0]!.requestId!)!;
+    const request = (await h.bot.store.getRequest((await h.bot.store.listAudit())[0]!.requestId!))!;
     expect(request.status).toBe("failed");
     expect(request.error).toContain(
       "GitLab refused the Terraform state lock to the job: the user whose token started the pipeline (the bot's) must be a Maintainer of the project.",

@@ -91,7 +91,7 @@ describe("the Home tab", () => {
     expect(approverHome).toContain("Waiting for your approval (1)");
     expect(approverHome).toContain("web-02");
     // A link to the request message, where approving stays.
-    const ts = h.bot.store.getRequest(second.requestId)!.messageTs!.replace(".", "");
+    const ts = (await h.bot.store.getRequest(second.requestId))!.messageTs!.replace(".", "");
     expect(approverHome).toContain(`slack.com/archives/C0VMBOT/p${ts}`);
     expect(approverHome).not.toContain("plan_approve");
 
@@ -99,7 +99,7 @@ describe("the Home tab", () => {
     await h.bot.home.flush();
     expect(publishesTo(h, REQUESTER)).toHaveLength(1);
     expect(publishesTo(h, APPROVER)).toHaveLength(1);
-    expect(h.bot.store.homes.list()).toEqual([REQUESTER, APPROVER]);
+    expect(await h.bot.store.homes.list()).toEqual([REQUESTER, APPROVER]);
     // The simulator holds the Home as Slack does.
     expect(h.slack.home(APPROVER)?.type).toBe("home");
   });
@@ -144,7 +144,7 @@ describe("the Home tab", () => {
     expect(shown(notice)).toContain("web-01");
     expect(shown(notice)).not.toContain("Ask to destroy");
     expect(shown(notice)).not.toContain("home_destroy_modal");
-    expect(h.bot.store.listActive().filter((r) => r.kind === "destroy")).toEqual([]);
+    expect((await h.bot.store.listActive()).filter((r) => r.kind === "destroy")).toEqual([]);
     expect(h.gitlab.requestsTo("POST", PIPELINE_CREATE)).toHaveLength(pipelines);
   });
 
@@ -170,7 +170,8 @@ describe("the Home tab", () => {
     expect(submitted.json?.response_action).toBe("update");
     expect(JSON.stringify(submitted.json)).toContain("Asked to destroy");
     const request = await waitFor(
-      () => h.bot.store.listActive().find((r) => r.kind === "destroy" && r.pipelineId !== null),
+      async () =>
+        (await h.bot.store.listActive()).find((r) => r.kind === "destroy" && r.pipelineId !== null),
       "the destroy request",
     );
     expect(request.requester).toBe(REQUESTER);
@@ -199,7 +200,10 @@ describe("the Home tab", () => {
       userId: REQUESTER,
     });
     const request = await waitFor(
-      () => h.bot.store.listActive().find((r) => r.spec.name === "web-03" && r.pipelineId !== null),
+      async () =>
+        (await h.bot.store.listActive()).find(
+          (r) => r.spec.name === "web-03" && r.pipelineId !== null,
+        ),
       "the request from the Home's form",
     );
     expect(request.channel).toBe(CHANNEL);
@@ -210,7 +214,7 @@ describe("the Home tab", () => {
     const { h } = await withVms({
       env: { VM_LEASE_DEFAULT: "60s", VM_LEASE_MAX: "120s", VM_LEASE_WARN: "30s" },
     });
-    h.bot.store.inventory.setLease("web-01", new Date(Date.now() + 20_000).toISOString());
+    await h.bot.store.inventory.setLease("web-01", new Date(Date.now() + 20_000).toISOString());
     await openHome(h, REQUESTER);
     const published = publishesTo(h, REQUESTER).length;
     const opens = h.slack.callsTo("views.open").length;
@@ -225,10 +229,12 @@ describe("the Home tab", () => {
       "the answer to Extend",
     );
     expect(shown(notice)).toContain("The lease of web-01 now ends");
-    const until = h.bot.store.inventory.get("web-01")!.leaseUntil!;
+    const until = (await h.bot.store.inventory.get("web-01"))!.leaseUntil!;
     expect(Date.parse(until) - Date.now()).toBeGreaterThan(50_000);
     expect(Date.parse(until) - Date.now()).toBeLessThanOrEqual(60_000);
-    expect(h.bot.store.listAudit().filter((e) => e.action === "lease_extended")).toHaveLength(1);
+    expect(
+      (await h.bot.store.listAudit()).filter((e) => e.action === "lease_extended"),
+    ).toHaveLength(1);
     // The Home shows the new end without being opened again.
     await nextPublish(h, REQUESTER, published, (view) => view.includes(until));
   });
@@ -254,7 +260,7 @@ describe("the Home tab", () => {
     );
     expect(refused.error).toBe("internal_error");
     await nextPublish(h, REQUESTER, before, (view) => view.includes("Applying"));
-    expect(h.bot.store.getRequest(second.requestId)?.status).toBe("applying");
+    expect((await h.bot.store.getRequest(second.requestId))?.status).toBe("applying");
     expect(h.logs.some((line) => line.includes("could not publish a Home tab"))).toBe(true);
   });
 
@@ -267,10 +273,10 @@ describe("the Home tab", () => {
 
     const again = await startVmbot(h.config, { logDestination: captureLogs().stream, home: QUICK });
     try {
-      expect(again.store.homes.list()).toEqual([REQUESTER]);
+      expect(await again.store.homes.list()).toEqual([REQUESTER]);
       const before = publishesTo(h, REQUESTER).length;
       const until = new Date(Date.now() + 45_000).toISOString();
-      again.store.inventory.setLease("web-01", until);
+      await again.store.inventory.setLease("web-01", until);
       await nextPublish(h, REQUESTER, before, (view) => view.includes(until));
     } finally {
       await again.stop(2_000);

@@ -82,7 +82,7 @@ describe("bodies Bolt cannot read", () => {
     await h.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
     await h.slack.waitFor("views.open", () => true);
     expect(h.slack.callsTo("views.open")).toHaveLength(1);
-    expect(h.bot.store.listAudit()).toHaveLength(0);
+    expect(await h.bot.store.listAudit()).toHaveLength(0);
   });
 
   it("answers Slack's unsigned SSL check and refuses any other unsigned body", async () => {

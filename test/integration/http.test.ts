@@ -1,3 +1,4 @@
+import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createEffects } from "../../src/effects.js";
 import { createApp } from "../../src/app.js";
@@ -6,6 +7,7 @@ import { startVmbot } from "../../src/start.js";
 import { createGitlab } from "../../src/gitlab/gitlab.js";
 import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
+import { asAsyncStore } from "../../src/store/async.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { captureLogs } from "../support/logs.js";
 import { CHANNEL, harnessPerTest, REQUESTER, type Harness } from "../support/harness.js";
@@ -40,7 +42,7 @@ describe("POST /slack/events", () => {
     expect(delivery.status).toBe(401);
     await barrier(harness);
     expect(harness.slack.callsTo("views.open")).toHaveLength(1);
-    expect(harness.bot.store.listAudit()).toHaveLength(0);
+    expect(await harness.bot.store.listAudit()).toHaveLength(0);
   });
 
   it("refuses a correctly signed request older than five minutes with 401", async () => {
@@ -54,7 +56,7 @@ describe("POST /slack/events", () => {
     expect(delivery.status).toBe(401);
     await barrier(harness);
     expect(harness.slack.callsTo("views.open")).toHaveLength(1);
-    expect(harness.bot.store.listAudit()).toHaveLength(0);
+    expect(await harness.bot.store.listAudit()).toHaveLength(0);
     expect(harness.gitlabSinceStart()).toHaveLength(0);
   });
 
@@ -65,7 +67,7 @@ describe("POST /slack/events", () => {
       signature: "v0=deadbeef",
     });
     expect(delivery.status).toBe(401);
-    expect(harness.bot.store.listAudit()).toHaveLength(0);
+    expect(await harness.bot.store.listAudit()).toHaveLength(0);
   });
 });
 
@@ -111,7 +113,7 @@ describe("GET /healthz", () => {
       const refused =
         "Slack refused SLACK_BOT_TOKEN (token_revoked): reinstall the app and copy its Bot User OAuth Token.";
       await waitFor(
-        () => (bot.health().reason === refused ? true : undefined),
+        async () => ((await bot.health()).reason === refused ? true : undefined),
         "the health check to say Slack refused the token",
       );
       const response = await fetch(`http://127.0.0.1:${bot.port}/healthz`);
@@ -135,6 +137,15 @@ describe("GET /healthz", () => {
 });
 
 /** A second bot beside the harness's, with some of its configuration changed. */
+/** A loopback port nothing listens on: one the system gave a moment ago, closed again. */
+async function unusedPort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 function startAnother(h: Harness, change: Partial<Config>) {
   return startVmbot(
     { ...h.config, dbPath: ":memory:", ...change },
@@ -168,18 +179,19 @@ describe("start-up mode", () => {
     );
   });
 
-  it("stops with a clear message, its password hidden, when VMBOT_DB names a PostgreSQL database", async () => {
+  it("stops with a clear message, its password hidden, when VMBOT_DB names a PostgreSQL database it cannot reach", async () => {
     const harness = await start();
+    const port = await unusedPort();
     const refusal = startAnother(harness, {
-      dbPath: "postgres://vmbot:Pg-Hidden-0002@db.example:5432/vmbot",
+      dbPath: `postgres://vmbot:Pg-Hidden-0002@127.0.0.1:${port}/vmbot`,
     });
     await expect(refusal).rejects.toThrow(
-      "VMBOT_DB names a PostgreSQL database (postgres://vmbot:***@db.example:5432/vmbot), which this vmbot cannot use yet: it keeps its store in SQLite only. Leave VMBOT_DB unset (./data/vmbot.sqlite) or name a SQLite file.",
+      `the store at VMBOT_DB cannot be opened: the database postgres://vmbot:***@127.0.0.1:${port}/vmbot cannot be used: the database server cannot be reached (ECONNREFUSED)`,
     );
     await expect(refusal).rejects.not.toThrow("Pg-Hidden-0002");
   });
 
-  it("uses Socket Mode, with no /slack/events endpoint, when SLACK_APP_TOKEN is set", () => {
+  it("uses Socket Mode, with no /slack/events endpoint, when SLACK_APP_TOKEN is set", async () => {
     const config = loadConfig({
       SLACK_BOT_TOKEN: TEST_SECRETS.botToken,
       SLACK_APP_TOKEN: TEST_SECRETS.appToken,
@@ -189,7 +201,7 @@ describe("start-up mode", () => {
       ADMINS: "U0ADMIN",
     });
     const log = createLogger({ level: "silent", redactor: createRedactor() });
-    const store = openSqliteStore(":memory:");
+    const store = asAsyncStore(openSqliteStore(":memory:"));
     const vmbot = createApp({
       config,
       log,
@@ -199,6 +211,6 @@ describe("start-up mode", () => {
     });
     expect(vmbot.socket).toBeDefined();
     expect(vmbot.slackEvents).toBeUndefined();
-    store.close();
+    await store.close();
   });
 });

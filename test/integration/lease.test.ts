@@ -100,20 +100,21 @@ describe("leases", () => {
       expect(refused.json).toEqual({ response_action: "errors", errors: { vm_lease: words } });
     }
     expect(h.gitlabSinceStart()).toHaveLength(0);
-    expect(h.bot.store.listByStatus(REQUEST_STATUSES)).toHaveLength(0);
-    expect(h.bot.store.listAudit()).toHaveLength(0);
+    expect(await h.bot.store.listByStatus(REQUEST_STATUSES)).toHaveLength(0);
+    expect(await h.bot.store.listAudit()).toHaveLength(0);
 
     // Two minutes, chosen: the VM made from it is lent for two minutes from when it was made.
     expect((await submitLease(h, view, "2m")).body).toBe("");
     const pipelineId = await waitFor(() => h.gitlab.pipelines.at(-1)?.id, "the pipeline");
     await waitFor(
-      () => (h.bot.store.listActive()[0]?.pipelineId === pipelineId ? true : undefined),
+      async () =>
+        (await h.bot.store.listActive())[0]?.pipelineId === pipelineId ? true : undefined,
       "the request to record its pipeline",
     );
     await h.bot.tracker.tick();
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.spec.leaseMs).toBe(120_000);
     const message = h.slack.message(CHANNEL, request.messageTs!)!;
     await click(h, message, APPROVER, "plan_approve");
@@ -123,7 +124,7 @@ describe("leases", () => {
     );
     runUntilSettled(h, pipelineId, "tf:apply");
     await h.bot.tracker.tick();
-    const vm = h.bot.store.inventory.get("web-01")!;
+    const vm = (await h.bot.store.inventory.get("web-01"))!;
     const lent = Date.parse(vm.leaseUntil!) - Date.parse(vm.createdAt);
     expect(lent).toBeGreaterThanOrEqual(119_000);
     expect(lent).toBeLessThanOrEqual(121_000);
@@ -159,13 +160,13 @@ describe("leases", () => {
 
   it("gives a new VM the default lease, reminds its owner once with Extend and Destroy now, and Extend moves the end no further than the maximum", async () => {
     const h = await leasedVm();
-    const vm = h.bot.store.inventory.get("web-01")!;
+    const vm = (await h.bot.store.inventory.get("web-01"))!;
     const lent = Date.parse(vm.leaseUntil!) - Date.parse(vm.createdAt);
     expect(lent).toBeGreaterThanOrEqual(59_000);
     expect(lent).toBeLessThanOrEqual(61_000);
 
     // 20 s left: both reminders are due; only the nearest one is sent, once.
-    h.bot.store.inventory.setLease("web-01", inSeconds(20));
+    await h.bot.store.inventory.setLease("web-01", inSeconds(20));
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
     const dms = h.slack.messages.filter(
@@ -177,14 +178,16 @@ describe("leases", () => {
     const shown = JSON.stringify(dm.blocks);
     expect(shown).toContain("lease_extend");
     expect(shown).toContain("lease_destroy");
-    expect(h.bot.store.listAudit().filter((e) => e.action === "lease_reminded")).toHaveLength(1);
+    expect(
+      (await h.bot.store.listAudit()).filter((e) => e.action === "lease_reminded"),
+    ).toHaveLength(1);
 
     await click(h, dm, REQUESTER, "lease_extend");
     const extended = await h.slack.waitForResponse((post) =>
       String(post.body.text).includes("The lease of web-01 now ends"),
     );
     expect(extended.body.replace_original).toBe(false);
-    const until = Date.parse(h.bot.store.inventory.get("web-01")!.leaseUntil!);
+    const until = Date.parse((await h.bot.store.inventory.get("web-01"))!.leaseUntil!);
     // The default (60 s) from now, within the maximum (120 s) from now.
     expect(until - Date.now()).toBeGreaterThan(50_000);
     expect(until - Date.now()).toBeLessThanOrEqual(60_000);
@@ -193,16 +196,17 @@ describe("leases", () => {
     await h.slack.waitForResponse((post) =>
       String(post.body.text).includes("Only the owner of web-01"),
     );
-    expect(Date.parse(h.bot.store.inventory.get("web-01")!.leaseUntil!)).toBe(until);
+    expect(Date.parse((await h.bot.store.inventory.get("web-01"))!.leaseUntil!)).toBe(until);
   });
 
   it("opens one destroy request for approval on the owner's behalf when the lease ends", async () => {
     const h = await leasedVm();
     const pipelines = h.gitlab.requestsTo("POST", PIPELINE_CREATE).length;
-    h.bot.store.inventory.setLease("web-01", inSeconds(-1));
+    await h.bot.store.inventory.setLease("web-01", inSeconds(-1));
     await h.bot.tracker.tick();
     const request = await waitFor(
-      () => h.bot.store.listActive().find((r) => r.kind === "destroy" && r.pipelineId !== null),
+      async () =>
+        (await h.bot.store.listActive()).find((r) => r.kind === "destroy" && r.pipelineId !== null),
       "the destroy request",
     );
     expect(request).toMatchObject({ requester: REQUESTER, channel: CHANNEL });
@@ -212,11 +216,11 @@ describe("leases", () => {
     runUntilSettled(h, pipeline.id, "tf:destroy");
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
     // Later passes open nothing more: one request, one pipeline.
-    expect(h.bot.store.listByStatus(["awaiting_approval"])).toHaveLength(1);
+    expect(await h.bot.store.listByStatus(["awaiting_approval"])).toHaveLength(1);
     expect(h.gitlab.requestsTo("POST", PIPELINE_CREATE)).toHaveLength(pipelines + 1);
-    const audit = h.bot.store.listAudit(request.id).map((e) => [e.actor, e.action]);
+    const audit = (await h.bot.store.listAudit(request.id)).map((e) => [e.actor, e.action]);
     expect(audit).toContainEqual(["vmbot", "requested"]);
     expect(audit).toContainEqual(["vmbot", "lease_expired"]);
   });
@@ -224,10 +228,11 @@ describe("leases", () => {
   it("with VM_LEASE_ON_EXPIRY=destroy, plays the destroy job once without approval when the lease ends, audited as vmbot's, and posts it in the channel", async () => {
     const h = await leasedVm({ VM_LEASE_ON_EXPIRY: "destroy" });
     const plays = h.gitlab.requestsTo("POST", PLAY).length;
-    h.bot.store.inventory.setLease("web-01", inSeconds(-1));
+    await h.bot.store.inventory.setLease("web-01", inSeconds(-1));
     await h.bot.tracker.tick();
     const request = await waitFor(
-      () => h.bot.store.listActive().find((r) => r.kind === "destroy" && r.pipelineId !== null),
+      async () =>
+        (await h.bot.store.listActive()).find((r) => r.kind === "destroy" && r.pipelineId !== null),
       "the destroy request",
     );
     expect(request).toMatchObject({ requester: REQUESTER, channel: CHANNEL });
@@ -244,9 +249,9 @@ describe("leases", () => {
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
 
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("ready");
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("ready");
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 1);
-    expect(h.bot.store.inventory.get("web-01")).toBeUndefined();
+    expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
     const message = h.slack.message(CHANNEL, request.messageTs!)!;
     expect(message.text).toBe("Destroy web-01 — Destroyed");
     expect(JSON.stringify(message.blocks)).toContain(
@@ -256,7 +261,7 @@ describe("leases", () => {
     expect(thread.some((m) => m.text.includes("Terraform destroyed *web-01*"))).toBe(true);
     // Nobody was asked to approve it.
     expect(thread.some((m) => m.text.startsWith(":eyes:"))).toBe(false);
-    const audit = h.bot.store.listAudit(request.id);
+    const audit = await h.bot.store.listAudit(request.id);
     expect(audit.map((e) => [e.actor, e.action])).toEqual(
       expect.arrayContaining([
         ["vmbot", "requested"],
@@ -271,13 +276,15 @@ describe("leases", () => {
     });
     // Later passes open and play nothing more.
     await h.bot.tracker.tick();
-    expect(h.bot.store.requestsForVm("web-01").filter((r) => r.kind === "destroy")).toHaveLength(1);
+    expect(
+      (await h.bot.store.requestsForVm("web-01")).filter((r) => r.kind === "destroy"),
+    ).toHaveLength(1);
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 1);
   });
 
   it("with VM_LEASE_ON_EXPIRY=destroy, the reminder says the VM is destroyed without approval", async () => {
     const h = await leasedVm({ VM_LEASE_ON_EXPIRY: "destroy" });
-    h.bot.store.inventory.setLease("web-01", inSeconds(20));
+    await h.bot.store.inventory.setLease("web-01", inSeconds(20));
     await h.bot.tracker.tick();
     const dm = await waitFor(
       () => h.slack.messages.find((m) => m.metadata?.event_type === "vmbot_lease_reminder"),
@@ -288,7 +295,7 @@ describe("leases", () => {
 
   it("Destroy now in the reminder asks to destroy, reviewed like any destroy, for the owner only", async () => {
     const h = await leasedVm();
-    h.bot.store.inventory.setLease("web-01", inSeconds(20));
+    await h.bot.store.inventory.setLease("web-01", inSeconds(20));
     await h.bot.tracker.tick();
     const dm = await waitFor(
       () => h.slack.messages.find((m) => m.metadata?.event_type === "vmbot_lease_reminder"),
@@ -301,7 +308,7 @@ describe("leases", () => {
     await h.slack.waitForResponse((post) =>
       String(post.body.text).includes("Only the owner of *web-01*"),
     );
-    expect(h.bot.store.listActive()).toHaveLength(0);
+    expect(await h.bot.store.listActive()).toHaveLength(0);
 
     await click(h, dm, REQUESTER, "lease_destroy");
     const asked = await h.slack.waitForResponse((post) =>
@@ -309,14 +316,15 @@ describe("leases", () => {
     );
     expect(asked.body.replace_original).toBe(false);
     const request = await waitFor(
-      () => h.bot.store.listActive().find((r) => r.kind === "destroy" && r.pipelineId !== null),
+      async () =>
+        (await h.bot.store.listActive()).find((r) => r.kind === "destroy" && r.pipelineId !== null),
       "the destroy request",
     );
     expect(request).toMatchObject({ requester: REQUESTER, channel: CHANNEL, decision: null });
     expect(h.gitlab.pipelines).toHaveLength(pipelines + 1);
     runUntilSettled(h, request.pipelineId!, "tf:destroy");
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
     expect(h.slack.message(CHANNEL, request.messageTs!)?.text).toBe(
       "Destroy web-01 — Awaiting approval",
     );

@@ -13,8 +13,8 @@ describe("a burst of Slack traffic (counts only; `npm run bench` measures 200)",
         slack: h.slack,
         gitlab: h.gitlab,
         signer: h.signer,
-        requestsWithPipeline: () =>
-          h.bot.store.listActive().filter((request) => request.pipelineId !== null).length,
+        requestsWithPipeline: async () =>
+          (await h.bot.store.listActive()).filter((request) => request.pipelineId !== null).length,
       },
       COUNT,
     );
@@ -29,7 +29,9 @@ describe("a burst of Slack traffic (counts only; `npm run bench` measures 200)",
       requestsWithPipeline: COUNT,
     });
     // One request per form, each with its own pipeline.
-    const pipelineIds = new Set(h.bot.store.listActive().map((request) => request.pipelineId));
+    const pipelineIds = new Set(
+      (await h.bot.store.listActive()).map((request) => request.pipelineId),
+    );
     expect(pipelineIds.size).toBe(COUNT);
   }, 120_000);
 });

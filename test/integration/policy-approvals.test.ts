@@ -79,7 +79,8 @@ async function planned(h: Harness, name: string, entries: Record<string, string>
   });
   await h.slack.waitFor("views.open", (call) => call.args.trigger_id === delivery.triggerId);
   const view = h.slack.views.at(-1)!;
-  const taken = h.bot.store.listByStatus(["queued", "planning", "awaiting_approval"]).length;
+  const taken = (await h.bot.store.listByStatus(["queued", "planning", "awaiting_approval"]))
+    .length;
   const answer = await h.signer.viewSubmission({
     view,
     values: stateValuesFor(view, {
@@ -91,13 +92,14 @@ async function planned(h: Harness, name: string, entries: Record<string, string>
   });
   expect(answer.json).toBeUndefined();
   const pipelineId = await waitFor(
-    () => h.bot.store.listActive().find((r) => r.spec.name === name)?.pipelineId ?? undefined,
+    async () =>
+      (await h.bot.store.listActive()).find((r) => r.spec.name === name)?.pipelineId ?? undefined,
     "the pipeline",
   );
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();
-  const request = h.bot.store.listActive().find((r) => r.spec.name === name)!;
+  const request = (await h.bot.store.listActive()).find((r) => r.spec.name === name)!;
   expect(request.status).toBe("awaiting_approval");
   const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
   return { pipelineId, requestId: request.id, message };
@@ -125,7 +127,7 @@ describe("the plan message under an approval rule", () => {
       "Approvals: 0 of 2 approvals: 0 of 1 from platform, 0 of 1 from security",
     );
     expect(plays(h)).toBe(0);
-    expect(h.bot.store.getRequest(requestId)?.review?.approvers).toEqual([
+    expect((await h.bot.store.getRequest(requestId))?.review?.approvers).toEqual([
       ...PLATFORM,
       ...SECURITY,
     ]);
@@ -155,9 +157,11 @@ describe("the plan message under an approval rule", () => {
     );
     expect(text(message())).toContain("0 of 2 approvals: 0 of 1 from platform");
     expect(text(message())).not.toContain("approved so far");
-    const request = h.bot.store.getRequest(requestId)!;
-    expect(h.bot.store.approvals.list(requestId, request.review!.planJobId)).toEqual([]);
-    expect(h.bot.store.listAudit(requestId).filter((e) => e.action === "approval_lapsed")).toEqual([
+    const request = (await h.bot.store.getRequest(requestId))!;
+    expect(await h.bot.store.approvals.list(requestId, request.review!.planJobId)).toEqual([]);
+    expect(
+      (await h.bot.store.listAudit(requestId)).filter((e) => e.action === "approval_lapsed"),
+    ).toEqual([
       expect.objectContaining({
         actor: "vmbot",
         detail: expect.objectContaining({ rule: "big VMs", users: ["U0PLAT1"] }) as unknown,
@@ -171,7 +175,7 @@ describe("the plan message under an approval rule", () => {
     // A second pass has nothing more to remove: the note is not repeated.
     await h.bot.tracker.tick();
     expect(
-      h.bot.store.listAudit(requestId).filter((e) => e.action === "approval_lapsed"),
+      (await h.bot.store.listAudit(requestId)).filter((e) => e.action === "approval_lapsed"),
     ).toHaveLength(1);
   });
 });
@@ -192,13 +196,15 @@ describe("self-approval under a policy", () => {
     );
     await click(h, message(), REQUESTER, "plan_approve");
     await waitFor(
-      () =>
-        h.bot.store.getRequest(requestId)?.status === "applying" && plays(h) === 1
+      async () =>
+        (await h.bot.store.getRequest(requestId))?.status === "applying" && plays(h) === 1
           ? true
           : undefined,
       "the apply played",
     );
-    expect(h.bot.store.listAudit(requestId).find((e) => e.action === "approved")).toMatchObject({
+    expect(
+      (await h.bot.store.listAudit(requestId)).find((e) => e.action === "approved"),
+    ).toMatchObject({
       actor: REQUESTER,
       detail: { rule: "own debian VMs" },
     });
@@ -213,7 +219,7 @@ describe("self-approval under a policy", () => {
     // A later approver's click plays it: the bot had its chance with the requester's.
     await click(h, message(), PLATFORM[0]!, "plan_approve");
     await waitFor(() => (plays(h) === 1 ? true : undefined), "the apply played");
-    expect(h.bot.store.getRequest(requestId)?.decision?.by).toBe(PLATFORM[0]);
+    expect((await h.bot.store.getRequest(requestId))?.decision?.by).toBe(PLATFORM[0]);
   });
 });
 
@@ -230,7 +236,7 @@ async function madeVm(h: Harness) {
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "ansible:configure");
   await h.bot.tracker.tick();
-  expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+  expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
 }
 
 /** The owner asks to destroy web-01 and confirms; its pipeline runs to the approval. */
@@ -261,16 +267,16 @@ async function destroyRequested(h: Harness) {
     "the destroy pipeline",
   );
   const request = await waitFor(
-    () =>
-      h.bot.store
-        .listActive()
-        .find((r) => r.kind === "destroy" && r.pipelineId === pipelineId && r.messageTs !== null),
+    async () =>
+      (await h.bot.store.listActive()).find(
+        (r) => r.kind === "destroy" && r.pipelineId === pipelineId && r.messageTs !== null,
+      ),
     "the destroy request",
   );
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:destroy");
   await h.bot.tracker.tick();
-  expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+  expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
   return {
     pipelineId,
     requestId: request.id,
@@ -319,7 +325,9 @@ describe("a destroy under the policy's destroy rule", () => {
     // A later click is answered as already decided: the bot had every chance to play twice.
     expect(await approve(h, shown, PLATFORM[0]!, "destroy_approve")).toMatch(/nothing to decide/);
     expect(plays(h)).toBe(applyPlays + 1);
-    const approved = h.bot.store.listAudit(requestId).filter((e) => e.action === "approved");
+    const approved = (await h.bot.store.listAudit(requestId)).filter(
+      (e) => e.action === "approved",
+    );
     expect(approved).toHaveLength(1);
     expect(approved[0]).toMatchObject({ detail: { rule: "destroys" } });
     expect(SECURITY).toContain(approved[0]!.actor);

@@ -90,7 +90,7 @@ describe("/vm unlock under an unlock rule", () => {
     expect(String((await confirmUnlock(h, SECURITY)).body.text)).toContain("general");
     expect(unlocks(h)).toBe(1);
     expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeFalsy();
-    const actions = h.bot.store.listAudit().map((entry) => [entry.action, entry.actor]);
+    const actions = (await h.bot.store.listAudit()).map((entry) => [entry.action, entry.actor]);
     expect(actions).toEqual(
       expect.arrayContaining([
         ["unlock_approval_recorded", PLATFORM[0]],
@@ -113,7 +113,7 @@ describe("/vm unlock under an unlock rule", () => {
     const h = await lockedUnder(policy("[{ group: platform }]"));
     await confirmUnlock(h, PLATFORM[0]!);
     expect(unlocks(h)).toBe(1);
-    expect(h.bot.store.listAudit().map((entry) => entry.action)).not.toContain(
+    expect((await h.bot.store.listAudit()).map((entry) => entry.action)).not.toContain(
       "unlock_approval_recorded",
     );
   });

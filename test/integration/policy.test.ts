@@ -82,7 +82,7 @@ async function openForm(h: Harness, name: string): Promise<FakeView> {
 
 async function submit(h: Harness, name: string, entries: Record<string, string> = {}) {
   const view = await openForm(h, name);
-  const taken = h.bot.store.listActive().length;
+  const taken = (await h.bot.store.listActive()).length;
   const delivery = await h.signer.viewSubmission({
     view,
     values: stateValuesFor(view, {
@@ -96,8 +96,8 @@ async function submit(h: Harness, name: string, entries: Record<string, string> 
   return delivery.json as { response_action?: string; errors?: Record<string, string> } | undefined;
 }
 
-const denials = (h: Harness) =>
-  h.bot.store.listAudit().filter((entry) => entry.action === "policy_denied");
+const denials = async (h: Harness) =>
+  (await h.bot.store.listAudit()).filter((entry) => entry.action === "policy_denied");
 
 describe("a request checked against the policy before anything runs", () => {
   it("refuses a template the requester may not use, on its field, and creates nothing", async () => {
@@ -111,9 +111,9 @@ describe("a request checked against the policy before anything runs", () => {
       },
     });
     expect(h.gitlabSinceStart()).toHaveLength(0);
-    expect(h.bot.store.listActive()).toHaveLength(0);
+    expect(await h.bot.store.listActive()).toHaveLength(0);
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
-    expect(denials(h)).toEqual([
+    expect(await denials(h)).toEqual([
       expect.objectContaining({
         actor: REQUESTER,
         detail: expect.objectContaining({ action: "create", rule: "requests.0" }) as unknown,
@@ -141,8 +141,8 @@ describe("a request checked against the policy before anything runs", () => {
       /^Over quota: you may hold at most 2 VMs in all, and you hold 2 VMs with 4 cores, .* \(requests on their way included\); this VM would make it 3 VMs\. Destroy a VM you no longer need, or ask someone in platform\.$/,
     );
     expect(h.gitlab.pipelines).toHaveLength(2);
-    expect(h.bot.store.listActive()).toHaveLength(2);
-    expect(denials(h).map((entry) => entry.detail.rule)).toEqual(["quotas.0"]);
+    expect(await h.bot.store.listActive()).toHaveLength(2);
+    expect((await denials(h)).map((entry) => entry.detail.rule)).toEqual(["quotas.0"]);
   });
 });
 
@@ -151,7 +151,10 @@ describe("reloading the policy", () => {
     const { h, path } = await withPolicy();
     writeFileSync(path, POLICY.replace("templates: [ubuntu]", "templates: ubuntu"));
     process.kill(process.pid, "SIGHUP");
-    const note = await waitFor(() => h.bot.health().policy, "the refusal in the health");
+    const note = await waitFor(
+      async () => (await h.bot.health()).policy,
+      "the refusal in the health",
+    );
     expect(note).toMatch(/requests\.0\.templates: .*the policy loaded before still decides/);
     const answered = (await (await fetch(`${h.baseUrl}/healthz`)).json()) as { policy?: string };
     expect(answered.policy).toBe(note);
@@ -162,7 +165,7 @@ describe("reloading the policy", () => {
     writeFileSync(path, POLICY.replace("templates: [ubuntu]", "templates: [ubuntu, debian]"));
     process.kill(process.pid, "SIGHUP");
     await waitFor(
-      () => (h.bot.health().policy === undefined ? true : undefined),
+      async () => ((await h.bot.health()).policy === undefined ? true : undefined),
       "the good reload",
     );
     expect(await submit(h, "web-01", { vm_template: "9001" })).toBeUndefined();
@@ -173,13 +176,14 @@ describe("reloading the policy", () => {
 async function bigPlan(h: Harness, name = "big-01") {
   expect(await submit(h, name, { vm_cores: "20" })).toBeUndefined();
   const pipelineId = await waitFor(
-    () => h.bot.store.listActive().find((r) => r.spec.name === name)?.pipelineId ?? undefined,
+    async () =>
+      (await h.bot.store.listActive()).find((r) => r.spec.name === name)?.pipelineId ?? undefined,
     "the pipeline",
   );
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();
-  const request = h.bot.store.listActive().find((r) => r.spec.name === name)!;
+  const request = (await h.bot.store.listActive()).find((r) => r.spec.name === name)!;
   expect(request.status).toBe("awaiting_approval");
   const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
   return { pipelineId, requestId: request.id, message };
@@ -219,13 +223,13 @@ describe("approvals from several groups", () => {
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
     await click(h, message(), SECURITY_MEMBER, "plan_approve");
     await waitFor(
-      () =>
-        h.bot.store.getRequest(requestId)?.status === "applying" && plays(h) === 1
+      async () =>
+        (await h.bot.store.getRequest(requestId))?.status === "applying" && plays(h) === 1
           ? true
           : undefined,
       "the apply played",
     );
-    const approved = h.bot.store.listAudit(requestId).find((e) => e.action === "approved");
+    const approved = (await h.bot.store.listAudit(requestId)).find((e) => e.action === "approved");
     expect(approved).toMatchObject({ actor: SECURITY_MEMBER, detail: { rule: "big VMs" } });
   });
 
@@ -235,22 +239,23 @@ describe("approvals from several groups", () => {
     const shown = structuredClone(message());
     const people = [...PLATFORM, ...SECURITY, SECURITY_MEMBER].slice(0, 10);
     await Promise.all(people.map((user) => click(h, shown, user, "plan_approve")));
-    await waitFor(
-      () =>
-        people.every(
-          (user) =>
-            h.slack.callsTo("chat.postEphemeral").some((c) => c.args.user === user) ||
-            h.bot.store.getRequest(requestId)?.decision?.by === user,
-        )
-          ? true
-          : undefined,
-      "every click answered",
-    );
+    await waitFor(async () => {
+      const decided = (await h.bot.store.getRequest(requestId))?.decision?.by;
+      return people.every(
+        (user) =>
+          h.slack.callsTo("chat.postEphemeral").some((c) => c.args.user === user) ||
+          decided === user,
+      )
+        ? true
+        : undefined;
+    }, "every click answered");
     await waitFor(() => (plays(h) === 1 ? true : undefined), "the play");
     // A later click is answered as already decided: the bot had every chance to play twice.
     await approve(h, shown, PLATFORM[4]!);
     expect(plays(h)).toBe(1);
-    expect(h.bot.store.listAudit(requestId).filter((e) => e.action === "approved")).toHaveLength(1);
+    expect(
+      (await h.bot.store.listAudit(requestId)).filter((e) => e.action === "approved"),
+    ).toHaveLength(1);
   });
 
   it("a re-run plan resets the approvals and says so", async () => {
@@ -262,8 +267,8 @@ describe("approvals from several groups", () => {
     expect(await approve(h, message(), SECURITY[1]!)).toMatch(/^The plan was run again in GitLab/);
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
-    const request = await waitFor(() => {
-      const current = h.bot.store.getRequest(requestId);
+    const request = await waitFor(async () => {
+      const current = await h.bot.store.getRequest(requestId);
       return current?.status === "awaiting_approval" ? current : undefined;
     }, "the new plan");
     expect(await approve(h, message(), SECURITY[0]!)).toMatch(

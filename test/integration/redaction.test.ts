@@ -61,7 +61,7 @@ async function approve(h: Harness, pipelineId: number): Promise<string> {
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();
-  const request = h.bot.store.listActive()[0]!;
+  const request = (await h.bot.store.listActive())[0]!;
   expect(request.status).toBe("awaiting_approval");
   const message = h.slack.message(CHANNEL, request.messageTs!)!;
   await h.signer.blockAction({ message, userId: APPROVER, actionId: "plan_approve" });
@@ -103,7 +103,7 @@ describe("secrets printed by a job", () => {
     await h.bot.tracker.tick();
 
     // The barrier: the request ended, with the configure failure's recap in the thread.
-    const failed = h.bot.store.getRequest(requestId)!;
+    const failed = (await h.bot.store.getRequest(requestId))!;
     expect(failed.status).toBe("failed");
     const replies = h.slack.callsTo("chat.postMessage").map((call) => String(call.args.text));
     expect(replies.some((text) => text.includes("Configuration failed"))).toBe(true);
@@ -130,7 +130,7 @@ describe("secrets printed by a job", () => {
     runUntilSettled(h, pipelineId, "tf:apply");
     await h.bot.tracker.tick();
 
-    const failed = h.bot.store.getRequest(requestId)!;
+    const failed = (await h.bot.store.getRequest(requestId))!;
     expect(failed.status).toBe("failed");
     expect(failed.error).toContain("creating VM: received an HTTP 500 response");
     expectNoPlantedSecret(h);
@@ -147,7 +147,7 @@ describe("secrets printed by a job", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
 
-    const failed = h.bot.store.listAudit().find((entry) => entry.action === "failed");
+    const failed = (await h.bot.store.listAudit()).find((entry) => entry.action === "failed");
     expect(failed).toBeDefined();
     // The log's excerpt goes to the thread, redacted.
     const excerpt = h.slack

@@ -58,6 +58,7 @@ describe("a store that cannot take a write", () => {
       expect(answer.body).toEqual({
         status: "unavailable",
         reason: "the store cannot be written: another program holds its write lock",
+        database: { engine: "sqlite", reachable: false },
       });
     } finally {
       lock.release();
@@ -71,7 +72,7 @@ describe("a store that cannot take a write", () => {
     await h.bot.tracker.tick();
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     const message = h.slack.message(CHANNEL, request.messageTs!)!;
     const lock = holdWriteLock(h);
     try {
@@ -84,7 +85,7 @@ describe("a store that cannot take a write", () => {
     } finally {
       lock.release();
     }
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
     expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(0);
     expect(JSON.stringify(h.slack.message(CHANNEL, request.messageTs!)?.blocks)).toContain(
       "plan_approve",
@@ -97,7 +98,7 @@ describe("a store that cannot take a write", () => {
     await h.bot.tracker.tick();
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     const message = h.slack.message(CHANNEL, request.messageTs!)!;
     const lock = holdWriteLock(h);
     try {
@@ -110,7 +111,7 @@ describe("a store that cannot take a write", () => {
     } finally {
       lock.release();
     }
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
     expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(0);
   });
 
@@ -176,7 +177,7 @@ describe("a store that cannot take a write", () => {
           "vmbot could not record your request just now (its store cannot take a write), so nothing was created. Please press Create again in a minute.",
       },
     });
-    expect(h.bot.store.listActive()).toEqual([]);
+    expect(await h.bot.store.listActive()).toEqual([]);
     expect(h.gitlab.pipelines).toHaveLength(0);
   });
 });

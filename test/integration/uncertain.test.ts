@@ -47,8 +47,8 @@ const ephemeralTo = (h: Harness, user: string, index = 0) =>
         .indexOf(call) === index,
   );
 
-const audit = (h: Harness, requestId: string) =>
-  h.bot.store.listAudit(requestId).map((entry) => [entry.actor, entry.action]);
+const audit = async (h: Harness, requestId: string) =>
+  (await h.bot.store.listAudit(requestId)).map((entry) => [entry.actor, entry.action]);
 
 const threadOf = (h: Harness, message: FakeMessage) =>
   h.slack.messages.filter((m) => m.thread_ts === message.ts);
@@ -96,12 +96,14 @@ describe("a play whose answer is lost after GitLab started the job", () => {
       expect(told.args.text).toContain("GitLab was slow to answer, but it did start the apply job");
       expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
       expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("pending");
-      const request = h.bot.store.getRequest(requestId)!;
+      const request = (await h.bot.store.getRequest(requestId))!;
       expect(request).toMatchObject({ status: "applying", error: null });
       expect(request.decision).toMatchObject({ kind: "approved", by: APPROVER });
-      expect(audit(h, requestId)).toContainEqual([APPROVER, "approved"]);
-      expect(audit(h, requestId)).toContainEqual([APPROVER, "apply_started"]);
-      expect(audit(h, requestId).map(([, action]) => action)).not.toContain("approval_released");
+      expect(await audit(h, requestId)).toContainEqual([APPROVER, "approved"]);
+      expect(await audit(h, requestId)).toContainEqual([APPROVER, "apply_started"]);
+      expect((await audit(h, requestId)).map(([, action]) => action)).not.toContain(
+        "approval_released",
+      );
       await h.slack.waitFor("chat.update", (call) =>
         JSON.stringify(call.args.blocks).includes(`Approved by <@${APPROVER}>`),
       );
@@ -115,12 +117,12 @@ describe("a play whose answer is lost after GitLab started the job", () => {
       await click(h, plan, SECOND, "plan_approve");
       expect((await ephemeralTo(h, SECOND, 1)).args.text).toContain("was already approved");
       expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
-      expect(h.bot.store.getRequest(requestId)?.status).toBe("applying");
+      expect((await h.bot.store.getRequest(requestId))?.status).toBe("applying");
 
       // And it follows the apply it started.
       runUntilSettled(h, pipelineId, "tf:apply");
       await h.bot.tracker.tick();
-      expect(h.bot.store.getRequest(requestId)?.status).toBe("configuring");
+      expect((await h.bot.store.getRequest(requestId))?.status).toBe("configuring");
       expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
     }, 30_000);
   }
@@ -139,18 +141,24 @@ describe("a play whose answer is lost after GitLab started the job", () => {
       JSON.stringify(call.args.blocks).includes("checking with GitLab"),
     );
     expect(JSON.stringify(message().blocks)).not.toContain("plan_approve");
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("applying");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("applying");
     expect(
-      h.bot.store.effect(requestId, `play_apply:${h.bot.store.getRequest(requestId)!.decision!.at}`)
-        ?.state,
+      (
+        await h.bot.store.effect(
+          requestId,
+          `play_apply:${(await h.bot.store.getRequest(requestId))!.decision!.at}`,
+        )
+      )?.state,
     ).toBe("intended");
-    expect(audit(h, requestId)).toContainEqual([APPROVER, "approved"]);
+    expect(await audit(h, requestId)).toContainEqual([APPROVER, "approved"]);
 
     await h.bot.tracker.tick();
-    const settled = h.bot.store.getRequest(requestId)!;
+    const settled = (await h.bot.store.getRequest(requestId))!;
     expect(settled).toMatchObject({ status: "applying", error: null });
-    expect(h.bot.store.effect(requestId, `play_apply:${settled.decision!.at}`)?.state).toBe("done");
-    expect(audit(h, requestId)).toContainEqual([APPROVER, "apply_confirmed"]);
+    expect((await h.bot.store.effect(requestId, `play_apply:${settled.decision!.at}`))?.state).toBe(
+      "done",
+    );
+    expect(await audit(h, requestId)).toContainEqual([APPROVER, "apply_confirmed"]);
     await h.slack.waitFor(
       "chat.update",
       (call) =>
@@ -168,13 +176,16 @@ describe("a play whose answer is lost after GitLab started the job", () => {
     await click(h, message(), APPROVER, "plan_approve");
     expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
-    expect(h.bot.store.getRequest(requestId)?.error).toContain("checking with GitLab");
+    expect((await h.bot.store.getRequest(requestId))?.error).toContain("checking with GitLab");
 
     await h.bot.tracker.tick();
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("pending");
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({ status: "applying", error: null });
-    expect(audit(h, requestId)).toContainEqual([APPROVER, "apply_started"]);
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "applying",
+      error: null,
+    });
+    expect(await audit(h, requestId)).toContainEqual([APPROVER, "apply_started"]);
     await h.bot.tracker.tick();
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
   }, 30_000);
@@ -189,12 +200,12 @@ describe("a play whose answer is lost after GitLab started the job", () => {
     h.gitlab.failNext({ method: "POST", path: PLAY }, { status: 403 });
     await h.bot.tracker.tick();
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
       status: "awaiting_approval",
       decision: null,
       error: null,
     });
-    expect(audit(h, requestId).slice(-2)).toEqual([
+    expect((await audit(h, requestId)).slice(-2)).toEqual([
       [APPROVER, "approved"],
       ["vmbot", "approval_released"],
     ]);
@@ -210,11 +221,11 @@ describe("a play whose answer is lost after GitLab started the job", () => {
     const told = await ephemeralTo(h, APPROVER);
     expect(told.args.text).toContain("has not started, so it still awaits approval");
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
-    expect(h.bot.store.getRequest(requestId)).toMatchObject({
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
       status: "awaiting_approval",
       decision: null,
     });
-    expect(audit(h, requestId).slice(-2)).toEqual([
+    expect((await audit(h, requestId)).slice(-2)).toEqual([
       [APPROVER, "approved"],
       [APPROVER, "approval_released"],
     ]);
@@ -231,20 +242,26 @@ describe("a cancel and a deletion whose answers are lost", () => {
     );
     await reject(h, message(), APPROVER);
     await waitFor(
-      () =>
-        h.bot.store.effect(requestId, `erase_plan:${h.gitlab.job(pipelineId, "tf:plan").id}`)
-          ?.state === "done"
+      async () =>
+        (
+          await h.bot.store.effect(
+            requestId,
+            `erase_plan:${h.gitlab.job(pipelineId, "tf:plan").id}`,
+          )
+        )?.state === "done"
           ? true
           : undefined,
       "the plan's deletion to be recorded",
     );
-    expect(h.bot.store.effect(requestId, "cancel_pipeline")?.state).toBe("done");
+    expect((await h.bot.store.effect(requestId, "cancel_pipeline"))?.state).toBe("done");
     expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);
     expect(h.gitlab.requestsTo("DELETE", /\/artifacts$/)).toHaveLength(1);
     expect(h.gitlab.job(pipelineId, "ansible:configure").status).toBe("canceled");
     expect(h.gitlab.job(pipelineId, "tf:plan").artifacts.size).toBe(0);
-    expect(audit(h, requestId)).toContainEqual([APPROVER, "rejected"]);
-    expect(audit(h, requestId).filter(([, action]) => action === "plan_erased")).toHaveLength(1);
+    expect(await audit(h, requestId)).toContainEqual([APPROVER, "rejected"]);
+    expect(
+      (await audit(h, requestId)).filter(([, action]) => action === "plan_erased"),
+    ).toHaveLength(1);
     // A later pass repeats neither.
     await h.bot.tracker.tick();
     expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);
@@ -264,7 +281,7 @@ describe("a cancel and a deletion whose answers are lost", () => {
       "the warning in the thread",
     );
     expect(warning.text).toContain("needs the Maintainer role");
-    expect(audit(h, requestId)).toContainEqual(["vmbot", "plan_erase_refused"]);
+    expect(await audit(h, requestId)).toContainEqual(["vmbot", "plan_erase_refused"]);
   }, 30_000);
 });
 
@@ -286,7 +303,7 @@ describe("a lock removal whose answer is lost", () => {
     );
     expect(h.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
     expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
-    const actions = h.bot.store.listAudit().map((entry) => [entry.actor, entry.action]);
+    const actions = (await h.bot.store.listAudit()).map((entry) => [entry.actor, entry.action]);
     expect(actions).toContainEqual([ADMIN, "unlocked"]);
     expect(actions.map(([, action]) => action)).not.toContain("unlock_failed");
   }, 30_000);
@@ -312,7 +329,7 @@ describe("a lock removal whose answer and read back are both lost", () => {
     h.gitlab.failNext({ method: "POST", path: /^\/api\/graphql$/ }, { status: 503 });
     const done = await h.slack.waitForResponse((post) => h.slack.responses.indexOf(post) >= before);
     expect(String(done.body.text)).toContain("vmbot cannot tell whether it was removed");
-    const actions = h.bot.store.listAudit().map((entry) => entry.action);
+    const actions = (await h.bot.store.listAudit()).map((entry) => entry.action);
     expect(actions).toContain("unlock_unknown");
     expect(actions).not.toContain("unlock_failed");
     expect(h.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
@@ -348,15 +365,17 @@ describe("a rejected or expired plan cannot be applied", () => {
     expect(alarm?.text).toContain(`job #${apply.id}`);
     expect(alarm?.text).toContain("Terraform has no plan to apply");
     expect(thread.some((m) => m.text.includes("nothing was applied from this plan"))).toBe(true);
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("rejected");
-    const entry = h.bot.store.listAudit(requestId).find((e) => e.action === "apply_after_close");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("rejected");
+    const entry = (await h.bot.store.listAudit(requestId)).find(
+      (e) => e.action === "apply_after_close",
+    );
     expect(entry?.detail).toMatchObject({ jobId: apply.id, playedBy: "mallory" });
 
     // Said once: a later pass adds nothing, and the request is no longer followed.
     const count = threadOf(h, message()).length;
     await h.bot.tracker.tick();
     expect(threadOf(h, message())).toHaveLength(count);
-    expect(h.bot.store.effect(requestId, "watch_apply")?.state).toBe("done");
+    expect((await h.bot.store.effect(requestId, "watch_apply"))?.state).toBe("done");
   }, 30_000);
 
   it("after PLAN_TTL expiry, the same: the plan is deleted and a later apply in GitLab is posted with who played it", async () => {
@@ -367,7 +386,7 @@ describe("a rejected or expired plan cannot be applied", () => {
     });
     clock.advance(3 * 3_600_000);
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("expired");
     expect(h.gitlab.requestsTo("POST", /\/cancel$/)).toHaveLength(1);
     expect(h.gitlab.job(pipelineId, "tf:plan").artifacts.size).toBe(0);
     playedInGitlab(h, pipelineId);
@@ -376,6 +395,6 @@ describe("a rejected or expired plan cannot be applied", () => {
     const alarm = threadOf(h, message()).find((m) => m.text.includes("was played in GitLab"));
     expect(alarm?.text).toContain("after the request expired");
     expect(alarm?.text).toContain("by GitLab user `mallory`");
-    expect(audit(h, requestId)).toContainEqual(["vmbot", "apply_after_close"]);
+    expect(await audit(h, requestId)).toContainEqual(["vmbot", "apply_after_close"]);
   }, 30_000);
 });

@@ -138,7 +138,9 @@ describe("/vm unlock", () => {
     expect(notice.args.text).toContain(
       `:unlock: <@${ADMIN}> force-unlocked the Terraform state \`general\`, locked by *alice* since`,
     );
-    const audit = h.bot.store.listAudit().filter((entry) => entry.action.startsWith("unlock"));
+    const audit = (await h.bot.store.listAudit()).filter((entry) =>
+      entry.action.startsWith("unlock"),
+    );
     expect(audit.map((entry) => [entry.actor, entry.action, entry.requestId])).toEqual([
       [ADMIN, "unlock_requested", null],
       [ADMIN, "unlocked", null],
@@ -201,7 +203,7 @@ describe("/vm unlock", () => {
       ":warning: GitLab did not let the bot unlock the Terraform state `general` (403 Forbidden): unlocking needs the Maintainer role on the project for the bot's token.",
     );
     expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).not.toBeNull();
-    const actions = h.bot.store.listAudit().map((entry) => entry.action);
+    const actions = (await h.bot.store.listAudit()).map((entry) => entry.action);
     expect(actions).toContain("unlock_requested");
     expect(actions).not.toContain("unlocked");
     expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);

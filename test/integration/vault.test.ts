@@ -114,7 +114,9 @@ describe("secrets from Vault", () => {
       TEST_SECRETS.gitlabToken,
       ROTATED_GITLAB_TOKEN,
     ]);
-    expect(h.bot.store.listActive().every((request) => request.status !== "failed")).toBe(true);
+    expect((await h.bot.store.listActive()).every((request) => request.status !== "failed")).toBe(
+      true,
+    );
   });
 
   it("picks up a Proxmox token rotated in Vault on the next Proxmox call", async () => {

@@ -51,7 +51,7 @@ describe("/vm list", () => {
     const h = await start({ env: { REQUESTERS: `${REQUESTER},${APPROVER}` } });
     expect((await list(h, REQUESTER)).text).toContain("You have no VM made by vmbot");
     const { pipelineId, requestId } = await madeVm(h);
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
 
     const mine = await list(h, REQUESTER);
     expectWithinSlackLimits(mine);
@@ -61,7 +61,7 @@ describe("/vm list", () => {
     expect(shown).toMatch(
       /• \*web-01\* · 192\.168\.1\.50 · pve · 2 cores, 2 GiB, 20 GiB disk · \d+ s old · no lease/,
     );
-    expect(h.bot.store.inventory.get("web-01")).toMatchObject({
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({
       owner: REQUESTER,
       requestId,
       pipelineId,
@@ -80,7 +80,7 @@ describe("/vm list", () => {
   it("lists a VM whose configure failed: Terraform made it", async () => {
     const h = await start();
     const { requestId } = await madeVm(h, "failed");
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("failed");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
     expect(JSON.stringify((await list(h, REQUESTER)).blocks)).toContain("*web-01*");
   });
 
@@ -99,7 +99,7 @@ describe("/vm list", () => {
     const h = await start();
     for (let i = 0; i < 60; i += 1) {
       const name = `vm-${String(i).padStart(2, "0")}`;
-      h.bot.store.inventory.record({
+      await h.bot.store.inventory.record({
         name,
         requestId: `vm-req-${i}`,
         owner: REQUESTER,
@@ -159,24 +159,24 @@ describe("/vm list", () => {
         approvedBy: APPROVER,
         leaseUntil: null,
       });
-    record("web-01");
-    record("db-01");
+    await record("web-01");
+    await record("db-01");
     h.gitlab.addTerraformState(PROJECT_PATH, "vm-web-01");
     h.gitlab.addTerraformState(PROJECT_PATH, "vm-db-01");
     h.gitlab.addTerraformState(PROJECT_PATH, "network-core");
     await h.bot.inventory.check();
-    expect(h.bot.store.inventory.list().map((vm) => [vm.name, vm.status])).toEqual(
+    expect((await h.bot.store.inventory.list()).map((vm) => [vm.name, vm.status])).toEqual(
       expect.arrayContaining([
         ["web-01", "live"],
         ["db-01", "live"],
       ]),
     );
-    expect(h.bot.store.inventory.list()).toHaveLength(2);
-    expect(h.bot.store.inventory.unmanagedStates()).toEqual(["network-core"]);
+    expect(await h.bot.store.inventory.list()).toHaveLength(2);
+    expect(await h.bot.store.inventory.unmanagedStates()).toEqual(["network-core"]);
 
     h.gitlab.deleteTerraformState(PROJECT_PATH, "vm-db-01");
     await h.bot.inventory.check();
-    expect(h.bot.store.inventory.get("db-01")).toMatchObject({ status: "gone" });
+    expect(await h.bot.store.inventory.get("db-01")).toMatchObject({ status: "gone" });
     const mine = JSON.stringify((await list(h, REQUESTER)).blocks);
     expect(mine).toContain(
       ":warning: Its Terraform state vm-db-01 is no longer in GitLab: it was removed outside vmbot, so the VM may be gone too.",
@@ -189,7 +189,10 @@ describe("/vm list", () => {
     // Back in GitLab (restored from a backup): live again. Nothing was ever removed or adopted.
     h.gitlab.addTerraformState(PROJECT_PATH, "vm-db-01");
     await h.bot.inventory.check();
-    expect(h.bot.store.inventory.get("db-01")).toMatchObject({ status: "live", statusNote: null });
+    expect(await h.bot.store.inventory.get("db-01")).toMatchObject({
+      status: "live",
+      statusNote: null,
+    });
     expect(h.gitlab.terraformStates.map((state) => state.name).sort()).toEqual([
       "network-core",
       "vm-db-01",
@@ -203,7 +206,7 @@ describe("/vm list", () => {
       h.gitlab.addTerraformState(PROJECT_PATH, `other-${String(i).padStart(3, "0")}`);
     }
     h.gitlab.addTerraformState(PROJECT_PATH, "vm-web-01");
-    h.bot.store.inventory.record({
+    await h.bot.store.inventory.record({
       name: "web-01",
       requestId: "vm-req-1",
       owner: REQUESTER,
@@ -215,8 +218,8 @@ describe("/vm list", () => {
       leaseUntil: null,
     });
     await h.bot.inventory.check();
-    expect(h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
-    expect(h.bot.store.inventory.unmanagedStates()).toHaveLength(230);
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+    expect(await h.bot.store.inventory.unmanagedStates()).toHaveLength(230);
     expect(h.gitlab.requestsTo("POST", /^\/api\/graphql$/)).toHaveLength(3);
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Access } from "../../src/access.js";
 import { recordApproval } from "../../src/policy/approval-step.js";
 import type { ApprovalRule, Policy } from "../../src/policy/schema.js";
+import { asAsyncStore } from "../../src/store/async.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { Store } from "../../src/store/store.js";
 import type { PlanReviewRecord } from "../../src/tracker/review.js";
@@ -113,6 +114,7 @@ function fakeAccess(policy: Policy): Access {
 async function run(s: Scenario, store: Store) {
   const policy = policyOf(s);
   const access = fakeAccess(policy);
+  const shared = asAsyncStore(store);
   const { request } = store.createRequest({
     requester: REQUESTER,
     spec: SPEC,
@@ -134,7 +136,7 @@ async function run(s: Scenario, store: Store) {
     s.clicks.map(async (user: string) => {
       const current = store.getRequest(request.id);
       if (current?.status !== "awaiting_approval") return;
-      const outcome = await recordApproval({ access, store }, current, user, new Date());
+      const outcome = await recordApproval({ access, store: shared }, current, user, new Date());
       if (outcome.kind !== "met") return;
       const claimed = store.transition(request.id, ["awaiting_approval"], "applying");
       if (claimed) plays += 1;

@@ -83,7 +83,7 @@ const click = (s: RunningSandbox, as: Person, ts: string) =>
 describe("the sandbox's request policy", () => {
   it("is the example policy, so a big VM of Robin's needs Alex (platform) and Sam (security), and plays once", async () => {
     const s = await start();
-    expect(s.bot.health()).not.toHaveProperty("policy");
+    expect(await s.bot.health()).not.toHaveProperty("policy");
     expect(examplePolicyPath()).toMatch(/examples[/\\]policy[/\\]policy\.yaml$/);
     const answer = await ask(
       s,
@@ -103,20 +103,22 @@ describe("the sandbox's request policy", () => {
     );
     await click(s, "approver", planned.ts);
     await showing(s, "big-01", `approved so far by <@${PEOPLE.approver.id}>`);
-    const request = s.bot.store.listActive().find((r) => r.spec.name === "big-01")!;
+    const request = (await s.bot.store.listActive()).find((r) => r.spec.name === "big-01")!;
     expect(request.status).toBe("awaiting_approval");
 
     await click(s, "admin", planned.ts);
     await waitFor(
-      () =>
-        s.bot.store.listAudit(request.id).some((e) => e.action === "apply_started")
+      async () =>
+        (await s.bot.store.listAudit(request.id)).some((e) => e.action === "apply_started")
           ? true
           : undefined,
       "the apply started",
       { timeoutMs: 30_000 },
     );
     expect(s.platform.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
-    const approved = s.bot.store.listAudit(request.id).filter((e) => e.action === "approved");
+    const approved = (await s.bot.store.listAudit(request.id)).filter(
+      (e) => e.action === "approved",
+    );
     expect(approved).toEqual([
       expect.objectContaining({
         actor: PEOPLE.admin.id,
@@ -157,15 +159,14 @@ describe("the sandbox's request policy", () => {
     );
     expect(alex.errors).toBeUndefined();
     await waitFor(
-      () => (s.bot.store.listActive().length === 1 ? true : undefined),
+      async () => ((await s.bot.store.listActive()).length === 1 ? true : undefined),
       "Alex's request",
     );
-    expect(s.bot.store.listActive().map((r) => [r.requester, r.spec.name])).toEqual([
+    expect((await s.bot.store.listActive()).map((r) => [r.requester, r.spec.name])).toEqual([
       [PEOPLE.approver.id, "deb-02"],
     ]);
     expect(
-      s.bot.store
-        .listAudit()
+      (await s.bot.store.listAudit())
         .filter((e) => e.action === "policy_denied")
         .map((e) => e.detail.rule),
     ).toEqual(["quotas.0", "requests.0"]);

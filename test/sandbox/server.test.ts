@@ -614,8 +614,10 @@ describe("the sandbox page server", () => {
     expect(late.status).toBe(400);
     expect(late.json.error).toBe("that form is closed");
     expect(platformState(s)).toEqual(before);
-    expect(s.bot.store.listActive()).toEqual([]);
-    expect(s.bot.store.listAudit().filter((entry) => entry.action === "requested")).toEqual([]);
+    expect(await s.bot.store.listActive()).toEqual([]);
+    expect((await s.bot.store.listAudit()).filter((entry) => entry.action === "requested")).toEqual(
+      [],
+    );
     expect((await snapshot(s)).messages).toEqual([]);
   }, 30_000);
 
@@ -769,7 +771,7 @@ describe("the sandbox page server", () => {
     const after = requestMessage(state, "web-08");
     expect(after && header(after)).toBe("VM web-08 — Awaiting approval");
     expect(after && hasPlanButtons(after)).toBe(true);
-    expect(s.bot.store.listActive().map((r) => [r.spec.name, r.status])).toEqual([
+    expect((await s.bot.store.listActive()).map((r) => [r.spec.name, r.status])).toEqual([
       ["web-08", "awaiting_approval"],
     ]);
   }, 40_000);
@@ -791,11 +793,11 @@ describe("the sandbox page server", () => {
     ]);
     const after = requestMessage(state, "web-11");
     expect(after && header(after)).toBe("VM web-11 — Awaiting approval");
-    expect(s.bot.store.listActive().map((r) => [r.spec.name, r.status])).toEqual([
+    expect((await s.bot.store.listActive()).map((r) => [r.spec.name, r.status])).toEqual([
       ["web-11", "awaiting_approval"],
     ]);
     // Nothing was applied: the only pipeline is the one that planned.
-    expect(s.bot.store.listAudit().map((entry) => entry.action)).not.toContain("approved");
+    expect((await s.bot.store.listAudit()).map((entry) => entry.action)).not.toContain("approved");
   }, 40_000);
 
   it("serves the uploaded plan as plain text, and 404 for any other file", async () => {

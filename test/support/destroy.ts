@@ -39,7 +39,7 @@ export async function makeVm(h: Harness): Promise<number> {
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "ansible:configure");
   await h.bot.tracker.tick();
-  expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+  expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
   return pipelineId;
 }
 
@@ -69,16 +69,16 @@ export async function askToDestroy(h: Harness, userId = REQUESTER) {
     "the destroy pipeline",
   );
   const request = await waitFor(
-    () =>
-      h.bot.store
-        .listActive()
-        .find((r) => r.kind === "destroy" && r.pipelineId === pipelineId && r.messageTs !== null),
+    async () =>
+      (await h.bot.store.listActive()).find(
+        (r) => r.kind === "destroy" && r.pipelineId === pipelineId && r.messageTs !== null,
+      ),
     "the destroy request",
   );
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:destroy");
   await h.bot.tracker.tick();
-  expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+  expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
   const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
   return { pipelineId, requestId: request.id, message };
 }

@@ -271,7 +271,7 @@ export async function planRequest(h: Harness, name = "web-01") {
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();
-  const request = h.bot.store.listActive().find((r) => r.spec.name === name);
+  const request = (await h.bot.store.listActive()).find((r) => r.spec.name === name);
   if (request?.status !== "awaiting_approval" || request.messageTs === null) {
     throw new Error(`the plan for ${name} was not posted for approval (${request?.status})`);
   }
@@ -284,6 +284,9 @@ export async function planRequest(h: Harness, name = "web-01") {
   const thread = () => h.slack.messages.filter((m) => m.thread_ts === ts && m.files === undefined);
   return { pipelineId, requestId: request.id, message, thread };
 }
+
+/** Every request the bot's store holds, whatever its status, oldest first. */
+export const requestsOf = (h: Harness) => h.bot.store.listByStatus(REQUEST_STATUSES);
 
 /** A signed click on the button `actionId` of `message`, by `userId`. */
 export const click = (h: Harness, message: FakeMessage, userId: string, actionId: string) =>
@@ -319,15 +322,15 @@ export async function askForVm(h: Harness, name = "web-01"): Promise<number> {
   const view = h.slack.views.at(-1)!;
   const before = h.gitlab.pipelines.length;
   // Each request its own address (a second one with the first's is refused): .50, .51, ...
-  const earlier = h.bot.store.listByStatus(REQUEST_STATUSES).length;
+  const earlier = (await h.bot.store.listByStatus(REQUEST_STATUSES)).length;
   await h.signer.viewSubmission({
     view,
     values: stateValuesFor(view, { vm_name: name, vm_ip: `192.168.1.${50 + earlier}/24` }),
     userId: REQUESTER,
   });
-  return waitFor(() => {
+  return waitFor(async () => {
     const created = h.gitlab.pipelines.length > before;
-    const recorded = h.bot.store.listActive().every((r) => r.pipelineId !== null);
+    const recorded = (await h.bot.store.listActive()).every((r) => r.pipelineId !== null);
     return created && recorded ? h.gitlab.pipelines.at(-1)!.id : undefined;
   }, "the pipeline of the new request");
 }

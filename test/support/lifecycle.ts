@@ -1,5 +1,6 @@
 import { TRANSITIONS, type RequestStatus } from "../../src/requests/lifecycle.js";
 import type { RequestRecord, Store } from "../../src/store/store.js";
+import type { AsyncStore } from "../../src/store/async.js";
 
 /** The shortest chain of moves the transition table lists from `from` to `to` (both excluded). */
 export function pathTo(from: RequestStatus, to: RequestStatus): RequestStatus[] {
@@ -31,6 +32,22 @@ export function moveTo(store: Store, id: string, to: RequestStatus): RequestReco
   if (current === undefined) throw new Error(`no request ${id}`);
   for (const status of pathTo(current.status, to)) {
     const moved = store.transition(id, [current.status], status);
+    if (moved === undefined) throw new Error(`${id} did not move to ${status}`);
+    current = moved;
+  }
+  return current;
+}
+
+/** `moveTo` through the bot's store, whichever engine is behind it. */
+export async function moveToAsync(
+  store: AsyncStore,
+  id: string,
+  to: RequestStatus,
+): Promise<RequestRecord> {
+  let current = await store.getRequest(id);
+  if (current === undefined) throw new Error(`no request ${id}`);
+  for (const status of pathTo(current.status, to)) {
+    const moved = await store.transition(id, [current.status], status);
     if (moved === undefined) throw new Error(`${id} did not move to ${status}`);
     current = moved;
   }

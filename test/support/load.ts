@@ -12,7 +12,7 @@ export interface LoadTarget {
   gitlab: FakeGitlab;
   signer: SlackSigner;
   /** How many requests the bot's store holds with their pipeline recorded. */
-  requestsWithPipeline: () => number;
+  requestsWithPipeline: () => number | Promise<number>;
 }
 
 export interface LoadResult {
@@ -60,7 +60,7 @@ export async function runLoad(
   const viewsBefore = slack.views.length;
   const opensBefore = slack.callsTo("views.open").length;
   const pipelinesBefore = gitlab.pipelines.length;
-  const recordedBefore = target.requestsWithPipeline();
+  const recordedBefore = await target.requestsWithPipeline();
   const names = Array.from({ length: count }, (_, i) => `load-${String(i + 1).padStart(3, "0")}`);
   const commands = await Promise.all(
     names.map((name) =>
@@ -104,11 +104,11 @@ export async function runLoad(
   const submissionsAcked = submissions.filter(
     (delivery) => delivery.status === 200 && !delivery.body.includes('"errors"'),
   ).length;
-  const recorded = () => target.requestsWithPipeline() - recordedBefore;
+  const recorded = async () => (await target.requestsWithPipeline()) - recordedBefore;
   await waitFor(
-    () =>
+    async () =>
       (gitlab.pipelines.length - pipelinesBefore >= submissionsAcked &&
-        recorded() >= submissionsAcked) ||
+        (await recorded()) >= submissionsAcked) ||
       undefined,
     "every request's pipeline",
     timeoutMs,
@@ -123,7 +123,7 @@ export async function runLoad(
     submissionsAcked,
     submissionAckMs: submissions.map((delivery) => delivery.elapsedMs),
     pipelines: gitlab.pipelines.length - pipelinesBefore,
-    requestsWithPipeline: recorded(),
+    requestsWithPipeline: await recorded(),
     elapsedMs: Date.now() - started,
   };
 }

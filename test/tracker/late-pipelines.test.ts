@@ -24,8 +24,11 @@ describe("a pipeline GitLab creates after the bot gave up on it", () => {
     });
     // GitLab did not answer in time, and nothing could be found: the request failed.
     await h.slack.waitFor("chat.update", (call) => call.args.text === "VM web-01 — Failed");
-    const request = h.bot.store.listAudit()[0]!.requestId!;
-    expect(h.bot.store.getRequest(request)).toMatchObject({ status: "failed", pipelineId: null });
+    const request = (await h.bot.store.listAudit())[0]!.requestId!;
+    expect(await h.bot.store.getRequest(request)).toMatchObject({
+      status: "failed",
+      pipelineId: null,
+    });
 
     // GitLab creates it after all.
     for (const resolve of release) resolve();
@@ -35,12 +38,11 @@ describe("a pipeline GitLab creates after the bot gave up on it", () => {
     expect(h.gitlab.pipeline(late.id).status).toBe("canceled");
     expect(h.gitlab.job(late.id, "tf:apply").status).toBe("canceled");
     expect(
-      h.bot.store
-        .listAudit(request)
+      (await h.bot.store.listAudit(request))
         .filter((entry) => entry.action === "late_pipeline_canceled")
         .map((entry) => entry.detail),
     ).toEqual([{ pipelineId: late.id, kept: null, status: "canceled" }]);
-    const messageTs = h.bot.store.getRequest(request)!.messageTs!;
+    const messageTs = (await h.bot.store.getRequest(request))!.messageTs!;
     expect(h.slack.messages.filter((m) => m.thread_ts === messageTs).map((m) => m.text)).toEqual([
       `:warning: GitLab created pipeline #${late.id} for this request after vmbot had given up waiting for it. The request had ended, so vmbot canceled it.`,
     ]);

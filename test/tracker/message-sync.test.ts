@@ -8,7 +8,7 @@ describe("a request message Slack refused to update", () => {
     const h = await start();
     const pipelineId = await askForVm(h);
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
     expect(message().text).toBe("VM web-01 — Planning");
 
@@ -16,14 +16,14 @@ describe("a request message Slack refused to update", () => {
     h.slack.failNext("chat.update", "internal_error");
     await h.bot.tracker.tick();
     // The store moved on; Slack refused to show it.
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("awaiting_approval");
     expect(message().text).toBe("VM web-01 — Planning");
     expect(JSON.stringify(message().blocks)).not.toContain("plan_approve");
 
     await h.bot.tracker.tick();
     expect(message().text).toBe("VM web-01 — Awaiting approval");
     expect(JSON.stringify(message().blocks)).toContain('"action_id":"plan_approve"');
-    expect(h.bot.store.listBehind(10)).toEqual([]);
+    expect(await h.bot.store.listBehind(10)).toEqual([]);
 
     // Caught up: the next pass sends nothing more.
     const updates = h.slack.callsTo("chat.update").length;
@@ -35,13 +35,13 @@ describe("a request message Slack refused to update", () => {
     const h = await start();
     const pipelineId = await askForVm(h);
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     h.gitlab.failJob(pipelineId, "tf:plan");
     runUntilSettled(h, pipelineId, "tf:plan");
     h.slack.failNext("chat.update", "internal_error");
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(request.id)?.status).toBe("failed");
-    expect(h.bot.store.listActive()).toEqual([]);
+    expect((await h.bot.store.getRequest(request.id))?.status).toBe("failed");
+    expect(await h.bot.store.listActive()).toEqual([]);
     expect(h.slack.message(CHANNEL, request.messageTs!)?.text).toBe("VM web-01 — Planning");
 
     await h.bot.tracker.tick();
@@ -58,6 +58,6 @@ describe("a request message Slack refused to update", () => {
     const updates = h.slack.callsTo("chat.update").length;
     await h.bot.tracker.tick();
     expect(h.slack.callsTo("chat.update")).toHaveLength(updates);
-    expect(h.bot.store.listBehind(10)).toEqual([]);
+    expect(await h.bot.store.listBehind(10)).toEqual([]);
   });
 });

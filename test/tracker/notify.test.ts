@@ -36,7 +36,7 @@ describe("calling the approvers in", () => {
       /^:eyes: <!subteam\^S0APPROVERS> the plan for \*web-01\*, asked by <@U0REQUESTER>, awaits your approval\. Approve or reject it before <!date\^/,
     );
     // The deadline is PLAN_TTL after the plan was posted.
-    const review = h.bot.store.getRequest(requestId)!.review!;
+    const review = (await h.bot.store.getRequest(requestId))!.review!;
     expect(Date.parse(review.expiresAt!) - Date.parse(review.reviewedAt!)).toBe(2 * 3_600_000);
     const seconds = Math.floor(Date.parse(review.expiresAt!) / 1000);
     expect(notices[0]!.text).toContain(`<!date^${seconds}^`);
@@ -81,7 +81,7 @@ describe("calling the approvers in", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     h.slack.failNext("chat.postMessage", "ratelimited");
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.status).toBe("awaiting_approval");
     const notices = () =>
       h.slack.messages.filter(
@@ -119,9 +119,9 @@ describe("telling the requester how it ended", () => {
     h.gitlab.failJob(pipelineId, "tf:plan", "script_failure");
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
-    const [request] = h.bot.store.listAudit().filter((a) => a.action === "failed");
+    const [request] = (await h.bot.store.listAudit()).filter((a) => a.action === "failed");
     expect(request).toBeDefined();
-    const failed = h.bot.store.getRequest(request!.requestId!)!;
+    const failed = (await h.bot.store.getRequest(request!.requestId!))!;
     const thread = h.slack.messages.filter((m) => m.thread_ts === failed.messageTs);
     expect(thread.map((m) => m.text.split("\n")[0])).toEqual([
       ":x: Terraform's error:",
@@ -148,7 +148,7 @@ describe("telling the requester how it ended", () => {
     clock.advance(25 * 3_600_000);
     await h.bot.tracker.tick();
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("expired");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("expired");
     expect(
       thread()
         .filter((m) => m.text.startsWith(":alarm_clock:"))

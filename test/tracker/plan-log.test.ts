@@ -28,7 +28,7 @@ describe("reading a plan job's log", () => {
 
     const job = h.gitlab.job(pipelineId, "tf:plan");
     expect(job.log.length).toBeGreaterThan(300_000);
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.status).toBe("awaiting_approval");
     expect(request.review?.logCutAt).toBe(65536);
 
@@ -53,7 +53,7 @@ describe("reading a plan job's log", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
 
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.review?.logCutAt).toBeUndefined();
     expect(request.review?.plan.resources.length).toBeGreaterThan(0);
     expect(JSON.stringify(h.slack.message(CHANNEL, request.messageTs!)!.blocks)).not.toContain(
@@ -75,7 +75,7 @@ describe("reading a plan job's log", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
 
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.review?.plan.resources).toContainEqual({
       address: "proxmox_virtual_environment_vm.old",
       action: "delete",
@@ -108,7 +108,7 @@ describe("reading a plan job's log", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
 
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.status).toBe("awaiting_approval");
     expect(request.review?.plan).toEqual(
       PlanSummarySchema.parse(parsePlanText(cleanTrace(log, { overwritten: "keep" }))),
@@ -164,7 +164,7 @@ describe("the review a request keeps", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await h.bot.tracker.tick();
 
-    const request = h.bot.store.listActive()[0]!;
+    const request = (await h.bot.store.listActive())[0]!;
     expect(request.status).toBe("awaiting_approval");
     expect(request.review?.logCutAt).toBeUndefined();
     expect(log.length).toBeGreaterThan(2_000_000);

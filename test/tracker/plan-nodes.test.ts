@@ -17,7 +17,7 @@ async function planMessage(options: HarnessOptions): Promise<string> {
   await h.bot.tracker.tick();
   runUntilSettled(h, pipelineId, "tf:plan");
   await h.bot.tracker.tick();
-  const request = h.bot.store.listActive()[0];
+  const request = (await h.bot.store.listActive())[0];
   expect(request?.status).toBe("awaiting_approval");
   const message = h.slack.message(CHANNEL, request?.messageTs ?? "");
   return JSON.stringify(message?.blocks);
@@ -47,7 +47,7 @@ describe("the nodes' load in the plan message", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     // A pass that waited on Proxmox for good would never end: the test's timeout says so.
     await h.bot.tracker.tick();
-    const request = h.bot.store.listActive()[0];
+    const request = (await h.bot.store.listActive())[0];
     expect(request?.status).toBe("awaiting_approval");
     const text = JSON.stringify(h.slack.message(CHANNEL, request?.messageTs ?? "")?.blocks);
     expect(text).toContain("*pve1* (chosen): CPU 8%, memory 40.0 / 128.0 GiB");

@@ -28,12 +28,12 @@ async function configureFailed(h: Harness) {
   h.gitlab.failJob(pipelineId, "ansible:configure", "script_failure");
   runUntilSettled(h, pipelineId, "ansible:configure");
   await h.bot.tracker.tick();
-  expect(h.bot.store.getRequest(requestId)?.status).toBe("failed");
+  expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
   return planned;
 }
 
-const audit = (h: Harness, requestId: string) =>
-  h.bot.store.listAudit(requestId).map((entry) => [entry.actor, entry.action]);
+const audit = async (h: Harness, requestId: string) =>
+  (await h.bot.store.listAudit(requestId)).map((entry) => [entry.actor, entry.action]);
 
 describe("Retry configure after a configure failure", () => {
   it("offers Retry configure, runs the configure job again once, follows the new job and posts its recap", async () => {
@@ -55,14 +55,14 @@ describe("Retry configure after a configure failure", () => {
     expect(h.gitlab.requestsTo("POST", RETRY)).toHaveLength(1);
     const again = h.gitlab.job(pipelineId, "ansible:configure");
     expect(again.id).not.toBe(failedJob.id);
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("configuring");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("configuring");
     expect(JSON.stringify(message().blocks)).not.toContain("request_retry_configure");
-    expect(audit(h, requestId)).toContainEqual([REQUESTER, "configure_retried"]);
-    expect(audit(h, requestId)).toContainEqual([REQUESTER, "configure_retry_started"]);
+    expect(await audit(h, requestId)).toContainEqual([REQUESTER, "configure_retried"]);
+    expect(await audit(h, requestId)).toContainEqual([REQUESTER, "configure_retry_started"]);
 
     runUntilSettled(h, pipelineId, "ansible:configure");
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
     const replies = thread().map((m) => m.text.split("\n")[0]);
     expect(replies).toContain(":white_check_mark: Configured.");
     expect(replies.filter((line) => line === ":x: Configuration failed.")).toHaveLength(1);
@@ -83,12 +83,12 @@ describe("Retry configure after a configure failure", () => {
       const jobs = h.gitlab.pipeline(pipelineId).jobs.filter((j) => j.name === "ansible:configure");
       expect(jobs).toHaveLength(2);
       expect(jobs.filter((j) => j.id !== failedJob.id)).toHaveLength(1);
-      expect(h.bot.store.getRequest(requestId)?.status).toBe("configuring");
+      expect((await h.bot.store.getRequest(requestId))?.status).toBe("configuring");
 
       // A later pass reads the pipeline and follows the one new job, without asking again.
       runUntilSettled(h, pipelineId, "ansible:configure");
       await h.bot.tracker.tick();
-      expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+      expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
       expect(
         h.gitlab.pipeline(pipelineId).jobs.filter((j) => j.name === "ansible:configure"),
       ).toHaveLength(2);
@@ -109,7 +109,7 @@ describe("Retry configure after a configure failure", () => {
     await click(h, message(), REQUESTER, "request_retry_configure");
     const told = await ephemeralTo(h, REQUESTER);
     expect(told.args.text).toContain("it does not retry twice");
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("configuring");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("configuring");
 
     await h.bot.tracker.tick();
     await h.slack.waitFor("chat.postMessage", (call) =>
@@ -117,7 +117,7 @@ describe("Retry configure after a configure failure", () => {
     );
     runUntilSettled(h, pipelineId, "ansible:configure");
     await h.bot.tracker.tick();
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("ready");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
     expect(h.gitlab.requestsTo("POST", RETRY)).toHaveLength(1);
     expect(
       h.gitlab.pipeline(pipelineId).jobs.filter((j) => j.name === "ansible:configure"),
@@ -154,7 +154,7 @@ describe("Retry configure after a configure failure", () => {
       `Only <@${REQUESTER}>, who asked for web-01, or an approver (<@${APPROVER}>) can retry its configuration.`,
     );
     expect(h.gitlab.requestsTo("POST", RETRY)).toHaveLength(0);
-    expect(h.bot.store.getRequest(requestId)?.status).toBe("failed");
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
   });
 
   it("when GitLab refuses the retry, the request stays failed with its button and the clicker is told why", async () => {
@@ -166,7 +166,7 @@ describe("Retry configure after a configure failure", () => {
     expect(told.args.text).toContain(
       "GitLab did not run the configuration of web-01 again, so it is still failed.",
     );
-    const request = h.bot.store.getRequest(requestId)!;
+    const request = (await h.bot.store.getRequest(requestId))!;
     expect(request.status).toBe("failed");
     expect(request.error).toContain("GitLab did not run it again");
     await h.slack.waitFor("chat.update", (call) =>

@@ -7,6 +7,7 @@ import {
   PROJECT_PATH,
   askForVm,
   harnessPerTest,
+  requestsOf,
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
@@ -45,11 +46,8 @@ function trackerFor(h: Harness): Tracker {
   return h.bot.tracker;
 }
 
-const requestOf = (h: Harness, pipelineId: number) =>
-  h.bot.store.listAudit().flatMap((a) => {
-    const r = a.requestId === null ? undefined : h.bot.store.getRequest(a.requestId);
-    return r?.pipelineId === pipelineId ? [r] : [];
-  })[0]!;
+const requestOf = async (h: Harness, pipelineId: number) =>
+  (await requestsOf(h)).find((r) => r.pipelineId === pipelineId)!;
 
 describe("the tracker", () => {
   it("moves a request to planning, then posts the plan with Approve and Reject and the full plan in the thread", async () => {
@@ -58,12 +56,12 @@ describe("the tracker", () => {
     const pipelineId = await askForVm(h);
 
     await tracker.tick();
-    expect(requestOf(h, pipelineId).status).toBe("planning");
+    expect((await requestOf(h, pipelineId)).status).toBe("planning");
 
     runUntilSettled(h, pipelineId, "tf:plan");
     await tracker.tick();
 
-    const done = requestOf(h, pipelineId);
+    const done = await requestOf(h, pipelineId);
     expect(done.status).toBe("awaiting_approval");
     expect(done.review?.plan.resources.length).toBeGreaterThan(0);
     const message = h.slack.message(CHANNEL, done.messageTs!)!;
@@ -85,8 +83,8 @@ describe("the tracker", () => {
     const planJob = h.gitlab.job(pipelineId, "tf:plan");
     // What a bot that uploaded the plan and died before recording it leaves: the intent in the
     // store, and the file in the request's thread.
-    const request = requestOf(h, pipelineId);
-    h.bot.store.intend(request.id, `upload_plan:${planJob.id}`);
+    const request = await requestOf(h, pipelineId);
+    await h.bot.store.intend(request.id, `upload_plan:${planJob.id}`);
     await new WebClient(TEST_SECRETS.botToken, { slackApiUrl: h.slack.apiUrl }).filesUploadV2({
       channel_id: CHANNEL,
       thread_ts: request.messageTs!,
@@ -94,13 +92,13 @@ describe("the tracker", () => {
       content: "the plan",
     });
     await trackerFor(h).tick();
-    expect(requestOf(h, pipelineId)).toMatchObject({
+    expect(await requestOf(h, pipelineId)).toMatchObject({
       status: "awaiting_approval",
       review: expect.objectContaining({ planFile: "uploaded" }) as unknown,
     });
     expect(h.slack.uploads).toHaveLength(1);
     expect(h.slack.callsTo("conversations.replies")).toHaveLength(1);
-    expect(h.bot.store.effect(request.id, `upload_plan:${planJob.id}`)).toMatchObject({
+    expect(await h.bot.store.effect(request.id, `upload_plan:${planJob.id}`)).toMatchObject({
       state: "done",
       result: { reconciled: true },
     });
@@ -115,7 +113,7 @@ describe("the tracker", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await tracker.tick();
 
-    const failed = requestOf(h, pipelineId);
+    const failed = await requestOf(h, pipelineId);
     expect(failed.status).toBe("failed");
     const job = h.gitlab.job(pipelineId, "tf:plan");
     expect(failed.error).toContain(
@@ -135,7 +133,7 @@ describe("the tracker", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await tracker.tick();
 
-    const failed = requestOf(h, pipelineId);
+    const failed = await requestOf(h, pipelineId);
     // The message says the cause in one sentence; the error itself, whole, is in the thread.
     expect(failed.error).toContain(
       "Terraform stopped on an error from the provider or its API: error retrieving VM list: received an HTTP 401 response - Reason: authentication failure.",
@@ -162,7 +160,7 @@ describe("the tracker", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await trackerFor(h).tick();
 
-    const review = requestOf(h, pipelineId).review!;
+    const review = (await requestOf(h, pipelineId)).review!;
     expect(review.plan.resources).toEqual([
       expect.objectContaining({
         address: "proxmox_virtual_environment_vm.vm",
@@ -171,7 +169,7 @@ describe("the tracker", () => {
       }),
     ]);
     expect(review.nodes?.map((n) => n.name).sort()).toEqual(["pve", "pve2"]);
-    const message = h.slack.message(CHANNEL, requestOf(h, pipelineId).messageTs!)!;
+    const message = h.slack.message(CHANNEL, (await requestOf(h, pipelineId)).messageTs!)!;
     const body = JSON.stringify(message.blocks);
     expect(body).toContain(":rotating_light: *This plan destroys a resource of VM web-01.*");
     expect(body).toContain("*pve* (chosen): CPU 13%, memory 3.2 / 16.0 GiB");
@@ -190,7 +188,7 @@ describe("the tracker", () => {
     runUntilSettled(h, pipelineId, "tf:plan");
     await trackerFor(h).tick();
 
-    const review = requestOf(h, pipelineId).review!;
+    const review = (await requestOf(h, pipelineId)).review!;
     // The log's plan creates the VM; the artifact's, unread, would have replaced it.
     expect(review.plan.resources).toEqual([
       expect.objectContaining({ address: "proxmox_virtual_environment_vm.vm", action: "create" }),
@@ -199,7 +197,7 @@ describe("the tracker", () => {
       "The plan job's plan.json is longer than 64 KB, more than vmbot reads; this summary was read from its log.",
     );
     const body = JSON.stringify(
-      h.slack.message(CHANNEL, requestOf(h, pipelineId).messageTs!)!.blocks,
+      h.slack.message(CHANNEL, (await requestOf(h, pipelineId)).messageTs!)!.blocks,
     );
     expect(body).toContain("plan.json is longer than 64 KB");
   });
@@ -212,7 +210,7 @@ describe("the tracker", () => {
       { status: 404, body: { message: "404 Not found" } },
     );
     await trackerFor(h).tick();
-    expect(requestOf(h, pipelineId)).toMatchObject({
+    expect(await requestOf(h, pipelineId)).toMatchObject({
       status: "failed",
       error: `Pipeline #${pipelineId} no longer exists in GitLab (it was deleted), so nothing more will happen for this request. Run /vm create again if the VM is still needed.`,
     });
@@ -226,9 +224,9 @@ describe("the tracker", () => {
       { status: 500 },
     );
     await trackerFor(h).tick();
-    expect(requestOf(h, pipelineId).status).toBe("queued");
+    expect((await requestOf(h, pipelineId)).status).toBe("queued");
     await trackerFor(h).tick();
-    expect(requestOf(h, pipelineId).status).toBe("planning");
+    expect((await requestOf(h, pipelineId)).status).toBe("planning");
   });
 
   it("costs one GitLab request per tick whether 1 or 50 requests wait, when none changes", async () => {
@@ -236,8 +234,8 @@ describe("the tracker", () => {
     const tracker = trackerFor(h);
     const perTick: number[] = [];
     for (const count of [1, 50]) {
-      while (h.bot.store.listActive().length < count) {
-        await askForVm(h, `web-${h.bot.store.listActive().length + 1}`);
+      while ((await h.bot.store.listActive()).length < count) {
+        await askForVm(h, `web-${(await h.bot.store.listActive()).length + 1}`);
       }
       await tracker.tick(); // the first pass looks at everything once
       await tracker.tick();

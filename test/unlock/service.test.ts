@@ -3,6 +3,7 @@ import { createEffects } from "../../src/effects.js";
 import { createGitlab } from "../../src/gitlab/gitlab.js";
 import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
+import { asAsyncStore } from "../../src/store/async.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { Store } from "../../src/store/store.js";
 import { createUnlockService, type UnlockService } from "../../src/unlock/service.js";
@@ -66,8 +67,8 @@ function service(
   });
   const unlock = createUnlockService({
     gitlab: w.gitlab,
-    store,
-    effects: createEffects({ store }),
+    store: asAsyncStore(store),
+    effects: createEffects({ store: asAsyncStore(store) }),
     access: { may: (_action, user) => Promise.resolve(user === ADMIN), who: () => [ADMIN] },
     log: createLogger({
       level: "info",
