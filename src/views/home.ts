@@ -49,11 +49,15 @@ const STATUS: Partial<Record<RequestStatus, string>> = {
   configuring: "Configuring",
 };
 
-/** A time in the reader's own time zone, the ISO text as the fallback (and alone if it is not one). */
+/**
+ * A time in the reader's own time zone, with the time it was read as (in ISO 8601) as the
+ * fallback: never the stored text itself, which `Date.parse` may read as a time however odd it
+ * is, inside the date token. Text that is not a time is shown alone, escaped.
+ */
 function when(iso: string): string {
   const at = Date.parse(iso);
   if (Number.isNaN(at)) return escapeMrkdwn(iso);
-  return `<!date^${Math.floor(at / 1000)}^{date_short_pretty} {time}|${escapeMrkdwn(iso)}>`;
+  return `<!date^${Math.floor(at / 1000)}^{date_short_pretty} {time}|${new Date(at).toISOString()}>`;
 }
 
 const section = (text: string): KnownBlock => ({

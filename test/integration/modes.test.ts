@@ -96,7 +96,10 @@ describe("VMBOT_MODE auto with no Slack credential", () => {
       expect(port).toBeGreaterThan(0);
 
       const health = await healthy(port);
-      expect(health).toEqual({ status: 200, body: { status: "ok" } });
+      expect(health).toEqual({
+        status: 200,
+        body: { status: "ok", database: { engine: "sqlite", reachable: true } },
+      });
       expect(existsSync(join(dir, "data", "sandbox.sqlite"))).toBe(true);
       // The bot's own store is not created by the sandbox.
       expect(existsSync(join(dir, "data", "vmbot.sqlite"))).toBe(false);
@@ -122,7 +125,10 @@ describe("VMBOT_MODE auto with no Slack credential", () => {
 
       const bot = start({ PORT: "0" }, dir);
       const port = await bannerPort(bot);
-      expect(await healthy(port)).toEqual({ status: 200, body: { status: "ok" } });
+      expect(await healthy(port)).toEqual({
+        status: 200,
+        body: { status: "ok", database: { engine: "sqlite", reachable: true } },
+      });
 
       expect(readFileSync(botStore).equals(ownBytes)).toBe(true);
       expect(existsSync(sandboxStore)).toBe(true);

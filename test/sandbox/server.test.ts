@@ -254,7 +254,10 @@ describe("the sandbox page server", () => {
 
     const health = await fetch(at(s, "/healthz"));
     expect(health.status).toBe(200);
-    expect(await health.json()).toEqual({ status: "ok" });
+    expect(await health.json()).toEqual({
+      status: "ok",
+      database: { engine: "sqlite", reachable: true },
+    });
 
     const missing = await fetch(at(s, "/nothing-here"));
     expect(missing.status).toBe(404);

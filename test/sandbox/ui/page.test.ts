@@ -230,7 +230,10 @@ describeWithChromium("the sandbox in a browser", () => {
   it("healthz answers once the banner is out", async () => {
     const response = await fetch(new URL("/healthz", url));
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: "ok" });
+    expect(await response.json()).toEqual({
+      status: "ok",
+      database: { engine: "sqlite", reachable: true },
+    });
   });
 
   // Early in the file: the bot reuses a node list younger than 15 s, and a form opened with one
