@@ -5,6 +5,8 @@ import { LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
 import { destroyAskedReply, inFlightReply } from "../views/destroy.js";
 import { leaseAtMaximumWords, leaseExtendedWords } from "../views/lease.js";
 import { extendedEnd } from "../vm/lease.js";
+import { longerLeaseMs, mayAskLonger } from "../extend/ask.js";
+import { atMaximumAskWords } from "../views/extend.js";
 
 /**
  * A lease reminder's buttons, in the owner's direct messages: Extend (the default length again
@@ -32,7 +34,13 @@ export function extendLease(deps: DestroyDeps, user: string, value: unknown): st
     return `Only the owner of ${vm.name} (<@${vm.owner}>) may extend its lease.`;
   const until = extendedEnd(deps.config.lease, now());
   if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
-    return leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "");
+    // Where the policy lets the owner ask for more, the answer says how.
+    const longer = longerLeaseMs(deps.config.lease);
+    const ask =
+      longer !== null && mayAskLonger(deps.access.policy(), deps.config.lease, vm)
+        ? atMaximumAskWords(longer)
+        : "";
+    return `${leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "")}${ask}`;
   }
   deps.store.inventory.setLease(vm.name, until);
   deps.store.audit({

@@ -3,6 +3,8 @@ import type { Access } from "../access.js";
 import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import { longerLeaseMs, mayAskLonger } from "../extend/ask.js";
+import type { VmRecord } from "../store/inventory.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { homeView, type HomeView, type PendingApproval } from "../views/home.js";
 import type { HomeChange } from "./changes.js";
@@ -46,6 +48,18 @@ async function isApprover(access: Access, user: string): Promise<boolean> {
   return names.some((name) => groups.includes(name));
 }
 
+/** The VMs whose owner may ask for a lease past the maximum, with the length offered. */
+function longerLeases(deps: HomePublisherDeps, vms: readonly VmRecord[]) {
+  const { lease } = deps.config;
+  const ms = longerLeaseMs(lease);
+  if (ms === null || lease.maxMs === null) return undefined;
+  const maxMs = lease.maxMs;
+  const policy = deps.access.policy();
+  return new Map(
+    vms.filter((vm) => mayAskLonger(policy, lease, vm)).map((vm) => [vm.name, { ms, maxMs }]),
+  );
+}
+
 /** The Home's content for `user`, read afresh from the store. */
 async function homeFor(
   deps: HomePublisherDeps,
@@ -73,8 +87,10 @@ async function homeFor(
       return url === undefined ? [] : [[r.id, url] as const];
     }),
   );
+  const vms = store.inventory.list({ owner: user });
   return homeView({
-    vms: store.inventory.list({ owner: user }),
+    vms,
+    longer: longerLeases(deps, vms),
     requests,
     approvals,
     links,

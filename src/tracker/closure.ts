@@ -16,6 +16,7 @@ import {
   lateDestroyWords,
 } from "../views/decision.js";
 import { destroyExpiredWords } from "../views/destroy.js";
+import { extensionExpiredWords } from "../views/extend.js";
 import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
 import {
   cancelFailedWords,
@@ -236,16 +237,19 @@ async function report(
   await deps.post(request, step, text);
 }
 
+const expiryWords = (request: RequestRecord, ttlMs: number) => {
+  if (request.kind === "destroy") return destroyExpiredWords(request.spec.name, ttlWords(ttlMs));
+  if (request.kind === "extend") return extensionExpiredWords(request.spec.name, ttlWords(ttlMs));
+  return expiredWords(ttlMs);
+};
+
 async function expire(deps: ClosureDeps, request: RequestRecord) {
   const expired = deps.store.transition(
     request.id,
     ["awaiting_approval"],
     "expired",
     {
-      error:
-        request.kind === "destroy"
-          ? destroyExpiredWords(request.spec.name, ttlWords(deps.config.planTtlMs))
-          : expiredWords(deps.config.planTtlMs),
+      error: expiryWords(request, deps.config.planTtlMs),
     },
     closeIntents(request),
     { actor: "vmbot", action: "expired" },

@@ -17,6 +17,8 @@ import { createDestroyAdvance } from "./destroy-advance.js";
 import { expirePlans } from "./expiry.js";
 import { createLatePipelines } from "./late-pipelines.js";
 import { createLeaseKeeper } from "./leases.js";
+import { finishClaimedExtensions } from "../extend/finish.js";
+import { awaitPostedExtensions } from "../extend/waiting.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import { catchUpMessages } from "./message-sync.js";
 import { createNotifier } from "./notify.js";
@@ -144,7 +146,14 @@ function createParts(deps: TrackerDeps) {
       if (moved) await render(moved);
     }
   };
-  return { closure, advance, recovery, leases, lapse };
+  /** Lease extensions a crash left posted but not waiting, or approved but not finished. */
+  const extensions = async () => {
+    for (const moved of await awaitPostedExtensions({ access: deps.access, store }, now())) {
+      await render(moved);
+    }
+    for (const ended of finishClaimedExtensions({ store, log })) await render(ended);
+  };
+  return { closure, advance, recovery, leases, lapse, extensions };
 }
 
 /**
@@ -210,7 +219,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
 
 export function createTracker(deps: TrackerDeps): Tracker {
   const { store, client, config, log, now } = deps;
-  const { closure, advance, recovery, leases, lapse } = createParts(deps);
+  const { closure, advance, recovery, leases, lapse, extensions } = createParts(deps);
   const reads = createReadList(deps.gitlab, now);
 
   async function pass(): Promise<void> {
@@ -220,6 +229,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     await expirePlans({ closure, planTtlMs: config.planTtlMs, now }, unfinished);
     await lapse(store.listByStatus(["awaiting_approval"]));
     await leases.check();
+    await extensions();
     // Rejected and expired requests too, while their apply job could still be played in GitLab.
     const active = [...store.listActive(), ...closure.watched()].flatMap((r) =>
       r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }],
