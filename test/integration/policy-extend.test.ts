@@ -338,6 +338,46 @@ describe("a lease past the maximum under the policy's extend rule", () => {
     ).toHaveLength(1);
   });
 
+  it("offers Ask for… on the owner's Home, and opens the same request from there", async () => {
+    const h = await withPolicy();
+    await madeVm(h);
+    const before = h.slack.callsTo("views.publish").length;
+    await h.signer.appHomeOpened({ userId: REQUESTER });
+    const home = await waitFor(
+      () =>
+        h.slack
+          .callsTo("views.publish")
+          .slice(before)
+          .find((call) => call.ok && call.args.user_id === REQUESTER),
+      "the owner's Home",
+    );
+    expect(JSON.stringify(home.args.view)).toContain("Ask for 4 minutes (needs approval)");
+    const opens = h.slack.callsTo("views.open").length;
+    await h.signer.blockAction({
+      view: h.slack.home(REQUESTER)!,
+      userId: REQUESTER,
+      actionId: "home_vm_ask_longer",
+    });
+    const notice = await waitFor(
+      () => h.slack.callsTo("views.open").slice(opens)[0],
+      "the answer to Ask for",
+    );
+    expect(JSON.stringify(notice.args.view)).toContain("Asked to lend *web-01* for 4 minutes");
+    const request = await waitFor(
+      () =>
+        h.bot.store
+          .listByStatus(["awaiting_approval"])
+          .find((r) => r.kind === "extend" && r.messageTs !== null),
+      "the extension request waiting",
+    );
+    expect(request.channel).toBe(CHANNEL);
+    expect(request.requester).toBe(REQUESTER);
+    // Someone else's Home shows no such button for web-01, and a forged click is refused.
+    await h.signer.appHomeOpened({ userId: PLATFORM[0]! });
+    const stranger = await waitFor(() => h.slack.home(PLATFORM[0]!), "the other Home");
+    expect(JSON.stringify(stranger)).not.toContain("home_vm_ask_longer");
+  });
+
   it("offers nothing past the maximum without an extend rule: Extend alone, up to the maximum", async () => {
     const h = await withPolicy(POLICY.replace(/approvals:[\s\S]*$/, "approvals: []\n"));
     await madeVm(h);
