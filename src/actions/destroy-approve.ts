@@ -6,6 +6,7 @@ import { recordApproval } from "../policy/approval-step.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import { escapeMrkdwn, link } from "../slack/mrkdwn.js";
 import type { RequestRecord } from "../store/store.js";
+import { destroyWatch } from "../tracker/closure.js";
 import {
   claimApproval,
   playClaimed,
@@ -92,7 +93,8 @@ async function refuseSuperseded(claim: ApprovalClaim, destroy: Job) {
     ["applying"],
     "canceled",
     { error: words, decision: null },
-    undefined,
+    // Its pipeline stays followed: a destroy job played again by hand in GitLab is reported.
+    destroyWatch(destroy.id),
     { actor: user, action: "approval_refused", detail: { destroyStatus: destroy.status } },
   );
   await claim.answer(words);

@@ -8,7 +8,13 @@ import { cleanTrace } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
 import type { ThreadPoster } from "../slack/thread.js";
-import type { RequestPatch, RequestRecord, RequestStatus, Store } from "../store/store.js";
+import type {
+  RequestPatch,
+  RequestRecord,
+  RequestStatus,
+  Store,
+  TransitionIntent,
+} from "../store/store.js";
 import { recapCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
 import { applyStoppedWords, pipelineDeletedWords } from "../views/request-notes.js";
@@ -35,8 +41,10 @@ export function move(
   request: RequestRecord,
   to: RequestStatus,
   patch: RequestPatch = {},
+  /** Effects to record as intended with the move (a destroy's watch on its pipeline). */
+  intent?: TransitionIntent,
 ): RequestRecord | undefined {
-  const moved = store.transition(request.id, [request.status], to, patch);
+  const moved = store.transition(request.id, [request.status], to, patch, intent);
   if (moved) {
     store.audit({ requestId: request.id, actor: "vmbot", action: to, detail: {} });
   }

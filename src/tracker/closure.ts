@@ -73,7 +73,24 @@ export function closeIntents(request: RequestRecord): TransitionIntent[] {
   return intents;
 }
 
-export const isClosed = (request: RequestRecord) => CLOSED.has(request.status);
+/**
+ * Whether a request ended without doing what it asked, its pipeline still followed: rejected,
+ * expired or withdrawn; or a destroy that failed or was canceled, whose destroy job can still be
+ * played again by hand in GitLab.
+ */
+export const isClosed = (request: RequestRecord) =>
+  CLOSED.has(request.status) || (request.kind === "destroy" && DESTROY_ENDED.has(request.status));
+
+const DESTROY_ENDED = new Set(["failed", "canceled"]);
+
+/**
+ * The watch a destroy that failed or was canceled records with its move: its pipeline stays
+ * followed, and a destroy job played by hand afterwards is reported (the job that already ended,
+ * `endedJobId`, is not).
+ */
+export function destroyWatch(endedJobId: number | undefined): TransitionIntent {
+  return { step: WATCH_STEP, detail: endedJobId === undefined ? {} : { endedJobId } };
+}
 
 export interface ClosureDeps {
   config: Config;
@@ -316,7 +333,10 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
   // A destroy request's manual job is its destroy job: one played after the close is reported.
   const { jobs: names } = deps.config.gitlab;
   const manual = request.kind === "destroy" ? names.destroy : names.apply;
-  const apply = jobs.find((job) => job.name === manual);
+  const found = jobs.find((job) => job.name === manual);
+  // The destroy job that failed or was canceled as the request ended is not news; a new run is.
+  const endedJobId = store.effect(request.id, WATCH_STEP)?.intent.endedJobId;
+  const apply = found !== undefined && found.id === endedJobId ? undefined : found;
   if (apply !== undefined && (PLAYED.has(apply.status) || apply.status === "canceled")) {
     const erased =
       request.review !== null &&
@@ -345,8 +365,9 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
   // A canceled apply that was never played can still be played (GitLab retries it as a
   // new job): followed until one that was played has ended.
   const ended =
-    apply === undefined ||
-    (FINISHED.has(apply.status) &&
+    found === undefined ||
+    (apply !== undefined &&
+      FINISHED.has(apply.status) &&
       store.effect(request.id, `reply_late_apply:${apply.id}`) !== undefined);
   if (ended || now().getTime() - since > WATCH_MS) {
     store.complete(request.id, WATCH_STEP, { applyStatus: apply?.status ?? null });

@@ -118,8 +118,8 @@ function createParts(deps: TrackerDeps) {
       // One approval decides: nothing to count on the message, only whom to call.
       return { approvals: shown ?? { tally: "", by: [], notes: [], approvers } };
     },
-    move: async (request, to, patch) => {
-      const moved = move(store, request, to, patch);
+    move: async (request, to, patch, intent) => {
+      const moved = move(store, request, to, patch, intent);
       if (moved) await render(moved);
       return moved;
     },
