@@ -6,6 +6,7 @@ import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import type { FakeMessage } from "../../sandbox/simulators/slack/index.js";
 import { claimExtension } from "../../src/extend/finish.js";
 import { testClock, type TestClock } from "../support/clock.js";
+import { vmCommand } from "../support/destroy.js";
 import {
   CHANNEL,
   click,
@@ -261,6 +262,9 @@ describe("a lease past the maximum under the policy's extend rule", () => {
     await madeVm(h);
     const { requestId, message } = await askedLonger(h);
     const before = leaseOf(h);
+    expect(JSON.stringify((await vmCommand(h, REQUESTER, "list")).blocks)).toContain(
+      "longer lease awaiting approval",
+    );
     await answerTo(h, message(), PLATFORM[0]!);
     const shown = structuredClone(message());
     await reject(h, message(), SECURITY[0]!, "not this quarter");
