@@ -120,7 +120,10 @@ export function createExtendApproveAction(deps: ExtendActionDeps) {
         await answer(alreadyDecided(deps.store.getRequest(found.id) ?? found));
         return;
       }
-      const ended = finishExtension({ store: deps.store, log }, claimed);
+      const ended = await finishExtension(
+        { store: deps.store, effects: deps.effects, log },
+        claimed,
+      );
       const until = extensionEnd(claimed);
       if (until !== undefined) await answer(leaseExtendedWords(found.spec.name, until));
       await show(ended ?? deps.store.getRequest(found.id) ?? claimed);

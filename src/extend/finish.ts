@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord, Store } from "../store/store.js";
 import { extensionEnd, extensionVmGoneWords } from "../views/extend.js";
@@ -12,6 +13,14 @@ import { extensionEnd, extensionVmGoneWords } from "../views/extend.js";
  */
 
 export const EXTEND_STEP = "extend_lease";
+
+const LeaseSetSchema = z.object({ leaseUntil: z.string() });
+
+export interface FinishDeps {
+  store: Store;
+  effects: Effects;
+  log: Logger;
+}
 
 const IntentSchema = z.object({
   name: z.string(),
@@ -56,13 +65,15 @@ export function claimExtension(
 }
 
 /**
- * Moves the lease of a claimed extension and ends the request; the request as it ended, or
- * undefined when it had already ended (another finisher). Safe to run again after a crash.
+ * Moves the lease of a claimed extension (through the effects journal: a crash point on each
+ * side, and a write that changes nothing when made again) and ends the request; the request as
+ * it ended, or undefined when it had already ended (another finisher). Safe to run again after
+ * a crash.
  */
-export function finishExtension(
-  deps: { store: Store; log: Logger },
+export async function finishExtension(
+  deps: FinishDeps,
   request: RequestRecord,
-): RequestRecord | undefined {
+): Promise<RequestRecord | undefined> {
   const { store } = deps;
   if (request.kind !== "extend" || request.status !== "applying") return undefined;
   const recorded = IntentSchema.safeParse(store.effect(request.id, EXTEND_STEP)?.intent);
@@ -79,22 +90,37 @@ export function finishExtension(
     );
   }
   const intent = recorded.data;
-  if (vm.leaseUntil !== intent.to) store.inventory.setLease(vm.name, intent.to);
-  store.complete(request.id, EXTEND_STEP, { leaseUntil: intent.to });
+  await deps.effects.once(request.id, EXTEND_STEP, {
+    result: LeaseSetSchema,
+    fresh: true,
+    act: () => {
+      // The same end again after a crash: the lease moves once, whatever runs this twice.
+      if (store.inventory.get(vm.name)?.leaseUntil !== intent.to) {
+        store.inventory.setLease(vm.name, intent.to);
+      }
+      return Promise.resolve({ leaseUntil: intent.to });
+    },
+  });
   const ended = store.transition(request.id, ["applying"], "ready", {}, undefined, {
     actor: request.decision?.by ?? "vmbot",
     action: "lease_extended",
     detail: intent,
   });
-  if (ended)
+  if (ended) {
     deps.log.info({ requestId: request.id, name: vm.name, to: intent.to }, "lease extended");
+  }
   return ended;
 }
 
 /** The tracker's pass: extensions a crash left claimed but not finished. */
-export function finishClaimedExtensions(deps: { store: Store; log: Logger }): RequestRecord[] {
-  return deps.store
+export async function finishClaimedExtensions(deps: FinishDeps): Promise<RequestRecord[]> {
+  const claimed = deps.store
     .listByStatus(["applying"])
-    .filter((request) => request.kind === "extend")
-    .flatMap((request) => finishExtension(deps, request) ?? []);
+    .filter((request) => request.kind === "extend");
+  const ended: RequestRecord[] = [];
+  for (const request of claimed) {
+    const done = await finishExtension(deps, request);
+    if (done) ended.push(done);
+  }
+  return ended;
 }

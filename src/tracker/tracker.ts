@@ -151,7 +151,9 @@ function createParts(deps: TrackerDeps) {
     for (const moved of await awaitPostedExtensions({ access: deps.access, store }, now())) {
       await render(moved);
     }
-    for (const ended of finishClaimedExtensions({ store, log })) await render(ended);
+    for (const ended of await finishClaimedExtensions({ store, effects, log })) {
+      await render(ended);
+    }
   };
   return { closure, advance, recovery, leases, lapse, extensions };
 }
