@@ -320,6 +320,52 @@ describe("a lease past the maximum under the policy's extend rule", () => {
     expect(leaseOf(h)).toBe(before);
   });
 
+  it("removes an approval older than the rule's lapse_after on the tracker's pass, with a note, and the lease stays", async () => {
+    const clock = testClock();
+    const h = await withPolicy(
+      POLICY.replace("{ group: security }]", "{ group: security }]\n    lapse_after: 30m"),
+      {},
+      clock,
+    );
+    await madeVm(h);
+    h.bot.store.inventory.setLease(
+      "web-01",
+      new Date(clock.now().getTime() + 20_000).toISOString(),
+    );
+    await h.bot.tracker.tick();
+    const dm = await waitFor(
+      () => h.slack.messages.find((m) => m.channel === REQUESTER || m.channel.startsWith("D")),
+      "the reminder",
+    );
+    await click(h, dm, REQUESTER, "lease_ask_longer");
+    const request = await waitFor(
+      () =>
+        h.bot.store
+          .listByStatus(["awaiting_approval"])
+          .find((r) => r.kind === "extend" && r.messageTs !== null),
+      "the extension request waiting",
+    );
+    h.bot.store.inventory.setLease(
+      "web-01",
+      new Date(clock.now().getTime() + 86_400_000).toISOString(),
+    );
+    const before = leaseOf(h);
+    const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
+    await answerTo(h, message(), PLATFORM[0]!);
+    clock.advance(31 * 60_000);
+    await h.bot.tracker.tick();
+    await waitFor(
+      () =>
+        text(message()).includes("<@U0PLAT1>: approval older than 30m lapsed") ? true : undefined,
+      "the lapse on the message",
+    );
+    expect(h.bot.store.listAudit(request.id).map((e) => e.action)).toContain("approval_lapsed");
+    // Security's approval alone no longer meets the rule: the lease stays.
+    expect(await answerTo(h, message(), SECURITY[0]!)).toMatch(/^Your approval is recorded/);
+    expect(h.bot.store.getRequest(request.id)?.status).toBe("awaiting_approval");
+    expect(leaseOf(h)).toBe(before);
+  });
+
   it("finishes an approval that a crash left before the lease was written: the tracker moves it once", async () => {
     const h = await withPolicy();
     await madeVm(h);
