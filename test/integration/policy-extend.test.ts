@@ -351,6 +351,10 @@ describe("a lease past the maximum under the policy's extend rule", () => {
     );
     const before = leaseOf(h);
     const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
+    await waitFor(
+      () => (text(message()).includes("extend_approve") ? true : undefined),
+      "the message with its buttons",
+    );
     await answerTo(h, message(), PLATFORM[0]!);
     clock.advance(31 * 60_000);
     await h.bot.tracker.tick();
