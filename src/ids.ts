@@ -65,6 +65,13 @@ export const DESTROY_APPROVE = "destroy_approve";
 /** A lease reminder's buttons (direct message to the owner; the VM's name as value). */
 export const LEASE_EXTEND = "lease_extend";
 export const LEASE_DESTROY = "lease_destroy";
+/**
+ * Ask for a lease past VM_LEASE_MAX, where the policy has an `extend` rule for the VM (in the
+ * reminder and on the Home; the VM's name as value), and the extension request's Approve.
+ */
+export const LEASE_ASK_LONGER = "lease_ask_longer";
+export const HOME_VM_ASK_LONGER = "home_vm_ask_longer";
+export const EXTEND_APPROVE = "extend_approve";
 
 /** Message metadata event type for a lease reminder, with the VM, the lease's end and the warning. */
 export const LEASE_EVENT_TYPE = "vmbot_lease_reminder";

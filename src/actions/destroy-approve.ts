@@ -10,6 +10,7 @@ import {
   NOT_A_DESTROY_REQUEST,
 } from "../views/decision.js";
 import type { RequestRecord } from "../store/store.js";
+import { destroyWatch } from "../tracker/closure.js";
 import {
   claimApproval,
   playClaimed,
@@ -94,7 +95,8 @@ async function refuseSuperseded(claim: ApprovalClaim, destroy: Job) {
     ["applying"],
     "canceled",
     { error: words, decision: null },
-    undefined,
+    // Its pipeline stays followed: a destroy job played again by hand in GitLab is reported.
+    destroyWatch(destroy.id),
     { actor: user, action: "approval_refused", detail: { destroyStatus: destroy.status } },
   );
   await claim.answer(words);

@@ -12,6 +12,8 @@ import {
   notLeaseOwnerWords,
 } from "../views/lease.js";
 import { extendedEnd } from "../vm/lease.js";
+import { longerLeaseMs, mayAskLonger } from "../extend/ask.js";
+import { atMaximumAskWords } from "../views/extend.js";
 
 /**
  * A lease reminder's buttons, in the owner's direct messages: Extend (the default length again
@@ -42,7 +44,13 @@ export async function extendLease(
   if (vm.owner !== user) return notLeaseOwnerWords(vm.name, vm.owner);
   const until = extendedEnd(deps.config.lease, now());
   if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
-    return leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "");
+    // Where the policy lets the owner ask for more, the answer says how.
+    const longer = longerLeaseMs(deps.config.lease);
+    const ask =
+      longer !== null && mayAskLonger(deps.access.policy(), deps.config.lease, vm)
+        ? atMaximumAskWords(longer)
+        : "";
+    return `${leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "")}${ask}`;
   }
   await deps.store.inventory.setLease(vm.name, until);
   await deps.store.audit({

@@ -89,7 +89,12 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
         "rejected",
         { decision },
         closeIntents(found),
-        { actor: user, action: "rejected", ...(reason === "" ? {} : { detail: { reason } }) },
+        {
+          actor: user,
+          // A lease extension's rejection is named as such in the audit.
+          action: found.kind === "extend" ? "extension_rejected" : "rejected",
+          ...(reason === "" ? {} : { detail: { reason } }),
+        },
       );
     } catch (error) {
       if (storeWriteFailure(error) === undefined) throw error;

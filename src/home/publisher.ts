@@ -3,10 +3,13 @@ import type { Access } from "../access.js";
 import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord } from "../store/store.js";
+import { longerLeaseMs, mayAskLonger } from "../extend/ask.js";
 import type { AsyncStore } from "../store/async.js";
+import type { VmRecord } from "../store/inventory.js";
+import type { RequestRecord } from "../store/store.js";
 import { homeView, type HomeView, type PendingApproval } from "../views/home.js";
 import type { HomeChange } from "./changes.js";
+import { approvalQueue, queueSignature } from "./queue.js";
 
 /**
  * Publishes each person's Home tab: at once when they open it, and again, a moment later and
@@ -39,12 +42,16 @@ export interface HomePublisherDeps {
 
 const MAX_RETRY_MS = 5 * 60_000;
 
-/** Whether `user` holds the approver role, without auditing a "no" as a refusal. */
-async function isApprover(access: Access, user: string): Promise<boolean> {
-  const names = access.policy().roles.approvers;
-  if (names.includes("everyone")) return true;
-  const groups = await access.groupsOf(user);
-  return names.some((name) => groups.includes(name));
+/** The VMs whose owner may ask for a lease past the maximum, with the length offered. */
+function longerLeases(deps: HomePublisherDeps, vms: readonly VmRecord[]) {
+  const { lease } = deps.config;
+  const ms = longerLeaseMs(lease);
+  if (ms === null || lease.maxMs === null) return undefined;
+  const maxMs = lease.maxMs;
+  const policy = deps.access.policy();
+  return new Map(
+    vms.filter((vm) => mayAskLonger(policy, lease, vm)).map((vm) => [vm.name, { ms, maxMs }]),
+  );
 }
 
 /** The Home's content for `user`, read afresh from the store. */
@@ -52,34 +59,28 @@ async function homeFor(
   deps: HomePublisherDeps,
   user: string,
   linkTo: (request: RequestRecord) => string | undefined,
+  shown: Map<string, string>,
 ): Promise<HomeView> {
-  const { store, config } = deps;
+  const { store } = deps;
   const active = await store.listActive();
   const requests = active.filter((r) => r.requester === user).reverse();
-  let approvals: PendingApproval[] | undefined;
-  if (await isApprover(deps.access, user)) {
-    const waiting = (await store.listByStatus(["awaiting_approval"])).filter(
-      (r) => config.access.allowSelfApproval || r.requester !== user,
-    );
-    const given = await Promise.all(
-      waiting.map(async (r) =>
-        r.review === null
-          ? false
-          : (await store.approvals.list(r.id, r.review.planJobId)).some((a) => a.user === user),
-      ),
-    );
-    approvals = waiting
-      .filter((_, i) => given[i] !== true)
-      .map((request) => ({ request, link: linkTo(request) }));
-  }
+  // Only what this person may approve and would still fill a place in (the rule's groups).
+  const queue = await approvalQueue(deps, user, deps.now());
+  shown.set(user, queueSignature(queue));
+  const approvals: PendingApproval[] | undefined = queue?.map((request) => ({
+    request,
+    link: linkTo(request),
+  }));
   const links = new Map(
     requests.flatMap((r) => {
       const url = linkTo(r);
       return url === undefined ? [] : [[r.id, url] as const];
     }),
   );
+  const vms = await store.inventory.list({ owner: user });
   return homeView({
-    vms: await store.inventory.list({ owner: user }),
+    vms,
+    longer: longerLeases(deps, vms),
     requests,
     approvals,
     links,
@@ -88,7 +89,10 @@ async function homeFor(
 }
 
 /** Publishes one person's Home, true when Slack took it; links to request messages included. */
-function createPublish(deps: HomePublisherDeps): (user: string) => Promise<boolean> {
+function createPublish(
+  deps: HomePublisherDeps,
+  shown: Map<string, string>,
+): (user: string) => Promise<boolean> {
   const { client, log } = deps;
   /** The workspace's address (auth.test), for links to request messages; asked once. */
   let workspace: Promise<string | undefined> | undefined;
@@ -108,7 +112,7 @@ function createPublish(deps: HomePublisherDeps): (user: string) => Promise<boole
         ? undefined
         : `${base}archives/${request.channel}/p${request.messageTs.replace(".", "")}`;
     try {
-      const view = await homeFor(deps, user, linkTo);
+      const view = await homeFor(deps, user, linkTo, shown);
       await client.views.publish({ user_id: user, view });
       return true;
     } catch (error) {
@@ -118,8 +122,12 @@ function createPublish(deps: HomePublisherDeps): (user: string) => Promise<boole
   };
 }
 
-/** Who is due a publish: people named by changes, and every approver when approvers are. */
-function createDue(deps: HomePublisherDeps) {
+/**
+ * Who is due a publish: people named by changes, and, when a change concerns the approvers, each
+ * approver whose queue is no longer what their Home last showed (`shown`: a request entered or
+ * left it).
+ */
+function createDue(deps: HomePublisherDeps, shown: Map<string, string>) {
   const users = new Set<string>();
   let approvers = false;
   return {
@@ -140,7 +148,9 @@ function createDue(deps: HomePublisherDeps) {
       if (approvers) {
         approvers = false;
         for (const user of homes) {
-          if (!taken.has(user) && (await isApprover(deps.access, user))) taken.add(user);
+          if (taken.has(user)) continue;
+          const queue = await approvalQueue(deps, user, deps.now());
+          if (queue !== undefined && queueSignature(queue) !== shown.get(user)) taken.add(user);
         }
       }
       return [...taken];
@@ -151,8 +161,10 @@ function createDue(deps: HomePublisherDeps) {
 export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
   const debounceMs = deps.debounceMs ?? 1_000;
   const firstRetryMs = deps.retryMs ?? 10_000;
-  const publish = createPublish(deps);
-  const due = createDue(deps);
+  /** Each Home's approval queue as last published (its requests), in this process. */
+  const shown = new Map<string, string>();
+  const publish = createPublish(deps, shown);
+  const due = createDue(deps, shown);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let retryMs = firstRetryMs;

@@ -2,6 +2,7 @@ import type { App, BlockButtonAction } from "@slack/bolt";
 import type { Access } from "../access.js";
 import { createCreateSubmission, type CreateSubmitDeps } from "../actions/create-submit.js";
 import { registerDestroyApprove } from "../actions/destroy-approve.js";
+import { registerExtendActions } from "../actions/extend.js";
 import { registerLeaseActions } from "../actions/lease.js";
 import { createApproveAction, type PlanDecisionDeps } from "../actions/plan-decision.js";
 import { createPlanAgainAction, type PlanAgainDeps } from "../actions/plan-again.js";
@@ -71,5 +72,6 @@ export function registerListeners(app: App, deps: ListenerDeps): void {
   registerDestroyActions(app, deps);
   registerDestroyApprove(app, deps);
   registerLeaseActions(app, deps);
+  registerExtendActions(app, deps);
   registerHome(app, deps);
 }

@@ -20,7 +20,7 @@ import { askOf } from "./usage.js";
  */
 
 export type ApprovalOutcome =
-  | { kind: "met"; rule: string; tally: string }
+  | { kind: "met"; rule: string; tally: string; by: string[] }
   | { kind: "waiting"; words: string; request: RequestRecord | undefined };
 
 interface ApprovalDeps {
@@ -33,12 +33,16 @@ const destructive = (request: RequestRecord) =>
     (resource) => resource.action === "delete" || resource.action === "replace",
   );
 
-/** The rule that decides a request's approvals: a destroy's, or a create's by its plan. */
+/** The rule that decides a request's approvals: a destroy's, an extension's, or a create's by its plan. */
 export function ruleOf(policy: PolicyFile, request: RequestRecord): ApprovalRule {
-  return request.kind === "destroy"
-    ? approvalRuleFor(policy, "destroy", askOf(request.spec), true)
-    : approvalRuleFor(policy, "create", askOf(request.spec), destructive(request));
+  if (request.kind === "destroy")
+    return approvalRuleFor(policy, "destroy", askOf(request.spec), true);
+  if (request.kind === "extend") return approvalRuleFor(policy, "extend", askOf(request.spec));
+  return approvalRuleFor(policy, "create", askOf(request.spec), destructive(request));
 }
+
+/** An extension request has no pipeline or plan: its approvals are kept under one key. */
+export const EXTENSION_KEY = 1;
 
 /**
  * What a request's approvals are kept under: the plan job they were given on (a re-run plan
@@ -46,6 +50,7 @@ export function ruleOf(policy: PolicyFile, request: RequestRecord): ApprovalRule
  */
 export function approvalKey(request: RequestRecord): number | undefined {
   if (request.kind === "destroy") return request.pipelineId ?? undefined;
+  if (request.kind === "extend") return EXTENSION_KEY;
   return request.review?.planJobId;
 }
 
@@ -61,13 +66,13 @@ export function approversOf(policy: PolicyFile, rule: ApprovalRule, requester: s
   return [...new Set(ids)].filter((id) => rule.self_approval || id !== requester);
 }
 
-/** The approvals a request shows: a plan's in its review, a destroy's on the request. */
+/** The approvals a request shows: a plan's in its review, a destroy's or extension's on the request. */
 export const shownOf = (request: RequestRecord): ShownApprovals | undefined =>
-  request.kind === "destroy" ? (request.approvals ?? undefined) : request.review?.approvals;
+  request.kind === "create" ? request.review?.approvals : (request.approvals ?? undefined);
 
 /** The change that makes a request show `shown`. */
 function showing(request: RequestRecord, shown: ShownApprovals): RequestPatch {
-  if (request.kind === "destroy" || request.review === null) return { approvals: shown };
+  if (request.kind !== "create" || request.review === null) return { approvals: shown };
   return { review: { ...request.review, approvals: shown } };
 }
 
@@ -136,6 +141,8 @@ export async function waitingApprovals(
   return { approvers, approvals: places > 1 || notes.length > 0 ? shown : undefined };
 }
 
+const WHAT = { create: "plan", destroy: "destroy", extend: "extension" } as const;
+
 export async function recordApproval(
   deps: ApprovalDeps,
   request: RequestRecord,
@@ -145,7 +152,7 @@ export async function recordApproval(
   const policy = deps.access.policy();
   const rule = ruleOf(policy, request);
   const key = approvalKey(request);
-  if (key === undefined) return { kind: "met", rule: rule.name, tally: "" };
+  if (key === undefined) return { kind: "met", rule: rule.name, tally: "", by: [user] };
   const [groups, requesterGroups] = await Promise.all([
     deps.access.groupsOf(user),
     deps.access.groupsOf(request.requester),
@@ -156,7 +163,10 @@ export async function recordApproval(
     await deps.store.approvals.add({ requestId: request.id, planJobId: key, user, groups, at });
     const { counted, notes } = await count(deps, request, requesterGroups, rule, key, now);
     const words = tallyWords(counted);
-    if (counted.met) return { kind: "met", rule: rule.name, tally: words };
+    if (counted.met) {
+      const by = counted.requirements.flatMap((need) => need.by);
+      return { kind: "met", rule: rule.name, tally: words, by };
+    }
     // The request as the store holds it now: the notes it shows are kept, the new ones added.
     const current = (await deps.store.getRequest(request.id)) ?? request;
     const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
@@ -173,7 +183,7 @@ export async function recordApproval(
       action: "approval_recorded",
       detail: { rule: rule.name, tally: words, counts: shown.by.includes(user) },
     });
-    const what = request.kind === "destroy" ? "destroy" : "plan";
+    const what = WHAT[request.kind];
     return {
       kind: "waiting",
       words: shown.by.includes(user)

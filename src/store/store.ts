@@ -17,8 +17,11 @@ export {
   type RequestStatus,
 } from "../requests/lifecycle.js";
 
-/** What a request does to its VM: create (or update) it, or destroy it. */
-export const REQUEST_KINDS = ["create", "destroy"] as const;
+/**
+ * What a request does to its VM: create (or update) it, destroy it, or extend its lease past the
+ * maximum (approved in the channel; no pipeline).
+ */
+export const REQUEST_KINDS = ["create", "destroy", "extend"] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 
 export interface RequestRecord {

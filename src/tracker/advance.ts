@@ -8,8 +8,13 @@ import { cleanTrace } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
 import type { Redactor } from "../redact.js";
 import type { ThreadPoster } from "../slack/thread.js";
-import type { RequestPatch, RequestRecord, RequestStatus } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
+import type {
+  RequestPatch,
+  RequestRecord,
+  RequestStatus,
+  TransitionIntent,
+} from "../store/store.js";
 import { recapCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
 import { applyStoppedWords, pipelineDeletedWords } from "../views/request-notes.js";
@@ -36,8 +41,10 @@ export async function move(
   request: RequestRecord,
   to: RequestStatus,
   patch: RequestPatch = {},
+  /** Effects to record as intended with the move (a destroy's watch on its pipeline). */
+  intent?: TransitionIntent,
 ): Promise<RequestRecord | undefined> {
-  const moved = await store.transition(request.id, [request.status], to, patch);
+  const moved = await store.transition(request.id, [request.status], to, patch, intent);
   if (moved) {
     await store.audit({ requestId: request.id, actor: "vmbot", action: to, detail: {} });
   }

@@ -17,6 +17,7 @@ import {
   lateDestroyWords,
 } from "../views/decision.js";
 import { destroyExpiredWords } from "../views/destroy.js";
+import { extensionExpiredWords } from "../views/extend.js";
 import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
 import {
   cancelFailedWords,
@@ -73,7 +74,24 @@ export function closeIntents(request: RequestRecord): TransitionIntent[] {
   return intents;
 }
 
-export const isClosed = (request: RequestRecord) => CLOSED.has(request.status);
+/**
+ * Whether a request ended without doing what it asked, its pipeline still followed: rejected,
+ * expired or withdrawn; or a destroy that failed or was canceled, whose destroy job can still be
+ * played again by hand in GitLab.
+ */
+export const isClosed = (request: RequestRecord) =>
+  CLOSED.has(request.status) || (request.kind === "destroy" && DESTROY_ENDED.has(request.status));
+
+const DESTROY_ENDED = new Set(["failed", "canceled"]);
+
+/**
+ * The watch a destroy that failed or was canceled records with its move: its pipeline stays
+ * followed, and a destroy job played by hand afterwards is reported (the job that already ended,
+ * `endedJobId`, is not).
+ */
+export function destroyWatch(endedJobId: number | undefined): TransitionIntent {
+  return { step: WATCH_STEP, detail: endedJobId === undefined ? {} : { endedJobId } };
+}
 
 export interface ClosureDeps {
   config: Config;
@@ -237,16 +255,19 @@ async function report(
   await deps.post(request, step, text);
 }
 
+const expiryWords = (request: RequestRecord, ttlMs: number) => {
+  if (request.kind === "destroy") return destroyExpiredWords(request.spec.name, ttlWords(ttlMs));
+  if (request.kind === "extend") return extensionExpiredWords(request.spec.name, ttlWords(ttlMs));
+  return expiredWords(ttlMs);
+};
+
 async function expire(deps: ClosureDeps, request: RequestRecord) {
   const expired = await deps.store.transition(
     request.id,
     ["awaiting_approval"],
     "expired",
     {
-      error:
-        request.kind === "destroy"
-          ? destroyExpiredWords(request.spec.name, ttlWords(deps.config.planTtlMs))
-          : expiredWords(deps.config.planTtlMs),
+      error: expiryWords(request, deps.config.planTtlMs),
     },
     closeIntents(request),
     { actor: "vmbot", action: "expired" },
@@ -315,7 +336,10 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
   // A destroy request's manual job is its destroy job: one played after the close is reported.
   const { jobs: names } = deps.config.gitlab;
   const manual = request.kind === "destroy" ? names.destroy : names.apply;
-  const apply = jobs.find((job) => job.name === manual);
+  const found = jobs.find((job) => job.name === manual);
+  // The destroy job that failed or was canceled as the request ended is not news; a new run is.
+  const endedJobId = (await store.effect(request.id, WATCH_STEP))?.intent.endedJobId;
+  const apply = found !== undefined && found.id === endedJobId ? undefined : found;
   if (apply !== undefined && (PLAYED.has(apply.status) || apply.status === "canceled")) {
     const erased =
       request.review !== null &&
@@ -348,8 +372,9 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
   // A canceled apply that was never played can still be played (GitLab retries it as a
   // new job): followed until one that was played has ended.
   const ended =
-    apply === undefined ||
-    (FINISHED.has(apply.status) &&
+    found === undefined ||
+    (apply !== undefined &&
+      FINISHED.has(apply.status) &&
       (await store.effect(request.id, `reply_late_apply:${apply.id}`)) !== undefined);
   if (ended || now().getTime() - since > WATCH_MS) {
     await store.complete(request.id, WATCH_STEP, { applyStatus: apply?.status ?? null });

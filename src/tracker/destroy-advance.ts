@@ -1,8 +1,9 @@
 import type { Config } from "../config.js";
 import type { Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
-import type { RequestRecord, RequestStatus } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
+import type { RequestRecord, RequestStatus, TransitionIntent } from "../store/store.js";
+import { destroyWatch } from "./closure.js";
 import {
   destroyedWords,
   destroyFailedNote,
@@ -33,6 +34,7 @@ export interface DestroyAdvanceDeps {
     request: RequestRecord,
     to: RequestStatus,
     patch?: Parameters<AsyncStore["transition"]>[3],
+    intent?: TransitionIntent,
   ) => Promise<RequestRecord | undefined>;
   /** A reply in the request's thread, posted once. */
   postResult: (request: RequestRecord, step: string, text: string) => Promise<void>;
@@ -40,15 +42,23 @@ export interface DestroyAdvanceDeps {
   render: (request: RequestRecord) => Promise<void>;
 }
 
+/**
+ * The destroy failed: the VM is still there, so it stays listed, with what happened to its
+ * destroy. Its pipeline stays followed: a destroy job played again by hand in GitLab is reported.
+ */
+async function failDestroy(
+  deps: DestroyAdvanceDeps,
+  request: RequestRecord,
+  job: Job,
+  destroy: Job | undefined,
+): Promise<void> {
+  await deps.store.inventory.note(request.spec.name, destroyFailedNote(job));
+  await deps.move(request, "failed", { error: destroyFailedWords(job) }, destroyWatch(destroy?.id));
+}
+
 export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
   const { store, config } = deps;
   const jobName = () => config.gitlab.jobs.destroy;
-
-  async function failed(request: RequestRecord, job: Job): Promise<void> {
-    // The VM is still there: it stays listed, with what happened to its destroy.
-    await store.inventory.note(request.spec.name, destroyFailedNote(job));
-    await deps.move(request, "failed", { error: destroyFailedWords(job) });
-  }
 
   /**
    * A destroy decided when it was made (a lease's end, VM_LEASE_ON_EXPIRY=destroy): the move to
@@ -87,7 +97,7 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
       } else if (destroy.status === "skipped" || STOPPED.has(destroy.status)) {
         // A job before it (notify:destroy) failed, so GitLab skipped the destroy job.
         const cause = jobs.find((job) => job.status === "failed") ?? destroy;
-        await failed(request, cause);
+        await failDestroy(deps, request, cause, destroy);
       } else if (!RUNNING.has(destroy.status)) {
         // Played in GitLab itself before anyone approved here: follow it.
         await deps.move(request, "applying");
@@ -97,9 +107,14 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
     if (destroy === undefined) return;
     if (request.status === "awaiting_approval") {
       if (STOPPED.has(destroy.status)) {
-        await deps.move(request, "canceled", {
-          error: `The destroy job was ${destroy.status} in GitLab before anyone approved here; ${request.spec.name} stays.`,
-        });
+        await deps.move(
+          request,
+          "canceled",
+          {
+            error: `The destroy job was ${destroy.status} in GitLab before anyone approved here; ${request.spec.name} stays.`,
+          },
+          destroyWatch(destroy.id),
+        );
       } else if (destroy.status !== "manual") {
         await deps.move(request, "applying");
       }
@@ -120,7 +135,7 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
       });
       await deps.move(request, "ready");
     } else if (STOPPED.has(destroy.status)) {
-      await failed(request, destroy);
+      await failDestroy(deps, request, destroy, destroy);
     } else if (destroy.status === "manual" && request.decision?.kind === "approved") {
       // Approved here, but GitLab has not started the job (a crash, a lost answer): finish it.
       await deps.approvals.playApproved(request, destroy);

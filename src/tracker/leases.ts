@@ -1,6 +1,8 @@
 import type { webApi } from "@slack/bolt";
 import { PostedResultSchema } from "../effect-results.js";
+import type { Access } from "../access.js";
 import type { Config } from "../config.js";
+import { longerLeaseMs, mayAskLonger } from "../extend/ask.js";
 import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import type { AsyncStore } from "../store/async.js";
@@ -21,6 +23,8 @@ import type { RequestStarter } from "./starter.js";
 
 export interface LeaseKeeperDeps {
   config: Config;
+  /** The policy: whether a reminder offers to ask for a lease past the maximum. */
+  access?: Pick<Access, "policy">;
   store: AsyncStore;
   client: webApi.WebClient;
   effects: Effects;
@@ -30,6 +34,14 @@ export interface LeaseKeeperDeps {
 }
 
 type LeasedVm = Awaited<ReturnType<AsyncStore["inventory"]["list"]>>[number];
+
+/** What the reminder offers past the maximum, where the policy's `extend` rule lets the owner ask. */
+function longerOf(deps: LeaseKeeperDeps, vm: LeasedVm) {
+  const { lease } = deps.config;
+  const ms = longerLeaseMs(lease);
+  if (ms === null || lease.maxMs === null || deps.access === undefined) return undefined;
+  return mayAskLonger(deps.access.policy(), lease, vm) ? { ms, maxMs: lease.maxMs } : undefined;
+}
 
 async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
   const { store, config } = deps;
@@ -62,7 +74,7 @@ async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
     act: async () => {
       const posted = await deps.client.chat.postMessage({
         channel: vm.owner,
-        ...leaseReminder(vm, until, config.lease.onExpiry),
+        ...leaseReminder(vm, until, config.lease.onExpiry, longerOf(deps, vm)),
         metadata: { event_type: LEASE_EVENT_TYPE, event_payload: payload },
       });
       await store.audit({

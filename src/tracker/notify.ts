@@ -3,6 +3,7 @@ import type { ThreadPoster } from "../slack/thread.js";
 import type { RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import { destroyApproversWords } from "../views/destroy.js";
+import { extensionApproversWords } from "../views/extend.js";
 import { approverMentions, approversCalledWords, requesterToldWords } from "../views/notify.js";
 
 /**
@@ -21,8 +22,8 @@ function dueStep(request: RequestRecord): string | undefined {
   if (request.status === "awaiting_approval" && request.review !== null) {
     return `${APPROVERS_STEP}:${request.review.planJobId}`;
   }
-  if (request.status === "awaiting_approval" && request.kind === "destroy") {
-    return `${APPROVERS_STEP}:destroy`;
+  if (request.status === "awaiting_approval" && request.kind !== "create") {
+    return `${APPROVERS_STEP}:${request.kind}`;
   }
   return requesterToldWords(request) === undefined ? undefined : requesterStep(request);
 }
@@ -69,7 +70,7 @@ export function createNotifier(deps: { config: Config; post: ThreadPoster }): No
       );
       return;
     }
-    if (request.status === "awaiting_approval" && request.kind === "destroy") {
+    if (request.status === "awaiting_approval" && request.kind !== "create") {
       if (!access.notifyApprovers) return;
       const recorded = request.approvals?.approvers;
       const mentions = approverMentions(
@@ -77,11 +78,11 @@ export function createNotifier(deps: { config: Config; post: ThreadPoster }): No
         recorded !== undefined || access.allowSelfApproval ? undefined : request.requester,
       );
       if (mentions.length === 0) return;
-      await deps.post(
-        request,
-        `${APPROVERS_STEP}:destroy`,
-        destroyApproversWords(request, mentions),
-      );
+      const words =
+        request.kind === "destroy"
+          ? destroyApproversWords(request, mentions)
+          : extensionApproversWords(request, mentions);
+      await deps.post(request, `${APPROVERS_STEP}:${request.kind}`, words);
       return;
     }
     const words = requesterToldWords(request);

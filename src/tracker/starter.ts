@@ -252,6 +252,8 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
       if (posted === undefined) return;
       request = posted;
     }
+    // A lease extension has no pipeline: its message is all it needs (extend/waiting.ts).
+    if (request.kind === "extend") return;
     if (request.pipelineId === null) request = await createPipeline(deps, request);
     await updateRequestMessage(client, store, request, deps.log.child({ requestId: request.id }));
   }
@@ -269,7 +271,9 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
     start,
     async resume(active) {
       const unstarted = active.filter(
-        (r) => r.status === "queued" && (r.messageTs === null || r.pipelineId === null),
+        (r) =>
+          r.status === "queued" &&
+          (r.messageTs === null || (r.pipelineId === null && r.kind !== "extend")),
       );
       for (const request of unstarted) {
         await start(request).catch((error: unknown) => {

@@ -18,6 +18,8 @@ import { createDestroyAdvance } from "./destroy-advance.js";
 import { expirePlans } from "./expiry.js";
 import { createLatePipelines } from "./late-pipelines.js";
 import { createLeaseKeeper } from "./leases.js";
+import { finishClaimedExtensions } from "../extend/finish.js";
+import { awaitPostedExtensions } from "../extend/waiting.js";
 import { renderRequestMessage } from "../slack/request-message.js";
 import { catchUpMessages } from "./message-sync.js";
 import { createNotifier } from "./notify.js";
@@ -117,8 +119,8 @@ function createParts(deps: TrackerDeps) {
       // One approval decides: nothing to count on the message, only whom to call.
       return { approvals: shown ?? { tally: "", by: [], notes: [], approvers } };
     },
-    move: async (request, to, patch) => {
-      const moved = await move(store, request, to, patch);
+    move: async (request, to, patch, intent) => {
+      const moved = await move(store, request, to, patch, intent);
       if (moved) await render(moved);
       return moved;
     },
@@ -145,7 +147,16 @@ function createParts(deps: TrackerDeps) {
       if (moved) await render(moved);
     }
   };
-  return { closure, advance, recovery, leases, lapse };
+  /** Lease extensions a crash left posted but not waiting, or approved but not finished. */
+  const extensions = async () => {
+    for (const moved of await awaitPostedExtensions({ access: deps.access, store }, now())) {
+      await render(moved);
+    }
+    for (const ended of await finishClaimedExtensions({ store, effects, log })) {
+      await render(ended);
+    }
+  };
+  return { closure, advance, recovery, leases, lapse, extensions };
 }
 
 /**
@@ -211,7 +222,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
 
 export function createTracker(deps: TrackerDeps): Tracker {
   const { store, client, config, log, now } = deps;
-  const { closure, advance, recovery, leases, lapse } = createParts(deps);
+  const { closure, advance, recovery, leases, lapse, extensions } = createParts(deps);
   const reads = createReadList(deps.gitlab, now);
 
   async function pass(): Promise<void> {
@@ -221,6 +232,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     await expirePlans({ closure, planTtlMs: config.planTtlMs, now }, unfinished);
     await lapse(await store.listByStatus(["awaiting_approval"]));
     await leases.check();
+    await extensions();
     // Rejected and expired requests too, while their apply job could still be played in GitLab.
     const active = [...(await store.listActive()), ...(await closure.watched())].flatMap((r) =>
       r.pipelineId === null ? [] : [{ request: r, pipelineId: r.pipelineId }],

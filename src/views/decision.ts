@@ -35,6 +35,8 @@ export function playUnknownWords(request: RequestRecord): string {
 const CLOSED_AS: Partial<Record<RequestRecord["status"], string>> = {
   expired: "expired",
   withdrawn: "was withdrawn",
+  failed: "failed",
+  canceled: "was canceled",
 };
 const closedAs = (request: RequestRecord) => CLOSED_AS[request.status] ?? "was rejected";
 

@@ -1,9 +1,16 @@
 import type { types } from "@slack/bolt";
-import { HOME_CREATE, HOME_VM_DESTROY, HOME_VM_EXTEND, HOME_DESTROY_MODAL } from "../ids.js";
+import {
+  HOME_CREATE,
+  HOME_DESTROY_MODAL,
+  HOME_VM_ASK_LONGER,
+  HOME_VM_DESTROY,
+  HOME_VM_EXTEND,
+} from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 import type { VmRecord } from "../store/inventory.js";
 import type { RequestRecord, RequestStatus } from "../store/store.js";
 import { destroyConfirmation, type DestroyReply } from "./destroy.js";
+import { askLongerButton } from "./extend.js";
 import { age } from "./unlock.js";
 
 type KnownBlock = types.KnownBlock;
@@ -28,6 +35,11 @@ export interface HomeInput {
   approvals: readonly PendingApproval[] | undefined;
   /** Links to request messages, by request ID, where known. */
   links?: ReadonlyMap<string, string>;
+  /**
+   * The VMs whose owner may ask for a lease past the maximum (the policy's `extend` rule), by
+   * name: the length offered, and the maximum it goes past.
+   */
+  longer?: ReadonlyMap<string, { ms: number; maxMs: number }>;
   now: Date;
 }
 
@@ -97,7 +109,11 @@ function vmLine(vm: VmRecord, now: Date): string {
   return `${parts.join(" · ")}\n${lease}${status}`;
 }
 
-function vmButtons(vm: VmRecord, index: number): KnownBlock {
+function vmButtons(
+  vm: VmRecord,
+  index: number,
+  longer: { ms: number; maxMs: number } | undefined,
+): KnownBlock {
   return {
     type: "actions",
     block_id: `home_vm_${index}`,
@@ -112,6 +128,9 @@ function vmButtons(vm: VmRecord, index: number): KnownBlock {
               value: vm.name,
             },
           ]),
+      ...(longer === undefined
+        ? []
+        : [askLongerButton(HOME_VM_ASK_LONGER, vm.name, longer.ms, longer.maxMs)]),
       {
         type: "button",
         action_id: HOME_VM_DESTROY,
@@ -126,21 +145,24 @@ function vmButtons(vm: VmRecord, index: number): KnownBlock {
 const more = (count: number, what: string, where: string): KnownBlock[] =>
   count > 0 ? [context(`…and ${count} more ${what}, not shown here: ${where}.`)] : [];
 
-function vmBlocks(vms: readonly VmRecord[], now: Date): KnownBlock[] {
+function vmBlocks(input: HomeInput): KnownBlock[] {
+  const { vms, now } = input;
   const blocks: KnownBlock[] = [header(`Your VMs (${vms.length})`)];
   if (vms.length === 0) {
     blocks.push(section("You have no VM made by vmbot. *Create VM* asks for one."));
     return blocks;
   }
   vms.slice(0, HOME_MAX_VMS).forEach((vm, index) => {
-    blocks.push(section(vmLine(vm, now)), vmButtons(vm, index));
+    blocks.push(section(vmLine(vm, now)), vmButtons(vm, index, input.longer?.get(vm.name)));
   });
   blocks.push(...more(vms.length - HOME_MAX_VMS, "VMs", "`/vm list` shows them all"));
   return blocks;
 }
 
+const KIND_WORDS = { create: "Create", destroy: "Destroy", extend: "Longer lease for" } as const;
+
 const kindWords = (request: RequestRecord) =>
-  `${request.kind === "destroy" ? "Destroy" : "Create"} *${escapeMrkdwn(truncate(request.spec.name, 100))}*`;
+  `${KIND_WORDS[request.kind]} *${escapeMrkdwn(truncate(request.spec.name, 100))}*`;
 
 const messageLink = (url: string | undefined) =>
   url === undefined ? "" : ` ${link(url, "Open the request")}`;
@@ -204,7 +226,7 @@ export function homeView(input: HomeInput): HomeView {
       },
     },
     { type: "divider" },
-    ...vmBlocks(input.vms, input.now),
+    ...vmBlocks(input),
     { type: "divider" },
     ...requestBlocks(input),
   ];

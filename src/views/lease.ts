@@ -1,7 +1,8 @@
 import type { types } from "@slack/bolt";
-import { LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
+import { LEASE_ASK_LONGER, LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
 import { escapeMrkdwn, truncate } from "../slack/mrkdwn.js";
 import type { VmRecord } from "../store/inventory.js";
+import { askLongerButton } from "./extend.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -9,11 +10,15 @@ type KnownBlock = types.KnownBlock;
 const when = (iso: string) =>
   `<!date^${Math.floor(Date.parse(iso) / 1000)}^{date_short_pretty} {time}|${iso}>`;
 
-/** The owner's direct message before a lease ends: Extend, and Destroy now (confirmed). */
+/**
+ * The owner's direct message before a lease ends: Extend, Destroy now (confirmed), and, where the
+ * policy lets the owner ask for a lease past the maximum, Ask for … (`longer`).
+ */
 export function leaseReminder(
   vm: VmRecord,
   until: string,
   onExpiry: "request-destroy" | "destroy",
+  longer?: { ms: number; maxMs: number },
 ): { text: string; blocks: KnownBlock[] } {
   const name = escapeMrkdwn(vm.name);
   const then =
@@ -35,6 +40,9 @@ export function leaseReminder(
             text: { type: "plain_text", text: "Extend" },
             value: vm.name,
           },
+          ...(longer === undefined
+            ? []
+            : [askLongerButton(LEASE_ASK_LONGER, vm.name, longer.ms, longer.maxMs)]),
           {
             type: "button",
             action_id: LEASE_DESTROY,

@@ -1,4 +1,5 @@
 import { destroyToldWords } from "./destroy.js";
+import { extensionToldWords } from "./extend.js";
 import type { RequestRecord } from "../store/store.js";
 import { escapeMrkdwn } from "../slack/mrkdwn.js";
 import { reasonWords } from "./request-message.js";
@@ -58,6 +59,7 @@ export function approversCalledWords(
 /** In the thread when the request ends: the requester is told, by mention. */
 export function requesterToldWords(request: RequestRecord): string | undefined {
   if (request.kind === "destroy") return destroyToldWords(request);
+  if (request.kind === "extend") return extensionToldWords(request);
   const to = `<@${request.requester}>`;
   const by = request.decision === null ? "" : ` by <@${request.decision.by}>`;
   switch (request.status) {

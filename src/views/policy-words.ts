@@ -70,16 +70,25 @@ export function approvalsSoFarWords(approvals: { tally: string; by: string[]; no
   return `:busts_in_silhouette: Approvals: ${approvals.tally}${by}${notes}`;
 }
 
-/** What is approved: a plan (its apply job plays when met) or a destroy (its destroy job). */
-export type ApprovedThing = "plan" | "destroy";
+/** What is approved: a plan (its apply job plays when met), a destroy (its destroy job), or a lease extension. */
+export type ApprovedThing = "plan" | "destroy" | "extension";
 
-const needs = (what: ApprovedThing) => (what === "plan" ? "This plan needs" : "This destroy needs");
+const THIS: Record<ApprovedThing, string> = {
+  plan: "this plan",
+  destroy: "this destroy",
+  extension: "this lease extension",
+};
+const THEN: Record<ApprovedThing, string> = {
+  plan: "the apply starts",
+  destroy: "the destroy job starts",
+  extension: "the lease moves",
+};
 
 export const approvalRecordedWords = (tally: string, what: ApprovedThing = "plan") =>
-  `Your approval is recorded. ${needs(what)} ${tally}; the ${what === "plan" ? "apply" : "destroy job"} starts when the rest approve.`;
+  `Your approval is recorded. ${THIS[what].replace(/^t/, "T")} needs ${tally}; ${THEN[what]} when the rest approve.`;
 
 export const approvalNotCountingWords = (tally: string, what: ApprovedThing = "plan") =>
-  `Your approval does not add to what ${what === "plan" ? "this plan" : "this destroy"} needs (${tally}): another approval from the same group, or from a group the rule does not ask for, does not count.`;
+  `Your approval does not add to what ${THIS[what]} needs (${tally}): another approval from the same group, or from a group the rule does not ask for, does not count.`;
 
 export const earlierPlanResetWords =
   "The plan was run again: approvals given on the earlier plan were reset, this plan needs its own.";

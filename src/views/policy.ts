@@ -17,6 +17,14 @@ function sizeLimit(max: { cores?: number; memory_gib?: number; disk_gib?: number
   return parts.length === 0 ? "any size" : `up to ${parts.join(", ")} per VM`;
 }
 
+/** A rule's action as a person reads it; a lease extension says where it is asked for. */
+const ACTION_WORDS: Record<ApprovalRule["action"], string> = {
+  create: "create",
+  destroy: "destroy",
+  unlock: "unlock",
+  extend: "a lease past the maximum (*Ask for…* in the lease reminder or on the Home tab)",
+};
+
 function ruleWords(rule: ApprovalRule): string {
   const when = rule.when;
   const conditions = [
@@ -36,7 +44,7 @@ function ruleWords(rule: ApprovalRule): string {
     )
     .join(" and ");
   const lapse = rule.lapse_after === undefined ? "" : `; approvals lapse after ${rule.lapse_after}`;
-  return `• ${rule.action}${conditions.length === 0 ? "" : ` with ${conditions.join(", ")}`}: ${needs}${lapse}`;
+  return `• ${ACTION_WORDS[rule.action]}${conditions.length === 0 ? "" : ` with ${conditions.join(", ")}`}: ${needs}${lapse}`;
 }
 
 function usageWords(

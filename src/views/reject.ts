@@ -6,6 +6,23 @@ import type { RequestRecord } from "../store/store.js";
 /** How long a rejection's reason may be. */
 export const REASON_MAX = 500;
 
+/** What Reject's form asks, by what the request does. */
+const WORDS: Record<RequestRecord["kind"], { title: string; text: (vm: string) => string }> = {
+  create: {
+    title: "Reject this plan?",
+    text: (vm) =>
+      `Reject the plan for ${vm}? Its pipeline is canceled in GitLab and nothing is built.`,
+  },
+  destroy: {
+    title: "Reject this destroy?",
+    text: (vm) => `Reject destroying ${vm}? Its pipeline is canceled in GitLab and the VM stays.`,
+  },
+  extend: {
+    title: "Reject longer lease?",
+    text: (vm) => `Reject the longer lease for ${vm}? Its lease stays as it was.`,
+  },
+};
+
 /**
  * Reject's form: it asks why (optional) before the plan is rejected. Its private_metadata is the
  * request ID only; the request is read again when it comes back.
@@ -15,7 +32,7 @@ export function rejectModal(request: RequestRecord): types.ModalView {
     type: "modal",
     callback_id: PLAN_REJECT_MODAL,
     private_metadata: JSON.stringify({ requestId: request.id }),
-    title: { type: "plain_text", text: "Reject this plan?" },
+    title: { type: "plain_text", text: WORDS[request.kind].title },
     submit: { type: "plain_text", text: "Reject" },
     close: { type: "plain_text", text: "Cancel" },
     blocks: [
@@ -23,10 +40,7 @@ export function rejectModal(request: RequestRecord): types.ModalView {
         type: "section",
         text: {
           type: "plain_text",
-          text: truncate(
-            `Reject the plan for ${request.spec.name}? Its pipeline is canceled in GitLab and nothing is built.`,
-            3000,
-          ),
+          text: truncate(WORDS[request.kind].text(request.spec.name), 3000),
         },
       },
       {

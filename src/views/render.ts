@@ -1,6 +1,7 @@
 import type { types } from "@slack/bolt";
 import type { RequestRecord } from "../store/store.js";
 import { destroyMessage } from "./destroy.js";
+import { extendMessage } from "./extend.js";
 import { planMessage } from "./plan-message.js";
 import { requestMessage } from "./request-message.js";
 
@@ -10,6 +11,7 @@ export function renderRequest(request: RequestRecord): {
   blocks: types.KnownBlock[];
 } {
   if (request.kind === "destroy") return destroyMessage(request);
+  if (request.kind === "extend") return extendMessage(request);
   if (request.review === null) return requestMessage(request);
   return planMessage(request, {
     // The stored JSON drops an undefined `counts`; the view wants the key.

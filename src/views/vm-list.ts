@@ -35,6 +35,7 @@ function statusWords(vm: VmRecord, busy: VmInFlight | undefined): string {
     return "*destroy starting*";
   }
   if (busy?.kind === "create") return busy.status === "configuring" ? "configuring" : "changing";
+  if (busy?.kind === "extend") return "live, *longer lease awaiting approval*";
   return vm.status === "gone" ? "*gone*" : "live";
 }
 

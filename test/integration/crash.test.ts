@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -528,6 +528,76 @@ describe.concurrent("crash between the intent and the result of each outside eff
     );
   }
 
+  for (const moment of MOMENTS) {
+    declared.push(`extend_lease:${moment}`);
+    it(
+      `crashes at extend_lease:${moment} of an approved longer lease, restarts, and moves the lease once`,
+      async () => {
+        // The policy lets one approver from platform lend web-01 past the maximum (1 h).
+        const policyDir = mkdtempSync(join(tmpdir(), "vmbot-crash-policy-"));
+        const policy = join(policyDir, "policy.yaml");
+        writeFileSync(
+          policy,
+          `version: 1\ngroups:\n  devs: [${REQUESTER}]\n  platform: [${APPROVER}]\nroles:\n  approvers: [platform]\n  admins: [platform]\napprovals:\n  - name: long leases\n    action: extend\n    require: [{ group: platform }]\n`,
+        );
+        const end = new Date(Date.now() + 5 * 60_000).toISOString();
+        const env = {
+          ...LEASES,
+          VM_LEASE_MAX: "1h",
+          VM_LEASE_WARN: "10m",
+          SLACK_CHANNEL: CHANNEL,
+          VMBOT_POLICY: policy,
+        };
+        const w = await startWorld(`extend_lease:${moment}`, env, (db) => {
+          seedVm(db, end);
+        });
+        try {
+          const dm = await until(
+            w,
+            () => w.slack.messages.find((m) => m.metadata?.event_type === "vmbot_lease_reminder"),
+            "the reminder",
+          );
+          await w.signer.blockAction({
+            message: dm,
+            userId: REQUESTER,
+            actionId: "lease_ask_longer",
+          });
+          const message = await until(
+            w,
+            () => {
+              const m = requestMessage(w);
+              return m?.text === "Longer lease for web-01 — Awaiting approval" ? m : undefined;
+            },
+            "the extension request awaiting approval",
+          );
+          await w.signer.blockAction({ message, userId: APPROVER, actionId: "extend_approve" });
+          await until(
+            w,
+            () =>
+              requestMessage(w)?.text === "Longer lease for web-01 — Extended" ? true : undefined,
+            "the extension made",
+          );
+          await settled(w);
+          expect(w.crashes).toBe(1);
+          const actions = audit(w).map((entry) => entry.action);
+          expect(actions.filter((a) => a === "extension_requested")).toHaveLength(1);
+          expect(actions.filter((a) => a === "approved")).toHaveLength(1);
+          expect(actions.filter((a) => a === "lease_extended")).toHaveLength(1);
+          readStore(w, (store) => {
+            const request = store.listByStatus(["ready"]).find((r) => r.kind === "extend")!;
+            const leaseUntil = store.inventory.get("web-01")?.leaseUntil;
+            // Twice the maximum (2 h) from the approval: moved once, to where the approval said.
+            expect(Date.parse(leaseUntil!) - Date.parse(request.decision!.at)).toBe(2 * 3_600_000);
+          });
+        } finally {
+          await w.close();
+          rmSync(policyDir, { recursive: true, force: true });
+        }
+      },
+      TEST_MS,
+    );
+  }
+
   declared.push("lease expiry/create_pipeline:after");
   it(
     "crashes at create_pipeline:after of the destroy request a lease's end opened, and opens it once",
@@ -792,7 +862,8 @@ describe.concurrent("crash between the intent and the result of each outside eff
   it("has a test for every crash point, before and after, each asserting its crash", () => {
     // 8 effects of the approval flow, the rejection's cancel and plan deletion, the unlock, a
     // destroy's pipeline and play, and the lease reminder, each before and after; the destroy
-    // request a lease's end opens, and the play of one it destroys without approval. Every test above fails unless the bot crashed where
+    // request a lease's end opens, the play of one it destroys without approval, and the lease
+    // an approved extension writes. Every test above fails unless the bot crashed where
     // it asked.
     const points = [
       ...APPROVE_FLOW_POINTS,
@@ -806,6 +877,7 @@ describe.concurrent("crash between the intent and the result of each outside eff
         ...points.flatMap((point) => MOMENTS.map((moment) => `${point}:${moment}`)),
         "lease expiry/create_pipeline:after",
         ...MOMENTS.map((moment) => `lease expiry destroy/play_destroy:${moment}`),
+        ...MOMENTS.map((moment) => `extend_lease:${moment}`),
       ].sort(),
     );
     expect(new Set(declared).size).toBe(declared.length);

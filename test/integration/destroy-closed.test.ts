@@ -14,8 +14,8 @@ import { waitFor } from "../support/wait.js";
 
 /**
  * A destroy request that ended without destroying: one left waiting past PLAN_TTL expires and
- * vmbot never plays its job; a destroy job played by hand in GitLab after a Reject or an expiry
- * is reported, and when it succeeds the VM leaves the inventory.
+ * vmbot never plays its job; a destroy job played by hand in GitLab after a Reject, an expiry, a
+ * failed destroy or a canceled one is reported, and when it succeeds the VM leaves the inventory.
  */
 
 const start = harnessPerTest();
@@ -157,5 +157,76 @@ describe("a destroy request that ended without destroying", () => {
     await h.bot.tracker.tick();
     expect(thread()).toHaveLength(said);
     expect((await h.bot.store.effect(requestId, "watch_apply"))?.state).toBe("done");
+  });
+
+  it("failed: a destroy job played again by hand in GitLab is followed, and once it succeeded the VM leaves the inventory, the channel told who played it", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    await makeVm(h);
+    const { pipelineId, requestId, message } = await askToDestroy(h);
+    await click(h, message(), APPROVER, "destroy_approve");
+    await waitFor(
+      () => (h.gitlab.job(pipelineId, "tf:destroy").status === "manual" ? undefined : true),
+      "the destroy job to start",
+    );
+    h.gitlab.failJob(pipelineId, "tf:destroy");
+    runUntilSettled(h, pipelineId, "tf:destroy");
+    await h.bot.tracker.tick();
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+    // The failed job the request ended on is not reported as played afterwards.
+    await h.bot.tracker.tick();
+    const thread = () => threadOf(h, message().ts).map((m) => m.text);
+    expect(thread().join("\n")).not.toContain("was played in GitLab after the request failed");
+
+    // Someone plays it again in GitLab: a new run, followed and reported with who played it.
+    const again = playedInGitlab(h, pipelineId);
+    expect(again.status).toBe("success");
+    await h.bot.tracker.tick();
+    expect(thread()).toContainEqual(
+      expect.stringContaining(
+        "*The destroy job of *web-01* was played in GitLab after the request failed*, by GitLab user `mallory`",
+      ),
+    );
+    expect(thread().join("\n")).toContain(
+      "*web-01* is destroyed, outside the approval, and no longer listed.",
+    );
+    expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
+    expect(JSON.stringify((await vmCommand(h, REQUESTER, "list all")).blocks)).not.toContain(
+      "web-01",
+    );
+    const entry = (await h.bot.store.listAudit(requestId)).find(
+      (e) => e.action === "vm_destroyed_outside_approval",
+    );
+    expect(entry).toMatchObject({
+      actor: "vmbot",
+      detail: { playedBy: "mallory", status: "success" },
+    });
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
+    expect((await h.bot.store.effect(requestId, "watch_apply"))?.state).toBe("done");
+  });
+
+  it("canceled in GitLab before an approval: a destroy job played by hand afterwards is followed, and the VM leaves the inventory when it succeeded", async () => {
+    const h = await start({ project: { role: "maintainer" } });
+    await makeVm(h);
+    const { pipelineId, requestId, message } = await askToDestroy(h);
+    // Someone starts the destroy job in GitLab and cancels it before the bot's next pass.
+    h.gitlab.addUser({ username: "sam", name: "Sam" });
+    h.gitlab.playJob(pipelineId, "tf:destroy", { as: "sam" });
+    h.gitlab.cancelPipeline(pipelineId);
+    expect(h.gitlab.job(pipelineId, "tf:destroy").status).toBe("canceled");
+    await h.bot.tracker.tick();
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("canceled");
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({ status: "live" });
+
+    playedInGitlab(h, pipelineId);
+    await h.bot.tracker.tick();
+    const thread = () => threadOf(h, message().ts).map((m) => m.text);
+    expect(thread()).toContainEqual(
+      expect.stringContaining(
+        "*The destroy job of *web-01* was played in GitLab after the request was canceled*, by GitLab user `mallory`",
+      ),
+    );
+    expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("canceled");
   });
 });

@@ -1,3 +1,10 @@
+import {
+  extendMessage,
+  extensionApproversWords,
+  extensionAskedWords,
+  extensionExpiredWords,
+  extensionToldWords,
+} from "../../src/views/extend.js";
 import { GitbeakerRequestError } from "@gitbeaker/rest";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -494,6 +501,44 @@ function renderAll(o: Outside): Payload[] {
     { view: "noDestroyJobWords", payload: { text: noDestroyJobWords(o.stateName) } },
   );
 
+  // A longer lease asked for: its request message while it waits, once extended, and rejected.
+  const extending = sampleRequest({
+    ...base,
+    kind: "extend",
+    status: "awaiting_approval",
+    spec: { ...spec, leaseMs: 7_200_000 },
+  });
+  const extended = {
+    ...extending,
+    status: "ready" as const,
+    decision: { kind: "approved" as const, by: APPROVER, at: "2026-12-02T10:05:00.000Z" },
+  };
+  const refused = {
+    ...extending,
+    status: "rejected" as const,
+    decision: {
+      kind: "rejected" as const,
+      by: APPROVER,
+      at: "2026-12-02T10:05:00.000Z",
+      reason: o.message,
+    },
+  };
+  payloads.push(
+    { view: "extendMessage", payload: extendMessage(extending) },
+    { view: "extendMessage ready", payload: extendMessage(extended) },
+    { view: "extendMessage rejected", payload: extendMessage(refused) },
+    {
+      view: "extensionApproversWords",
+      payload: { text: extensionApproversWords(extending, [`<@${APPROVER}>`]) },
+    },
+    { view: "extensionToldWords", payload: { text: extensionToldWords(refused) ?? "" } },
+    {
+      view: "extensionAskedWords",
+      payload: { text: extensionAskedWords(o.vmName, 7_200_000, "C0CHAN") },
+    },
+    { view: "extensionExpiredWords", payload: { text: extensionExpiredWords(o.vmName, "2 h") } },
+  );
+
   // The Home tab: the reader's VMs (one gone, one leased), requests and approvals waiting.
   const leased = { ...vm, status: "live" as const, statusNote: null, leaseUntil: o.lockedAt };
   payloads.push(
@@ -735,6 +780,13 @@ describe("outside text in every view the bot posts", () => {
         "noDestroyJobWords",
         "homeView",
         "homeDestroyModal",
+        "extendMessage",
+        "extendMessage ready",
+        "extendMessage rejected",
+        "extensionApproversWords",
+        "extensionToldWords",
+        "extensionAskedWords",
+        "extensionExpiredWords",
       ].sort(),
     );
   });
