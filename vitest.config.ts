@@ -73,6 +73,8 @@ export default defineConfig({
         test: {
           name: "load",
           include: [LOAD_TEST],
+          // `npm run test:postgres` starts its bot on PostgreSQL too.
+          globalSetup: process.env.VMBOT_TEST_DB === "postgres" ? ["test/setup/postgres.ts"] : [],
           sequence: { groupOrder: 1 },
         },
       },

@@ -1,3 +1,4 @@
+import { oneAtATime } from "../requests/one-at-a-time.js";
 import type { App, BlockButtonAction } from "@slack/bolt";
 import { userMessage } from "../views/errors.js";
 import type { Job } from "../gitlab/gitlab.js";
@@ -46,7 +47,9 @@ export function createDestroyApproveAction(deps: PlanDecisionDeps) {
       await renderRequestMessage(args.client, deps.store, request, log);
     };
     // The policy's destroy rule: this click may be one of several the destroy needs.
-    const approval = await recordApproval(deps, found, user, now());
+    const approval = await oneAtATime(deps.store, found.id, () =>
+      recordApproval(deps, found, user, now()),
+    );
     if (approval.kind === "waiting") {
       await answer(approval.words);
       if (approval.request) await render(approval.request);

@@ -1,3 +1,4 @@
+import { oneAtATime } from "../requests/one-at-a-time.js";
 import type { AllMiddlewareArgs, App, BlockButtonAction } from "@slack/bolt";
 import { checkExtension, openExtensionRequest } from "../extend/ask.js";
 import { claimExtension, finishExtension } from "../extend/finish.js";
@@ -107,7 +108,9 @@ export function createExtendApproveAction(deps: ExtendActionDeps) {
     const log = deps.log.child({ requestId: found.id, user, command: "approve_extension" });
     const { show } = closureFor(deps, args.client, log);
     try {
-      const approval = await recordApproval(deps, found, user, now());
+      const approval = await oneAtATime(deps.store, found.id, () =>
+        recordApproval(deps, found, user, now()),
+      );
       if (approval.kind === "waiting") {
         await answer(approval.words);
         if (approval.request)

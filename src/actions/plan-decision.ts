@@ -1,3 +1,4 @@
+import { oneAtATime } from "../requests/one-at-a-time.js";
 import type { AllMiddlewareArgs, BlockButtonAction, SlackActionMiddlewareArgs } from "@slack/bolt";
 import { z } from "zod";
 import { notApproverWords } from "../views/refusals.js";
@@ -201,7 +202,9 @@ export function createApproveAction(deps: PlanDecisionDeps) {
     const user = args.body.user.id;
     const log = deps.log.child({ requestId: found.id, user, command: "approve" });
     // The policy's approval rule: this click may be one of several the plan needs.
-    const approval = await recordApproval(deps, found, user, now());
+    const approval = await oneAtATime(deps.store, found.id, () =>
+      recordApproval(deps, found, user, now()),
+    );
     if (approval.kind === "waiting") {
       await tell(args.client, args.body.channel?.id ?? "", user, approval.words);
       if (approval.request) await render(args.client, deps.store, approval.request, log);

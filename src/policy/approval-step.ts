@@ -1,5 +1,4 @@
 import type { Access } from "../access.js";
-import { oneAtATime } from "../requests/one-at-a-time.js";
 import type { ShownApprovals } from "../requests/records.js";
 import type { RequestPatch, RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
@@ -157,41 +156,40 @@ export async function recordApproval(
     deps.access.groupsOf(user),
     deps.access.groupsOf(request.requester),
   ]);
-  // From here to the write below, clicks on this request are counted one at a time.
-  return oneAtATime(deps.store, request.id, async () => {
-    const at = now.toISOString();
-    await deps.store.approvals.add({ requestId: request.id, planJobId: key, user, groups, at });
-    const { counted, notes } = await count(deps, request, requesterGroups, rule, key, now);
-    const words = tallyWords(counted);
-    if (counted.met) {
-      const by = counted.requirements.flatMap((need) => need.by);
-      return { kind: "met", rule: rule.name, tally: words, by };
-    }
-    // The request as the store holds it now: the notes it shows are kept, the new ones added.
-    const current = (await deps.store.getRequest(request.id)) ?? request;
-    const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
-    const shown = shownFor(policy, current, rule, counted, kept);
-    const moved = await deps.store.transition(
-      request.id,
-      ["awaiting_approval"],
-      "awaiting_approval",
-      showing(current, shown),
-    );
-    await deps.store.audit({
-      requestId: request.id,
-      actor: user,
-      action: "approval_recorded",
-      detail: { rule: rule.name, tally: words, counts: shown.by.includes(user) },
-    });
-    const what = WHAT[request.kind];
-    return {
-      kind: "waiting",
-      words: shown.by.includes(user)
-        ? approvalRecordedWords(words, what)
-        : approvalNotCountingWords(words, what),
-      request: moved,
-    };
+  // From here to the write below, clicks on one request are counted one at a time (callers
+  // hold the request's turn: requests/one-at-a-time.ts).
+  const at = now.toISOString();
+  await deps.store.approvals.add({ requestId: request.id, planJobId: key, user, groups, at });
+  const { counted, notes } = await count(deps, request, requesterGroups, rule, key, now);
+  const words = tallyWords(counted);
+  if (counted.met) {
+    const by = counted.requirements.flatMap((need) => need.by);
+    return { kind: "met", rule: rule.name, tally: words, by };
+  }
+  // The request as the store holds it now: the notes it shows are kept, the new ones added.
+  const current = (await deps.store.getRequest(request.id)) ?? request;
+  const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
+  const shown = shownFor(policy, current, rule, counted, kept);
+  const moved = await deps.store.transition(
+    request.id,
+    ["awaiting_approval"],
+    "awaiting_approval",
+    showing(current, shown),
+  );
+  await deps.store.audit({
+    requestId: request.id,
+    actor: user,
+    action: "approval_recorded",
+    detail: { rule: rule.name, tally: words, counts: shown.by.includes(user) },
   });
+  const what = WHAT[request.kind];
+  return {
+    kind: "waiting",
+    words: shown.by.includes(user)
+      ? approvalRecordedWords(words, what)
+      : approvalNotCountingWords(words, what),
+    request: moved,
+  };
 }
 
 /**

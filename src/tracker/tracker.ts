@@ -1,3 +1,4 @@
+import { oneAtATime } from "../requests/one-at-a-time.js";
 import type { webApi } from "@slack/bolt";
 import type { Access } from "../access.js";
 import type { Clock } from "../clock.js";
@@ -143,7 +144,9 @@ function createParts(deps: TrackerDeps) {
   /** Approvals older than their rule allows are removed on every pass, with a note. */
   const lapse = async (unfinished: readonly RequestRecord[]) => {
     for (const request of unfinished) {
-      const moved = await dropLapsed({ access: deps.access, store }, request, now());
+      const moved = await oneAtATime(store, request.id, () =>
+        dropLapsed({ access: deps.access, store }, request, now()),
+      );
       if (moved) await render(moved);
     }
   };

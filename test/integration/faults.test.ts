@@ -78,7 +78,12 @@ describe("GitLab faults", () => {
     expect(h.gitlab.requestsTo("POST", /\/pipeline$/)).toHaveLength(1);
     expect(h.gitlab.requestsTo("GET", /\/pipelines$/)).toHaveLength(1);
     const requestId = (await h.bot.store.listAudit())[0]!.requestId!;
-    expect((await h.bot.store.getRequest(requestId))?.error).toMatch(
+    // The failure is audited first, then the request moves to failed with its words.
+    const failed = await waitFor(async () => {
+      const request = await h.bot.store.getRequest(requestId);
+      return request?.status === "failed" ? request : undefined;
+    }, "the request to fail");
+    expect(failed.error).toMatch(
       /^GitLab at http:\/\/127\.0\.0\.1:\d+ could not be reached \(.+\), so the bot could not create the pipeline\./,
     );
   });

@@ -17,6 +17,7 @@ import {
 } from "../support/harness.js";
 import { waitFor } from "../support/wait.js";
 
+// These hold SQLite's own write lock: their bot is on SQLite whichever engine the run uses.
 const start = harnessPerTest();
 
 /**
@@ -41,7 +42,7 @@ const health = async (h: Harness) => {
 
 describe("a store that cannot take a write", () => {
   it("turns /healthz to 503 with the reason, and back to 200 when it can again", async () => {
-    const h = await start();
+    const h = await start({ db: "sqlite" });
     expect((await health(h)).status).toBe(200);
     const lock = holdWriteLock(h);
     try {
@@ -67,7 +68,7 @@ describe("a store that cannot take a write", () => {
   });
 
   it("answers an Approve click it cannot record privately, and plays nothing", async () => {
-    const h = await start();
+    const h = await start({ db: "sqlite" });
     const pipelineId = await askForVm(h);
     await h.bot.tracker.tick();
     runUntilSettled(h, pipelineId, "tf:plan");
@@ -93,7 +94,7 @@ describe("a store that cannot take a write", () => {
   });
 
   it("answers a Reject click it cannot record privately, and cancels nothing", async () => {
-    const h = await start();
+    const h = await start({ db: "sqlite" });
     const pipelineId = await askForVm(h);
     await h.bot.tracker.tick();
     runUntilSettled(h, pipelineId, "tf:plan");
@@ -116,7 +117,7 @@ describe("a store that cannot take a write", () => {
   });
 
   it("answers a force-unlock confirmation it cannot record privately, and unlocks nothing", async () => {
-    const h = await start({ project: { role: "maintainer" } });
+    const h = await start({ db: "sqlite", project: { role: "maintainer" } });
     h.gitlab.addUser({ username: "alice" });
     h.gitlab.addTerraformState(PROJECT_PATH, "general", { lockedBy: "alice" });
     const command = await h.signer.slashCommand({
@@ -155,7 +156,7 @@ describe("a store that cannot take a write", () => {
   });
 
   it("answers a form it cannot record on the form itself, and creates nothing", async () => {
-    const h = await start();
+    const h = await start({ db: "sqlite" });
     await h.signer.slashCommand({ text: "create web-02", userId: REQUESTER, channelId: CHANNEL });
     await h.slack.waitFor("views.open");
     const view = h.slack.views.at(-1)!;

@@ -158,6 +158,19 @@ function contract(open: Opener): void {
     expect(await store.getRequest("vm-none")).toBeUndefined();
   });
 
+  it("writes a new request's decision and audit entry with it, and neither for a repeat", async () => {
+    const key = "view:audited";
+    const decision = { kind: "approved" as const, by: "vmbot", at: START.toISOString() };
+    const audit = { actor: "U0REQ", action: "requested", detail: { rule: "default" } };
+    const first = await store.createRequest(newRequest({ submissionKey: key, decision }), audit);
+    const again = await store.createRequest(newRequest({ submissionKey: key }), audit);
+    expect(first.request.decision).toEqual(decision);
+    expect(again.created).toBe(false);
+    expect((await store.listAudit(first.request.id)).map(({ id: _, ...entry }) => entry)).toEqual([
+      { ...audit, requestId: first.request.id, at: START.toISOString() },
+    ]);
+  });
+
   it("lists active requests oldest first, by status, and by VM newest first", async () => {
     const a = await created();
     clock.advance(1);

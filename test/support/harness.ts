@@ -38,6 +38,7 @@ import {
 } from "../../sandbox/simulators/vault/index.js";
 import { captureLogs, recordSlackPayload } from "./logs.js";
 import { TEST_SECRETS } from "./secrets.js";
+import { freshDatabase } from "./postgres.js";
 import { waitFor } from "./wait.js";
 
 export const REQUESTER = "U0REQUESTER";
@@ -104,6 +105,12 @@ export interface Harness {
 }
 
 export interface HarnessOptions {
+  /**
+   * The bot's store: a PostgreSQL connection string, or "sqlite" for a file of the test's own.
+   * Unless said, a fresh PostgreSQL database on the run's server when VMBOT_TEST_DB=postgres
+   * (`npm run test:postgres`), else a SQLite file.
+   */
+  db?: string;
   /** Variables to set, or to remove with `undefined`. */
   env?: Record<string, string | undefined>;
   project?: Partial<FakeProjectOptions>;
@@ -169,8 +176,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const closeFakes = () =>
     Promise.all([slack.close(), gitlab.close(), proxmox?.close(), vault?.close()]);
   const dir = mkdtempSync(join(tmpdir(), "vmbot-it-"));
+  const database = await databaseFor(options);
   const config = loadConfig(
-    fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
+    fakeBotEnv({ slack, gitlab }, database?.url ?? join(dir, "vmbot.sqlite"), {
       // Tests run the tracker's passes themselves (bot.tracker.tick()).
       POLL_INTERVAL_MS: "3600000",
       ...(proxmox === undefined
@@ -207,6 +215,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     });
   } catch (error) {
     await closeFakes();
+    await database?.drop();
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
@@ -234,9 +243,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       for (const post of slack.responses) recordSlackPayload("response_url", post.body);
       for (const upload of slack.uploads) recordSlackPayload("upload", upload);
       await closeFakes();
+      await database?.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The PostgreSQL database a bot's store is in, when it is in one (see `HarnessOptions.db`). */
+async function databaseFor(options: HarnessOptions) {
+  if (options.db === "sqlite") return undefined;
+  if (options.db !== undefined) return { url: options.db, drop: () => Promise.resolve() };
+  return process.env.VMBOT_TEST_DB === "postgres" ? freshDatabase() : undefined;
 }
 
 /**

@@ -27,6 +27,30 @@ function withDatabase(url: string, database: string): string {
 }
 
 /**
+ * A database of its own on the run's server, made now: its connection string, and how to drop
+ * it (connections still open are ended). For a bot the harness starts on PostgreSQL.
+ */
+export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const postgres = inject("postgres");
+  if (!("url" in postgres)) throw new Error(`VMBOT_TEST_DB=postgres: ${postgres.missing}`);
+  const name = `vmbot_${randomBytes(6).toString("hex")}`;
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`CREATE DATABASE ${name}`);
+  return {
+    url: withDatabase(postgres.url, name),
+    drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+/**
  * A database of this file's own on the run's server, created before its tests and dropped after
  * (connections still open are ended). Call inside `describeWithPostgres`; read `url()` in a test
  * or hook.

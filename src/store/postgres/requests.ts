@@ -12,6 +12,8 @@ import type { AsyncStore } from "../async.js";
 import { newRequestId } from "../sqlite-requests.js";
 import {
   REQUEST_KINDS,
+  type AuditEntry,
+  type NewRequest,
   type RequestPatch,
   type RequestRecord,
   type RequestStatus,
@@ -177,6 +179,52 @@ export interface MoveJournal {
 const rowsOf = async (pool: pg.Pool, sql: string, values: unknown[] = []) =>
   (await pool.query(sql, values)).rows.map(toRecord);
 
+/**
+ * Creates the request, or returns the one already created for the same submission; `entry` (who
+ * asked, under which rule) is audited in the same transaction, only when the request is new.
+ */
+async function createRequest(
+  pool: pg.Pool,
+  clock: () => Date,
+  journal: MoveJournal,
+  request: NewRequest,
+  entry?: Omit<AuditEntry, "requestId">,
+): Promise<{ request: RequestRecord; created: boolean }> {
+  const now = clock().toISOString();
+  const id = newRequestId(clock().getTime());
+  const inserted = await guardWrite("record a new request", () =>
+    inTransaction(pool, async (client) => {
+      const { rows } = await client.query(
+        `INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, decision, created_at, updated_at)
+         VALUES ($1, $2, 'queued', $3, $4::jsonb, $5::jsonb, $6, $7, $8, $9::jsonb, $10, $10)
+         ON CONFLICT (submission_key) DO NOTHING RETURNING *`,
+        [
+          id,
+          request.kind ?? "create",
+          request.requester,
+          JSON.stringify(request.spec),
+          JSON.stringify(request.notes),
+          request.channel,
+          request.submissionKey,
+          request.stateName ?? null,
+          request.decision === undefined ? null : JSON.stringify(request.decision),
+          now,
+        ],
+      );
+      if (rows[0] !== undefined && entry !== undefined) {
+        await journal.audit(client, { ...entry, requestId: id });
+      }
+      return rows[0] as unknown;
+    }),
+  );
+  if (inserted !== undefined) return { request: toRecord(inserted), created: true };
+  const [existing] = await rowsOf(pool, "SELECT * FROM requests WHERE submission_key = $1", [
+    request.submissionKey,
+  ]);
+  if (existing === undefined) throw new Error(`the submission ${request.submissionKey} vanished`);
+  return { request: existing, created: false };
+}
+
 /** The reads of the requests table, each row checked against its schema. */
 function requestReads(
   pool: pg.Pool,
@@ -250,36 +298,7 @@ function requestWrites(
   journal: MoveJournal,
 ): Pick<PostgresRequests, "createRequest" | "updateRequest" | "transition" | "markRendered"> {
   return {
-    async createRequest(request) {
-      const now = clock().toISOString();
-      const id = newRequestId(clock().getTime());
-      const inserted = await guardWrite("record a new request", () =>
-        pool.query(
-          `INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, created_at, updated_at)
-           VALUES ($1, $2, 'queued', $3, $4::jsonb, $5::jsonb, $6, $7, $8, $9, $9)
-           ON CONFLICT (submission_key) DO NOTHING RETURNING *`,
-          [
-            id,
-            request.kind ?? "create",
-            request.requester,
-            JSON.stringify(request.spec),
-            JSON.stringify(request.notes),
-            request.channel,
-            request.submissionKey,
-            request.stateName ?? null,
-            now,
-          ],
-        ),
-      );
-      if (inserted.rows[0] !== undefined)
-        return { request: toRecord(inserted.rows[0]), created: true };
-      const [existing] = await rowsOf(pool, "SELECT * FROM requests WHERE submission_key = $1", [
-        request.submissionKey,
-      ]);
-      if (existing === undefined)
-        throw new Error(`the submission ${request.submissionKey} vanished`);
-      return { request: existing, created: false };
-    },
+    createRequest: (request, entry) => createRequest(pool, clock, journal, request, entry),
 
     async updateRequest(id, patch) {
       // The type leaves the status out; a patch built at run time must too.

@@ -1,0 +1,45 @@
+import { expect, it } from "vitest";
+import {
+  APPROVER,
+  click,
+  harnessPerTest,
+  planRequest,
+  runUntilSettled,
+} from "../support/harness.js";
+import { describeWithPostgres, useDatabase } from "../support/postgres.js";
+import { waitFor } from "../support/wait.js";
+
+const start = harnessPerTest();
+
+describeWithPostgres("the bot on PostgreSQL (VMBOT_DB=postgres://…)", () => {
+  const database = useDatabase();
+
+  it("takes a request from the form to a ready VM, keeping it in the database", async () => {
+    const h = await start({ db: database.url() });
+    const { pipelineId, requestId, message } = await planRequest(h);
+    await click(h, message(), APPROVER, "plan_approve");
+    await waitFor(
+      () => (h.gitlab.job(pipelineId, "tf:apply").status === "manual" ? undefined : true),
+      "the apply job to start",
+    );
+    h.gitlab.setJobArtifact(pipelineId, "tf:apply", "vm_ip.txt", "192.168.1.50\n");
+    runUntilSettled(h, pipelineId, "tf:apply");
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "ansible:configure");
+    await h.bot.tracker.tick();
+
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "ready",
+      address: "192.168.1.50",
+      decision: { kind: "approved", by: APPROVER },
+    });
+    expect(h.gitlab.pipelines).toHaveLength(1);
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("success");
+    expect((await h.bot.store.inventory.get("web-01"))?.status).toBe("live");
+    const actions = (await h.bot.store.listAudit(requestId)).map((entry) => entry.action);
+    expect(actions).toEqual(expect.arrayContaining(["requested", "approved", "ready"]));
+    expect(h.logs.some((line) => line.includes('"engine":"postgresql"'))).toBe(true);
+    expect(h.logs.join("\n")).not.toContain(new URL(database.url()).password || "\u0000");
+    expect(await h.bot.health()).toEqual({ ok: true });
+  });
+});
