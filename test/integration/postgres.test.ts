@@ -40,6 +40,9 @@ describeWithPostgres("the bot on PostgreSQL (VMBOT_DB=postgres://…)", () => {
     expect(actions).toEqual(expect.arrayContaining(["requested", "approved", "ready"]));
     expect(h.logs.some((line) => line.includes('"engine":"postgresql"'))).toBe(true);
     expect(h.logs.join("\n")).not.toContain(new URL(database.url()).password || "\u0000");
-    expect(await h.bot.health()).toEqual({ ok: true });
+    expect(await h.bot.health()).toEqual({
+      ok: true,
+      database: { engine: "postgres", reachable: true },
+    });
   });
 });
