@@ -10,12 +10,8 @@ import { createRedactor, type Redactor } from "./redact.js";
 import type { Health } from "./server.js";
 import { StartupError } from "./startup/errors.js";
 import { checkGitlab } from "./startup/gitlab-check.js";
-import {
-  postgresHealth,
-  sqliteHealth,
-  withDatabase,
-  type DatabaseHealth,
-} from "./startup/health.js";
+import { withDatabase } from "./startup/health.js";
+import { postgresLeadership, sqliteLeadership, type Leadership } from "./startup/leadership.js";
 import type { StartOptions } from "./startup/options.js";
 import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
@@ -55,8 +51,8 @@ const FIRST_INVENTORY_CHECK_MS = 60_000;
 /** The open store, and what only a store several replicas share offers. */
 interface OpenStore {
   store: AsyncStore;
-  /** The database's part of `/healthz`. */
-  database: DatabaseHealth;
+  /** PostgreSQL: the store several replicas share, for their leadership (leadership.ts). */
+  shared?: PostgresStore;
   /** PostgreSQL: claims an effect for this replica (effects.ts). */
   claim?: PostgresStore["claim"];
   /** Which engine and database, for the log: a PostgreSQL password never appears. */
@@ -83,8 +79,7 @@ async function openStore(
         ...(replica === undefined ? {} : { replica }),
       });
       log.info({ engine: "postgresql", db: shown, replica: store.replica }, "store opened");
-      const database = postgresHealth(store);
-      return { store, database, claim: store.claim, engine: "postgresql", shown };
+      return { store, shared: store, claim: store.claim, engine: "postgresql", shown };
     } catch (error) {
       throw new StartupError(
         `the store at VMBOT_DB cannot be opened: ${(error as Error).message}`,
@@ -94,7 +89,7 @@ async function openStore(
   }
   const store = openSqlite(config, clock);
   log.info({ engine: "sqlite", db: config.dbPath }, "store opened");
-  return { store, database: sqliteHealth(store), engine: "sqlite", shown: config.dbPath };
+  return { store, engine: "sqlite", shown: config.dbPath };
 }
 
 function openSqlite(config: Config, clock: Clock): AsyncStore {
@@ -297,13 +292,12 @@ export async function startVmbot(
     undo.push(() => {
       slack.stop();
     });
+    const leadership = leadershipOf(config, opened, parts, options, log);
     const health = withDatabase(
       healthOf(store, slack, policy, () => stopping),
-      opened.database,
+      leadership.database,
     );
-    const wake = (pipelineId: number | undefined) => {
-      tracker.wake(pipelineId);
-    };
+    const { wake } = leadership;
     const server = createServer(
       { config, log, vmbot, health, wake },
       { httpLimits: options.httpLimits },
@@ -314,7 +308,8 @@ export async function startVmbot(
     });
     await connectSocket(vmbot);
     const port = await listen(server, config.port, options.host);
-    const background = startBackground(parts, log);
+    undo.push(() => leadership.stop());
+    await leadership.start();
     log.info(
       { port, mode: vmbot.socket ? "socket" : "http", engine: opened.engine, db: opened.shown },
       "vmbot is running",
@@ -324,7 +319,8 @@ export async function startVmbot(
       stopping = true;
       slack.stop();
       log.info("stopping: finishing in-flight work");
-      await background.stop();
+      await leadership.stop();
+      await vmbot.home.stop();
       await stopServing(server, vmbot, graceMs, log);
       platform.vault?.stop();
       policy.stop();
@@ -340,20 +336,25 @@ export async function startVmbot(
   }
 }
 
-/** The tracker, the inventory check and the unlocks a crash interrupted, once serving. */
-function startBackground(parts: Parts, log: Logger): { stop(): Promise<void> } {
+/**
+ * Who does the work that must run once (the tracker, the inventory check, interrupted unlocks):
+ * the one process on SQLite, the replica that leads on PostgreSQL.
+ */
+function leadershipOf(
+  config: Config,
+  opened: OpenStore,
+  parts: Parts,
+  options: StartOptions,
+  log: Logger,
+): Leadership {
   const { vmbot, tracker, inventory } = parts;
-  tracker.start();
-  inventory.start();
-  const resumed = vmbot.unlock.resume().catch((error: unknown) => {
-    log.warn({ err: error }, "could not resume interrupted unlocks");
-  });
-  return {
-    async stop() {
-      await tracker.stop();
-      await inventory.stop();
-      await vmbot.home.stop();
-      await resumed;
-    },
-  };
+  const work = { tracker, inventory, resumeUnlocks: () => vmbot.unlock.resume() };
+  if (opened.shared === undefined) return sqliteLeadership(opened.store, work, log);
+  const clock = options.clock ?? systemClock;
+  return postgresLeadership(
+    opened.shared,
+    { url: config.dbPath, ttlMs: config.leaderTtlMs, clock },
+    work,
+    log,
+  );
 }

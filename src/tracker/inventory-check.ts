@@ -76,6 +76,9 @@ export function createInventoryCheck(deps: InventoryCheckDeps): InventoryCheck {
   return {
     check,
     start() {
+      // Started again after a stop when a replica takes the lead once more (leadership.ts).
+      stopped = false;
+      clearTimeout(timer);
       schedule(deps.firstMs ?? deps.intervalMs);
     },
     async stop() {

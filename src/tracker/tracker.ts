@@ -220,6 +220,11 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
       if (updatedAt !== undefined) seen.set(pipelineId, updatedAt);
     },
     failed: (pipelineId: number) => retry.add(pipelineId),
+    /** Started again (this replica leads once more): the next pass reads every followed one. */
+    restart() {
+      since = undefined;
+      seen.clear();
+    },
   };
 }
 
@@ -279,6 +284,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
   return {
     tick: () => scheduler.tick(),
     start() {
+      reads.restart();
       scheduler.start();
     },
     wake(pipelineId) {

@@ -1,0 +1,144 @@
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import { createLeader, type Leader } from "../store/postgres/leader.js";
+import type { PostgresStore } from "../store/postgres/store.js";
+import { parsePostgresUrl } from "../store/postgres/url.js";
+import {
+  createWakeListener,
+  createWakeNotifier,
+  wakeThroughDatabase,
+  type WakeListener,
+} from "../store/postgres/wake.js";
+import type { InventoryCheck } from "../tracker/inventory-check.js";
+import type { Tracker } from "../tracker/tracker.js";
+import { postgresHealth, sqliteHealth, type DatabaseHealth } from "./health.js";
+
+/**
+ * The work that must run once however many replicas share the store: following pipelines (the
+ * tracker's passes, which also expire plans, remind of and end VM leases and recover what a
+ * replica left half done), comparing the VMs with GitLab's Terraform states, and the unlocks a
+ * crash interrupted. With SQLite the one process always does it; with PostgreSQL the replica
+ * that leads (leader.ts) does, from when it takes the lead to when it loses or gives it up.
+ */
+export interface LedWork {
+  tracker: Pick<Tracker, "start" | "stop" | "wake">;
+  inventory: Pick<InventoryCheck, "start" | "stop">;
+  /** Resumes the unlocks a crash interrupted. */
+  resumeUnlocks(): Promise<void>;
+}
+
+export interface Leadership {
+  /** The database's part of `/healthz`, with which replica leads where several share it. */
+  database: DatabaseHealth;
+  /** The HTTP server's wake for a GitLab hook: this replica's tracker, or the leader's. */
+  wake: (pipelineId: number | undefined) => void;
+  /** Starts the led work (SQLite), or starts taking part in leading (PostgreSQL). */
+  start(): Promise<void>;
+  /** Stops the led work; with PostgreSQL stops listening and gives the lead up. */
+  stop(): Promise<void>;
+}
+
+/** Starts and stops the led work, one change at a time, in the order they were asked. */
+function ledWork(work: LedWork, log: Logger) {
+  let running = false;
+  let resumed: Promise<void> = Promise.resolve();
+  let changing: Promise<void> = Promise.resolve();
+  const begin = () => {
+    if (running) return;
+    running = true;
+    work.tracker.start();
+    work.inventory.start();
+    resumed = work.resumeUnlocks().catch((error: unknown) => {
+      log.warn({ err: error }, "could not resume interrupted unlocks");
+    });
+  };
+  const end = async () => {
+    if (!running) return;
+    running = false;
+    await work.tracker.stop();
+    await work.inventory.stop();
+    await resumed;
+  };
+  const then = (step: () => void | Promise<void>) => {
+    changing = changing.then(step).catch((error: unknown) => {
+      log.warn({ err: error }, "could not start or stop the leader's work");
+    });
+    return changing;
+  };
+  return { begin: () => then(begin), end: () => then(end) };
+}
+
+/** One process on SQLite: it always leads. */
+export function sqliteLeadership(
+  store: Parameters<typeof sqliteHealth>[0],
+  work: LedWork,
+  log: Logger,
+): Leadership {
+  const led = ledWork(work, log);
+  return {
+    database: sqliteHealth(store),
+    wake: (pipelineId) => {
+      work.tracker.wake(pipelineId);
+    },
+    start: () => led.begin(),
+    stop: () => led.end(),
+  };
+}
+
+/**
+ * A replica sharing PostgreSQL: it takes part in leading (a lease row, `LEADER_TTL`), runs the
+ * led work while it leads, passes a GitLab hook to whichever replica leads through the
+ * database's channel, and listens on it for the hooks others took.
+ */
+export function postgresLeadership(
+  store: PostgresStore,
+  options: { url: string; ttlMs: number; clock: Clock },
+  work: LedWork,
+  log: Logger,
+): Leadership & { leader: Leader } {
+  const leaderLog = log.child({ component: "leader" });
+  const led = ledWork(work, log);
+  const leader = createLeader({
+    pool: store.pool,
+    replica: store.replica,
+    clock: options.clock,
+    ttlMs: options.ttlMs,
+    onChange: (leading, epoch) => {
+      if (leading) {
+        leaderLog.info({ epoch }, "this replica leads: following pipelines");
+        void led.begin();
+      } else {
+        leaderLog.info("this replica no longer leads");
+        void led.end();
+      }
+    },
+    onError: (error) => {
+      leaderLog.warn({ err: error }, "could not renew or take the lead; trying again");
+    },
+  });
+  const listener: WakeListener = createWakeListener({
+    target: parsePostgresUrl(options.url),
+    replica: store.replica,
+    leads: () => leader.isLeader(),
+    onWake: (pipelineId) => {
+      work.tracker.wake(pipelineId);
+    },
+    onError: (error) => {
+      leaderLog.warn({ err: error }, "the connection listening for GitLab's hooks was lost");
+    },
+  });
+  return {
+    leader,
+    database: postgresHealth(store, leader),
+    wake: wakeThroughDatabase(createWakeNotifier(store.pool), leaderLog),
+    async start() {
+      await listener.start();
+      leader.start();
+    },
+    async stop() {
+      await listener.stop();
+      await leader.stop();
+      await led.end();
+    },
+  };
+}
