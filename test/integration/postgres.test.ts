@@ -40,9 +40,11 @@ describeWithPostgres("the bot on PostgreSQL (VMBOT_DB=postgres://…)", () => {
     expect(actions).toEqual(expect.arrayContaining(["requested", "approved", "ready"]));
     expect(h.logs.some((line) => line.includes('"engine":"postgresql"'))).toBe(true);
     expect(h.logs.join("\n")).not.toContain(new URL(database.url()).password || "\u0000");
+    // The only replica leads.
     expect(await h.bot.health()).toEqual({
       ok: true,
       database: { engine: "postgres", reachable: true },
+      leadership: { leader: true, replica: expect.stringMatching(/^.+-[0-9a-f]{6}$/) as string },
     });
   });
 });
