@@ -4,6 +4,8 @@ import type pg from "pg";
 import type { AsyncStore } from "../async.js";
 import { createPostgresAudit, createPostgresProbe, writeHeartbeat } from "./audit.js";
 import { createPostgresHomes } from "./homes.js";
+import { fencedRunner } from "./fenced.js";
+import type { Leader } from "./leader.js";
 import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
 import { migratePostgres } from "./migrations.js";
@@ -95,4 +97,17 @@ function postgresParts(runner: Runner, clock: () => Date, replica: string) {
     listAudit: log.listAudit,
     firstDelivery: log.firstDelivery,
   };
+}
+
+/**
+ * The store as the led work uses it (leadership.ts): the same store, but every write is checked
+ * against the leader's epoch in its own transaction and refused (FencedError) once another
+ * replica leads, so a leader paused past its lease writes nothing when it resumes.
+ */
+export function fencedPostgresStore(
+  store: PostgresStore,
+  leader: Pick<Leader, "fenced">,
+  clock: () => Date,
+): PostgresStore {
+  return { ...store, ...postgresParts(fencedRunner(store.pool, leader), clock, store.replica) };
 }
