@@ -32,6 +32,7 @@ import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import { asAsyncStore, type AsyncStore } from "./store/async.js";
 import { createInventoryCheck, type InventoryCheck } from "./tracker/inventory-check.js";
+import { createRequestStarter } from "./tracker/starter.js";
 import { createTracker, type Tracker } from "./tracker/tracker.js";
 
 export { StartupError } from "./startup/errors.js";
@@ -187,6 +188,11 @@ function buildParts(
     ...(options.home === undefined ? {} : { home: options.home }),
     ...(led === undefined ? {} : { ledStore: led }),
   });
+  const ledDeps = { config, gitlab, client: vmbot.app.client, log };
+  const starter =
+    led === undefined
+      ? vmbot.starter
+      : createRequestStarter({ ...ledDeps, store: vmbot.ledStore, effects: ledEffects });
   const tracker = createTracker({
     config,
     store: vmbot.ledStore,
@@ -195,7 +201,7 @@ function buildParts(
     log: log.child({ component: "tracker" }),
     redact: redactor,
     effects: ledEffects,
-    starter: vmbot.starter,
+    starter,
     access: vmbot.access,
     nodes: platform.nodes,
     now: options.clock ?? systemClock,
