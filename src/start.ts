@@ -388,6 +388,7 @@ function leadershipOf(
       ttlMs: config.leaderTtlMs,
       clock,
       ...(parts.fence === undefined ? {} : { fence: parts.fence }),
+      ...(options.leaderSchedule === undefined ? {} : { schedule: options.leaderSchedule }),
     },
     work,
     log,

@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
-import { createLeader, FencedError, type Leader } from "../store/postgres/leader.js";
+import { createLeader, FencedError, type Leader, type Schedule } from "../store/postgres/leader.js";
 import type { PostgresStore } from "../store/postgres/store.js";
 import { parsePostgresUrl } from "../store/postgres/url.js";
 import {
@@ -116,6 +116,7 @@ export function postgresLeadership(
     clock: Clock;
     /** The led work's store's fence, to be the leader's. */
     fence?: ReturnType<typeof deferredFence>;
+    schedule?: Schedule;
   },
   work: LedWork,
   log: Logger,
@@ -127,6 +128,7 @@ export function postgresLeadership(
     replica: store.replica,
     clock: options.clock,
     ttlMs: options.ttlMs,
+    ...(options.schedule === undefined ? {} : { schedule: options.schedule }),
     onChange: (leading, epoch) => {
       if (leading) {
         leaderLog.info({ epoch }, "this replica leads: following pipelines");
