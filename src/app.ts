@@ -43,6 +43,8 @@ export interface AppDeps {
   policy?: PolicySource;
   /** How the Home tabs are published again after changes (tests make it quicker). */
   home?: { debounceMs?: number; retryMs?: number };
+  /** The store the led work writes through (PostgreSQL: fenced by the leader); `store` unless said. */
+  ledStore?: AsyncStore;
 }
 
 export interface VmbotApp {
@@ -61,6 +63,8 @@ export interface VmbotApp {
    * published again.
    */
   store: AsyncStore;
+  /** The led work's store (the tracker, the inventory check), watched as `store` is. */
+  ledStore: AsyncStore;
   /** Publishes the Home tabs. */
   home: HomePublisher;
   /** Resolves when every event being handled has finished. */
@@ -141,9 +145,11 @@ export function createApp(appDeps: AppDeps): VmbotApp {
   const { config, log } = appDeps;
   // The publisher needs the app's client, made below; the store tells it through this.
   const changes: { sink?: HomePublisher["changed"] } = {};
-  const store = watchStore(appDeps.store, (change) => {
+  const sink = (change: Parameters<HomePublisher["changed"]>[0]) => {
     changes.sink?.(change);
-  });
+  };
+  const store = watchStore(appDeps.store, sink);
+  const ledStore = appDeps.ledStore === undefined ? store : watchStore(appDeps.ledStore, sink);
   const deps = { ...appDeps, store };
   const redact = deps.redact ?? createRedactor();
   const logger = boltLogger(log);
@@ -209,6 +215,7 @@ export function createApp(appDeps: AppDeps): VmbotApp {
     unlock,
     access,
     store,
+    ledStore,
     home,
     drain,
   };

@@ -11,17 +11,28 @@ import type { Health } from "./server.js";
 import { StartupError } from "./startup/errors.js";
 import { checkGitlab } from "./startup/gitlab-check.js";
 import { withDatabase } from "./startup/health.js";
-import { postgresLeadership, sqliteLeadership, type Leadership } from "./startup/leadership.js";
+import {
+  deferredFence,
+  postgresLeadership,
+  sqliteLeadership,
+  type Leadership,
+} from "./startup/leadership.js";
 import type { StartOptions } from "./startup/options.js";
 import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
 import { createSlackLink, type SlackLink } from "./startup/slack-link.js";
 import { StoreOwnedError } from "./store/owner.js";
-import { newReplicaName, openPostgresStore, type PostgresStore } from "./store/postgres/store.js";
+import {
+  fencedPostgresStore,
+  newReplicaName,
+  openPostgresStore,
+  type PostgresStore,
+} from "./store/postgres/store.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import { asAsyncStore, type AsyncStore } from "./store/async.js";
 import { createInventoryCheck, type InventoryCheck } from "./tracker/inventory-check.js";
+import { createRequestStarter } from "./tracker/starter.js";
 import { createTracker, type Tracker } from "./tracker/tracker.js";
 
 export { StartupError } from "./startup/errors.js";
@@ -129,6 +140,8 @@ interface Parts {
   vmbot: VmbotApp;
   tracker: Tracker;
   inventory: InventoryCheck;
+  /** PostgreSQL: the fence of the led work's store, which the leader takes (leadership.ts). */
+  fence?: ReturnType<typeof deferredFence>;
 }
 
 /** The Bolt app with every listener, the pipeline tracker and the inventory check; starts nothing. */
@@ -137,6 +150,7 @@ function buildParts(
   connected: {
     store: AsyncStore;
     claim?: PostgresStore["claim"] | undefined;
+    shared?: PostgresStore | undefined;
     gitlab: GitlabPort;
     platform: Platform;
     policy: PolicySource;
@@ -145,12 +159,22 @@ function buildParts(
   log: Logger,
   redactor: Redactor,
 ): Parts {
-  const { store, gitlab, platform, policy } = connected;
+  const { store, gitlab, platform, policy, shared } = connected;
+  const crashPoint =
+    options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint };
   const effects = createEffects({
     store,
     ...(connected.claim === undefined ? {} : { claim: connected.claim }),
-    ...(options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint }),
+    ...crashPoint,
   });
+  // PostgreSQL: the led work writes only while this replica's epoch is the current one.
+  const fence = shared === undefined ? undefined : deferredFence();
+  const led =
+    shared === undefined || fence === undefined
+      ? undefined
+      : fencedPostgresStore(shared, fence, options.clock ?? systemClock);
+  const ledEffects =
+    led === undefined ? effects : createEffects({ store: led, claim: led.claim, ...crashPoint });
   const vmbot = createApp({
     config,
     log,
@@ -162,29 +186,35 @@ function buildParts(
     policy,
     now: options.clock ?? systemClock,
     ...(options.home === undefined ? {} : { home: options.home }),
+    ...(led === undefined ? {} : { ledStore: led }),
   });
+  const ledDeps = { config, gitlab, client: vmbot.app.client, log };
+  const starter =
+    led === undefined
+      ? vmbot.starter
+      : createRequestStarter({ ...ledDeps, store: vmbot.ledStore, effects: ledEffects });
   const tracker = createTracker({
     config,
-    store: vmbot.store,
+    store: vmbot.ledStore,
     gitlab,
     client: vmbot.app.client,
     log: log.child({ component: "tracker" }),
     redact: redactor,
-    effects,
-    starter: vmbot.starter,
+    effects: ledEffects,
+    starter,
     access: vmbot.access,
     nodes: platform.nodes,
     now: options.clock ?? systemClock,
   });
   const inventory = createInventoryCheck({
-    store: vmbot.store,
+    store: vmbot.ledStore,
     gitlab,
     log: log.child({ component: "inventory" }),
     sharedState: config.tfStateName,
     intervalMs: INVENTORY_CHECK_MS,
     firstMs: FIRST_INVENTORY_CHECK_MS,
   });
-  return { vmbot, tracker, inventory };
+  return { vmbot, tracker, inventory, ...(fence === undefined ? {} : { fence }) };
 }
 
 /**
@@ -353,7 +383,13 @@ function leadershipOf(
   const clock = options.clock ?? systemClock;
   return postgresLeadership(
     opened.shared,
-    { url: config.dbPath, ttlMs: config.leaderTtlMs, clock },
+    {
+      url: config.dbPath,
+      ttlMs: config.leaderTtlMs,
+      clock,
+      ...(parts.fence === undefined ? {} : { fence: parts.fence }),
+      ...(options.leaderSchedule === undefined ? {} : { schedule: options.leaderSchedule }),
+    },
     work,
     log,
   );

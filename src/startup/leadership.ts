@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
-import { createLeader, type Leader } from "../store/postgres/leader.js";
+import { createLeader, FencedError, type Leader, type Schedule } from "../store/postgres/leader.js";
 import type { PostgresStore } from "../store/postgres/store.js";
 import { parsePostgresUrl } from "../store/postgres/url.js";
 import {
@@ -68,6 +68,24 @@ function ledWork(work: LedWork, log: Logger) {
   return { begin: () => then(begin), end: () => then(end) };
 }
 
+/**
+ * The leader's fence for the led work's store, which is built before the leader: writes before
+ * the leader is there are refused as a follower's would be.
+ */
+export function deferredFence(): Pick<Leader, "fenced"> & { lead(leader: Leader): void } {
+  let current: Leader | undefined;
+  return {
+    lead(leader) {
+      current = leader;
+    },
+    fenced(what, write) {
+      return current === undefined
+        ? Promise.reject(new FencedError(what, undefined))
+        : current.fenced(what, write);
+    },
+  };
+}
+
 /** One process on SQLite: it always leads. */
 export function sqliteLeadership(
   store: Parameters<typeof sqliteHealth>[0],
@@ -92,7 +110,14 @@ export function sqliteLeadership(
  */
 export function postgresLeadership(
   store: PostgresStore,
-  options: { url: string; ttlMs: number; clock: Clock },
+  options: {
+    url: string;
+    ttlMs: number;
+    clock: Clock;
+    /** The led work's store's fence, to be the leader's. */
+    fence?: ReturnType<typeof deferredFence>;
+    schedule?: Schedule;
+  },
   work: LedWork,
   log: Logger,
 ): Leadership & { leader: Leader } {
@@ -103,6 +128,7 @@ export function postgresLeadership(
     replica: store.replica,
     clock: options.clock,
     ttlMs: options.ttlMs,
+    ...(options.schedule === undefined ? {} : { schedule: options.schedule }),
     onChange: (leading, epoch) => {
       if (leading) {
         leaderLog.info({ epoch }, "this replica leads: following pipelines");
@@ -116,6 +142,7 @@ export function postgresLeadership(
       leaderLog.warn({ err: error }, "could not renew or take the lead; trying again");
     },
   });
+  options.fence?.lead(leader);
   const listener: WakeListener = createWakeListener({
     target: parsePostgresUrl(options.url),
     replica: store.replica,

@@ -1,3 +1,4 @@
+import type { Schedule } from "../store/postgres/leader.js";
 import type { DestinationStream } from "pino";
 import type { Clock } from "../clock.js";
 import type { CrashPoint } from "../effects.js";
@@ -27,4 +28,6 @@ export interface StartOptions {
   clock?: Clock;
   /** How soon the Home tabs are published after a change, and retried after a refusal. */
   home?: { debounceMs?: number; retryMs?: number };
+  /** PostgreSQL: when the lead is renewed (timers by default; tests hold renewals back). */
+  leaderSchedule?: Schedule;
 }

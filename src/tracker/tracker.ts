@@ -4,6 +4,7 @@ import type { Access } from "../access.js";
 import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
+import { FencedError } from "../store/postgres/leader.js";
 import { userMessage } from "../views/errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
@@ -252,8 +253,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
         await advance.follow(request, pipelineId);
         reads.read(pipelineId, toRead.get(pipelineId));
       } catch (error) {
-        // One request's trouble must not stop the others; it is read again on the next pass.
         reads.failed(pipelineId);
+        // Another replica leads now: this pass ends here, writing nothing more.
+        if (error instanceof FencedError) {
+          queue.length = 0;
+          throw error;
+        }
+        // One request's trouble must not stop the others; it is read again on the next pass.
         log
           .child({ requestId: request.id, pipelineId })
           .warn({ err: error, words: userMessage(error) }, "could not follow a pipeline");
@@ -276,6 +282,13 @@ export function createTracker(deps: TrackerDeps): Tracker {
         })
         .then(pass)
         .catch((error: unknown) => {
+          if (error instanceof FencedError) {
+            log.info(
+              { err: error },
+              "another replica leads: this pass ended, writing nothing more",
+            );
+            return;
+          }
           log.warn({ err: error }, "tracker pass failed; retrying on the next one");
         }),
     config.pollIntervalMs,

@@ -143,4 +143,61 @@ describeWithPostgres("replicas sharing PostgreSQL", () => {
       }
     });
   });
+
+  describe("on a third database of their own", () => {
+    const db = useDatabase();
+    it("a leader paused past its lease writes nothing when it resumes: its pass is refused, the new leader's lands once", async () => {
+      const { h, follower, second } = await twoReplicas(db);
+      // A third replica whose renewals the test holds: it runs them when told, or never (paused).
+      const held: (() => void)[] = [];
+      const pausedLogs = captureLogs();
+      const paused = await startVmbot(h.config, {
+        logDestination: pausedLogs.stream,
+        gitlabTimeoutMs: 5_000,
+        leaderSchedule: (run) => {
+          held.push(run);
+          return () => undefined;
+        },
+      });
+      const pausedUrl = `http://127.0.0.1:${paused.port}`;
+      try {
+        const pipelineId = await askForVm(follower, "lead-03");
+
+        // The first leader stops; the held replica is let renew once, and takes the lead.
+        await h.bot.stop(2_000);
+        for (const run of held.splice(0)) run();
+        await waitFor(async () => (await leads(pausedUrl)) === true || undefined, "it leads");
+        // Now it pauses: no renewal runs. The second replica takes over once the lease runs out.
+        await waitFor(
+          async () => (await leads(follower.baseUrl)) === true || undefined,
+          "the second replica leads",
+          { timeoutMs: 3 * TTL_MS },
+        );
+
+        // The new leader's first passes are done; then the plan finishes with nobody told.
+        await second.tracker.tick();
+        runUntilSettled(h, pipelineId, "tf:plan");
+        await h.gitlab.settled();
+
+        // It resumes mid-pass, its tracker still running: its writes are refused.
+        await paused.tracker.tick();
+        expect(
+          pausedLogs.lines.some((line) => line.includes("another replica leads: this pass ended")),
+        ).toBe(true);
+        const untouched = (await second.store.listActive()).find((r) => r.spec.name === "lead-03");
+        expect(untouched?.status).not.toBe("awaiting_approval");
+
+        // The new leader's pass lands, once.
+        await second.tracker.tick();
+        const request = (await second.store.listActive()).find((r) => r.spec.name === "lead-03");
+        expect(request?.status).toBe("awaiting_approval");
+        const audit = (await second.store.listAudit(request?.id)).map((a) => a.action);
+        expect(audit.filter((action) => action === "plan_uploaded")).toHaveLength(1);
+        expect(audit.filter((action) => action === "awaiting_approval")).toHaveLength(1);
+      } finally {
+        await paused.stop(2_000);
+        await second.stop(2_000);
+      }
+    });
+  });
 });

@@ -2,7 +2,7 @@ import type pg from "pg";
 import { z } from "zod";
 import type { AsyncStore } from "../async.js";
 import type { AuditEntry, AuditRecord, Writable } from "../store.js";
-import { guardWrite, inTransaction, postgresProblem, type Queryable } from "./pool.js";
+import { guardWrite, postgresProblem, type Queryable, type Runner } from "./pool.js";
 
 /**
  * What people did (the audit log, kept for good), which Slack deliveries were already acted on
@@ -36,7 +36,7 @@ export interface PostgresAudit extends Pick<AsyncStore, "audit" | "listAudit" | 
   auditWith: (db: Queryable, entry: AuditEntry) => Promise<void>;
 }
 
-export function createPostgresAudit(pool: pg.Pool, clock: () => Date): PostgresAudit {
+export function createPostgresAudit(pool: Runner, clock: () => Date): PostgresAudit {
   const insert = async (db: Queryable, entry: AuditEntry) => {
     await db.query(
       "INSERT INTO audit_log (request_id, actor, action, detail, at) VALUES ($1, $2, $3, $4::jsonb, $5)",
@@ -69,7 +69,7 @@ export function createPostgresAudit(pool: pg.Pool, clock: () => Date): PostgresA
     async firstDelivery(key, keepMs) {
       const now = clock();
       return guardWrite(`record the delivery ${key}`, () =>
-        inTransaction(pool, async (client) => {
+        pool.transaction(async (client) => {
           await client.query("DELETE FROM deliveries WHERE seen_at < $1", [
             new Date(now.getTime() - keepMs).toISOString(),
           ]);

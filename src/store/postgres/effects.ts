@@ -1,8 +1,7 @@
-import type pg from "pg";
 import { z } from "zod";
 import type { AsyncStore } from "../async.js";
 import type { EffectRecord } from "../store.js";
-import { guardWrite, type Queryable } from "./pool.js";
+import { guardWrite, type Queryable, type Runner } from "./pool.js";
 
 /**
  * The effects journal on PostgreSQL, shared by every replica. Beside the store's own intent and
@@ -74,7 +73,7 @@ export interface PostgresEffects extends Pick<
 const DEFAULT_HOLD_MS = 5 * 60_000;
 
 export function createPostgresEffects(
-  pool: pg.Pool,
+  pool: Runner,
   clock: () => Date,
   replica: string,
 ): PostgresEffects {
@@ -165,7 +164,7 @@ export function createPostgresEffects(
  * has lapsed (or is this replica's already). A done effect, or one another replica holds, is
  * left as it is.
  */
-function claimEffect(pool: pg.Pool, clock: () => Date, replica: string): PostgresEffects["claim"] {
+function claimEffect(pool: Runner, clock: () => Date, replica: string): PostgresEffects["claim"] {
   return async (subject, step, holdMs, detail = {}) => {
     const now = clock();
     const until = new Date(now.getTime() + holdMs).toISOString();

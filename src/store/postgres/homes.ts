@@ -1,12 +1,11 @@
-import type pg from "pg";
 import { z } from "zod";
 import type { AsyncHomes } from "../async.js";
-import { guardWrite } from "./pool.js";
+import { guardWrite, type Runner } from "./pool.js";
 
 const RowSchema = z.object({ user_id: z.string() });
 
 /** Who has opened vmbot's Home tab (see ../homes.ts), shared by every replica. */
-export function createPostgresHomes(pool: pg.Pool, clock: () => Date): AsyncHomes {
+export function createPostgresHomes(pool: Runner, clock: () => Date): AsyncHomes {
   return {
     async opened(user) {
       await guardWrite(`remember the Home of ${user}`, () =>

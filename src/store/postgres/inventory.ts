@@ -1,9 +1,8 @@
-import type pg from "pg";
 import { z } from "zod";
 import { VmSpecSchema } from "../../vm/spec.js";
 import type { AsyncApprovals, AsyncInventory } from "../async.js";
 import { VM_STATUSES, type VmRecord } from "../inventory.js";
-import { guardWrite, inTransaction } from "./pool.js";
+import { guardWrite, type Runner } from "./pool.js";
 
 /**
  * Every VM vmbot made and the approvals given on each plan job, on PostgreSQL: the same rows
@@ -47,7 +46,7 @@ function toVm(row: unknown): VmRecord {
 
 /** The inventory's writes: the SQLite store's statements, in PostgreSQL's dialect. */
 function vmWrites(
-  pool: pg.Pool,
+  pool: Runner,
   clock: () => Date,
 ): Pick<AsyncInventory, "mark" | "remove" | "setLease" | "note" | "checked"> {
   const write = async (what: string, sql: string, values: unknown[]) => {
@@ -85,7 +84,7 @@ function vmWrites(
   };
 }
 
-export function createPostgresInventory(pool: pg.Pool, clock: () => Date): AsyncInventory {
+export function createPostgresInventory(pool: Runner, clock: () => Date): AsyncInventory {
   const one = async (name: string) => {
     const { rows } = await pool.query("SELECT * FROM vms WHERE name = $1", [name]);
     return rows[0] === undefined ? undefined : toVm(rows[0]);
@@ -139,7 +138,7 @@ export function createPostgresInventory(pool: pg.Pool, clock: () => Date): Async
     async seeStates(names) {
       const at = clock().toISOString();
       await guardWrite("record the project's Terraform states", () =>
-        inTransaction(pool, async (client) => {
+        pool.transaction(async (client) => {
           await client.query("DELETE FROM states_seen");
           await client.query(
             "INSERT INTO states_seen (name, seen_at) SELECT unnest($1::text[]), $2",
@@ -167,7 +166,7 @@ const ApprovalRowSchema = z.object({
   at: z.string(),
 });
 
-export function createPostgresApprovals(pool: pg.Pool): AsyncApprovals {
+export function createPostgresApprovals(pool: Runner): AsyncApprovals {
   return {
     async add(a) {
       const { rowCount } = await guardWrite(

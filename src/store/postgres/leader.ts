@@ -111,37 +111,75 @@ function leaseRow(pool: pg.Pool, name: string, replica: string, ttlMs: number) {
   return { renew, acquire };
 }
 
+/**
+ * The lease this replica holds, telling `onChange` when it starts or stops leading. When a
+ * renewal fails, `expire` ends the lease once it runs out by this replica's clock, whether or
+ * not the database answers again first, so the led work stops then and not at a later step.
+ */
+function holding(schedule: Schedule, onChange: LeaderOptions["onChange"]) {
+  let held: Held | undefined;
+  /** Cancels the watch for the end of a lease whose renewal failed. */
+  let unwatch: (() => void) | undefined;
+
+  const change = (next: Held | undefined) => {
+    unwatch?.();
+    unwatch = undefined;
+    const was = held?.epoch;
+    held = next;
+    if (was !== next?.epoch) onChange?.(next !== undefined, next?.epoch);
+  };
+
+  const expire = (now: number) => {
+    if (held === undefined) return;
+    if (now >= held.until) {
+      change(undefined);
+      return;
+    }
+    if (unwatch !== undefined) return;
+    const watched = held;
+    unwatch = schedule(() => {
+      unwatch = undefined;
+      // The lease's time has passed by the timer: it has run out, whatever the clock lags.
+      if (held === watched) change(undefined);
+    }, watched.until - now);
+  };
+
+  return {
+    get held() {
+      return held;
+    },
+    change,
+    expire,
+  };
+}
+
 export function createLeader(options: LeaderOptions): Leader {
   const { pool, replica, clock } = options;
   const name = options.name ?? "tracker";
   const ttlMs = options.ttlMs ?? DEFAULT_LEADER_TTL_MS;
   const renewEveryMs = options.renewEveryMs ?? Math.floor(ttlMs / 3);
   const schedule = options.schedule ?? timers;
-  let held: Held | undefined;
+  const lease = holding(schedule, options.onChange);
+  const { change, expire } = lease;
   let cancel: (() => void) | undefined;
   let stepping: Promise<boolean> | undefined;
-
-  const change = (next: Held | undefined) => {
-    const was = held?.epoch;
-    held = next;
-    if (was !== next?.epoch) options.onChange?.(next !== undefined, next?.epoch);
-  };
 
   const { renew, acquire } = leaseRow(pool, name, replica, ttlMs);
 
   async function attempt(): Promise<boolean> {
     const now = clock().getTime();
     try {
-      const renewed = held === undefined ? undefined : await renew(now, held);
+      const renewed = lease.held === undefined ? undefined : await renew(now, lease.held);
       change(renewed ?? (await acquire(now)));
     } catch (error) {
-      // Unreachable: keep what is held until it runs out by this replica's clock.
+      // Unreachable: keep what is held until it runs out by this replica's clock, not longer.
       options.onError?.(error);
+      expire(clock().getTime());
     }
     return leads();
   }
 
-  const leads = () => held !== undefined && clock().getTime() < held.until;
+  const leads = () => lease.held !== undefined && clock().getTime() < lease.held.until;
 
   const step = () => {
     // One attempt at a time: a renewal never races this replica's own takeover.
@@ -170,7 +208,7 @@ export function createLeader(options: LeaderOptions): Leader {
       cancel?.();
       cancel = undefined;
       await stepping;
-      const current = held;
+      const current = lease.held;
       change(undefined);
       if (current === undefined) return;
       await pool.query(
@@ -179,9 +217,9 @@ export function createLeader(options: LeaderOptions): Leader {
       );
     },
     isLeader: leads,
-    epoch: () => held?.epoch,
+    epoch: () => lease.held?.epoch,
     async fenced(what, write) {
-      const epoch = held?.epoch;
+      const epoch = lease.held?.epoch;
       if (epoch === undefined) throw new FencedError(what, undefined);
       return inTransaction(pool, async (client) => {
         // FOR SHARE holds the lease row until this transaction ends: a takeover (an UPDATE of
@@ -191,7 +229,7 @@ export function createLeader(options: LeaderOptions): Leader {
           [name, replica, epoch],
         );
         if (rowCount !== 1) {
-          if (held?.epoch === epoch) change(undefined);
+          if (lease.held?.epoch === epoch) change(undefined);
           throw new FencedError(what, epoch);
         }
         return write(client);

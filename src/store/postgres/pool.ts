@@ -41,7 +41,29 @@ export function createPool(target: PostgresTarget, options: PoolOptions = {}): p
 }
 
 /** The part of a pool or a client the store's statements need. */
-export type Queryable = Pick<pg.Pool | pg.PoolClient, "query">;
+export interface Queryable {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
+}
+
+/**
+ * Where the store's parts run their statements: the pool (each statement and transaction as it
+ * comes), or the leader's fence (each one in a transaction that checks the epoch, leader.ts).
+ */
+export interface Runner extends Queryable {
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+}
+
+/** The pool as a runner. */
+export function poolRunner(pool: pg.Pool): Runner {
+  return {
+    query: (text, values) => pool.query(text, values),
+    transaction: (work) => inTransaction(pool, work),
+  };
+}
 
 /** Why PostgreSQL refused, in words for an operator, from its SQLSTATE or the socket's error. */
 export function postgresProblem(error: unknown): string {

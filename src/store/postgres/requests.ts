@@ -1,4 +1,3 @@
-import type pg from "pg";
 import { z } from "zod";
 import { checkMove, FINAL_STATUSES, REQUEST_STATUSES } from "../../requests/lifecycle.js";
 import {
@@ -18,7 +17,7 @@ import {
   type RequestRecord,
   type RequestStatus,
 } from "../store.js";
-import { guardWrite, inTransaction, type Queryable } from "./pool.js";
+import { guardWrite, type Queryable, type Runner } from "./pool.js";
 
 /**
  * The requests table on PostgreSQL: the same rows and moves as the SQLite store's
@@ -176,7 +175,7 @@ export interface MoveJournal {
   audit(db: Queryable, entry: Parameters<AsyncStore["audit"]>[0]): Promise<void>;
 }
 
-const rowsOf = async (pool: pg.Pool, sql: string, values: unknown[] = []) =>
+const rowsOf = async (pool: Runner, sql: string, values: unknown[] = []) =>
   (await pool.query(sql, values)).rows.map(toRecord);
 
 /**
@@ -184,7 +183,7 @@ const rowsOf = async (pool: pg.Pool, sql: string, values: unknown[] = []) =>
  * asked, under which rule) is audited in the same transaction, only when the request is new.
  */
 async function createRequest(
-  pool: pg.Pool,
+  pool: Runner,
   clock: () => Date,
   journal: MoveJournal,
   request: NewRequest,
@@ -193,7 +192,7 @@ async function createRequest(
   const now = clock().toISOString();
   const id = newRequestId(clock().getTime());
   const inserted = await guardWrite("record a new request", () =>
-    inTransaction(pool, async (client) => {
+    pool.transaction(async (client) => {
       const { rows } = await client.query(
         `INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, decision, created_at, updated_at)
          VALUES ($1, $2, 'queued', $3, $4::jsonb, $5::jsonb, $6, $7, $8, $9::jsonb, $10, $10)
@@ -227,7 +226,7 @@ async function createRequest(
 
 /** The reads of the requests table, each row checked against its schema. */
 function requestReads(
-  pool: pg.Pool,
+  pool: Runner,
 ): Pick<
   PostgresRequests,
   | "getRequest"
@@ -271,7 +270,7 @@ function requestReads(
       statuses.length === 0
         ? []
         : (
-            await pool.query(
+            await pool.query<{ id: string; requester: string; spec: unknown }>(
               "SELECT id, requester, spec FROM requests WHERE status = ANY($1::text[]) ORDER BY created_at, id",
               [[...statuses]],
             )
@@ -293,7 +292,7 @@ function requestReads(
  * `journal`) on its own connection, in its transaction.
  */
 function requestWrites(
-  pool: pg.Pool,
+  pool: Runner,
   clock: () => Date,
   journal: MoveJournal,
 ): Pick<PostgresRequests, "createRequest" | "updateRequest" | "transition" | "markRendered"> {
@@ -313,7 +312,7 @@ function requestWrites(
     async transition(id, from, to, patch = {}, intent, entry) {
       checkMove(from, to);
       return guardWrite(`move request ${id} to ${to}`, () =>
-        inTransaction(pool, async (client) => {
+        pool.transaction(async (client) => {
           const moved = await updateRequestRow(
             client,
             clock().toISOString(),
@@ -343,7 +342,7 @@ function requestWrites(
 }
 
 export function createPostgresRequests(
-  pool: pg.Pool,
+  pool: Runner,
   clock: () => Date,
   journal: MoveJournal,
 ): PostgresRequests {

@@ -4,10 +4,12 @@ import type pg from "pg";
 import type { AsyncStore } from "../async.js";
 import { createPostgresAudit, createPostgresProbe, writeHeartbeat } from "./audit.js";
 import { createPostgresHomes } from "./homes.js";
+import { fencedRunner } from "./fenced.js";
+import type { Leader } from "./leader.js";
 import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
 import { migratePostgres } from "./migrations.js";
-import { createPool, postgresProblem } from "./pool.js";
+import { createPool, poolRunner, postgresProblem, type Runner } from "./pool.js";
 import { createPostgresRequests } from "./requests.js";
 import { parsePostgresUrl } from "./url.js";
 
@@ -58,18 +60,32 @@ export async function openPostgresStore(
     });
   }
 
-  const effects = createPostgresEffects(pool, clock, replica);
-  const log = createPostgresAudit(pool, clock);
-  const requests = createPostgresRequests(pool, clock, {
+  return {
+    replica,
+    pool,
+    ...postgresParts(poolRunner(pool), clock, replica),
+    writable: probe,
+    isOpen: () => Promise.resolve(open),
+    async close() {
+      if (!open) return;
+      open = false;
+      await pool.end();
+    },
+  };
+}
+
+/** The store's statements, run where `runner` says: on the pool, or fenced by the leader. */
+function postgresParts(runner: Runner, clock: () => Date, replica: string) {
+  const effects = createPostgresEffects(runner, clock, replica);
+  const log = createPostgresAudit(runner, clock);
+  const requests = createPostgresRequests(runner, clock, {
     intend: effects.intendWith,
     audit: log.auditWith,
   });
   return {
-    replica,
-    pool,
-    inventory: createPostgresInventory(pool, clock),
-    approvals: createPostgresApprovals(pool),
-    homes: createPostgresHomes(pool, clock),
+    inventory: createPostgresInventory(runner, clock),
+    approvals: createPostgresApprovals(runner),
+    homes: createPostgresHomes(runner, clock),
     ...requests,
     effect: effects.effect,
     intend: effects.intend,
@@ -80,12 +96,18 @@ export async function openPostgresStore(
     audit: log.audit,
     listAudit: log.listAudit,
     firstDelivery: log.firstDelivery,
-    writable: probe,
-    isOpen: () => Promise.resolve(open),
-    async close() {
-      if (!open) return;
-      open = false;
-      await pool.end();
-    },
   };
+}
+
+/**
+ * The store as the led work uses it (leadership.ts): the same store, but every write is checked
+ * against the leader's epoch in its own transaction and refused (FencedError) once another
+ * replica leads, so a leader paused past its lease writes nothing when it resumes.
+ */
+export function fencedPostgresStore(
+  store: PostgresStore,
+  leader: Pick<Leader, "fenced">,
+  clock: () => Date,
+): PostgresStore {
+  return { ...store, ...postgresParts(fencedRunner(store.pool, leader), clock, store.replica) };
 }

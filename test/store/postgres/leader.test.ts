@@ -2,6 +2,7 @@
  * One leader among replicas, fenced: two leaders in one process on the run's PostgreSQL, each
  * with its own pool, on one clock the test moves (a pause is a leader the test stops stepping).
  */
+import pg from "pg";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { createLeader, FencedError, type Leader } from "../../../src/store/postgres/leader.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/store.js";
@@ -160,6 +161,73 @@ describeWithPostgres("leadership with fencing", () => {
     }
     await a.stop();
     expect(scheduled.at(-1)?.canceled).toBe(true);
+  });
+
+  it("stops leading when its lease runs out by its own clock while its renewals fail", async () => {
+    const changes: string[] = [];
+    const errors: unknown[] = [];
+    const scheduled: { run: () => void; ms: number; canceled: boolean }[] = [];
+    // Its own pool, which the test closes: every renewal after that fails.
+    const pool = new pg.Pool({ connectionString: database.url(), max: 1 });
+    const a = createLeader({
+      pool,
+      replica: "replica-a",
+      clock: clock.now,
+      name: `tracker-${names}`,
+      ttlMs: TTL,
+      renewEveryMs: RENEW,
+      schedule: (run, ms) => {
+        const timer = { run, ms, canceled: false };
+        scheduled.push(timer);
+        return () => {
+          timer.canceled = true;
+        };
+      },
+      onChange: (leading, epoch) => changes.push(`${leading ? "leads" : "follows"} ${epoch ?? ""}`),
+      onError: (error) => errors.push(error),
+    });
+    expect(await a.step()).toBe(true);
+    await pool.end();
+
+    clock.advance(RENEW);
+    expect(await a.step()).toBe(true);
+    expect(errors).toHaveLength(1);
+    // It watches for the end of its lease: what is left of it by its own clock.
+    expect(scheduled.map((timer) => timer.ms)).toEqual([TTL - RENEW]);
+    clock.advance(RENEW);
+    expect(await a.step()).toBe(true);
+    expect(scheduled).toHaveLength(1);
+    expect(changes).toEqual(["leads 1"]);
+
+    // The lease runs out with no step in between: it stops leading then.
+    clock.advance(TTL - 2 * RENEW);
+    scheduled[0]?.run();
+    expect(a.isLeader()).toBe(false);
+    expect(a.epoch()).toBeUndefined();
+    expect(changes).toEqual(["leads 1", "follows "]);
+  });
+
+  it("stops leading at a failed renewal that finds its lease already run out", async () => {
+    const changes: string[] = [];
+    const pool = new pg.Pool({ connectionString: database.url(), max: 1 });
+    const a = createLeader({
+      pool,
+      replica: "replica-a",
+      clock: clock.now,
+      name: `tracker-${names}`,
+      ttlMs: TTL,
+      renewEveryMs: RENEW,
+      schedule: () => () => undefined,
+      onChange: (leading, epoch) => changes.push(`${leading ? "leads" : "follows"} ${epoch ?? ""}`),
+      onError: () => undefined,
+    });
+    expect(await a.step()).toBe(true);
+    await pool.end();
+    // Paused past its lease, then its renewal fails: it follows at once.
+    clock.advance(TTL);
+    expect(await a.step()).toBe(false);
+    expect(a.epoch()).toBeUndefined();
+    expect(changes).toEqual(["leads 1", "follows "]);
   });
 });
 
