@@ -76,9 +76,13 @@ describe("GET /healthz", () => {
     const harness = await start();
     const response = await fetch(`${harness.baseUrl}/healthz`);
     expect(response.status).toBe(200);
+    // The harness's engine: SQLite, or PostgreSQL (npm run test:postgres), where the one
+    // replica also says that it leads.
+    const postgres = process.env.VMBOT_TEST_DB === "postgres";
     expect(await response.json()).toEqual({
       status: "ok",
-      database: { engine: "sqlite", reachable: true },
+      database: { engine: postgres ? "postgres" : "sqlite", reachable: true },
+      ...(postgres ? { leader: true, replica: expect.any(String) as string } : {}),
     });
   });
 
