@@ -139,20 +139,27 @@ function renderPeople(): void {
   );
 }
 
+/**
+ * Scenarios switched here whose change the sandbox has not yet answered: a snapshot taken before
+ * the switch arrived must not flip the box back under the person's pointer.
+ */
+const switching = new Map<string, boolean>();
+
 function renderScenarios(): void {
   if (state === undefined) return;
+  const on = (s: { name: string; on: boolean }) => switching.get(s.name) ?? s.on;
   setHtml(
     byId("scenarios"),
     state.scenarios
       .map(
         (s) =>
-          `<label class="sb-scenario" title="${escapeHtml(s.detail)}"><input type="checkbox" data-scenario="${escapeHtml(s.name)}"${s.on ? " checked" : ""}> ${escapeHtml(s.label)}</label>`,
+          `<label class="sb-scenario" title="${escapeHtml(s.detail)}"><input type="checkbox" data-scenario="${escapeHtml(s.name)}"${on(s) ? " checked" : ""}> ${escapeHtml(s.label)}</label>`,
       )
       .join(""),
   );
-  // A box clicked a moment ago shows what the platform does, not what was clicked.
+  // Otherwise a box shows what the platform does, not what was clicked a moment ago.
   for (const box of byId("scenarios").querySelectorAll<HTMLInputElement>("[data-scenario]")) {
-    box.checked = state.scenarios.some((s) => s.name === box.dataset.scenario && s.on);
+    box.checked = state.scenarios.some((s) => s.name === box.dataset.scenario && on(s));
   }
 }
 
@@ -401,9 +408,14 @@ document.addEventListener("change", (event) => {
   const box = event.target instanceof HTMLInputElement ? event.target : null;
   const name = box?.dataset.scenario;
   if (box === null || name === undefined) return;
-  void post("/sandbox/scenario", { name, on: box.checked }).catch((error: unknown) => {
-    showError((error as Error).message);
-  });
+  switching.set(name, box.checked);
+  void post("/sandbox/scenario", { name, on: box.checked })
+    .catch((error: unknown) => {
+      showError((error as Error).message);
+    })
+    .finally(() => {
+      switching.delete(name);
+    });
 });
 
 document.addEventListener("keydown", (event) => {
