@@ -37,6 +37,7 @@ export interface PostgresAudit extends Pick<AsyncStore, "audit" | "listAudit" | 
 }
 
 export function createPostgresAudit(pool: Runner, clock: () => Date): PostgresAudit {
+  const prune = deliveryPruner(pool);
   const insert = async (db: Queryable, entry: AuditEntry) => {
     await db.query(
       "INSERT INTO audit_log (request_id, actor, action, detail, at) VALUES ($1, $2, $3, $4::jsonb, $5)",
@@ -68,19 +69,55 @@ export function createPostgresAudit(pool: Runner, clock: () => Date): PostgresAu
 
     async firstDelivery(key, keepMs) {
       const now = clock();
-      return guardWrite(`record the delivery ${key}`, () =>
-        pool.transaction(async (client) => {
-          await client.query("DELETE FROM deliveries WHERE seen_at < $1", [
-            new Date(now.getTime() - keepMs).toISOString(),
-          ]);
-          // Of replicas recording one key at once, the unique key lets exactly one insert.
-          const inserted = await client.query(
-            "INSERT INTO deliveries (key, seen_at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-            [key, now.toISOString()],
-          );
-          return inserted.rowCount === 1;
-        }),
+      const forgetBefore = new Date(now.getTime() - keepMs).toISOString();
+      // One statement, one round trip: a new key is inserted; a key seen longer ago than keepMs
+      // (not yet pruned) is taken as new and seen again now; a recent one is left as it is and
+      // returns no row. Of replicas recording one key at once, the unique key lets exactly one
+      // insert, and the others find it recent.
+      const recorded = await guardWrite(`record the delivery ${key}`, () =>
+        pool.query(
+          `INSERT INTO deliveries (key, seen_at) VALUES ($1, $2)
+           ON CONFLICT (key) DO UPDATE SET seen_at = excluded.seen_at
+           WHERE deliveries.seen_at < $3
+           RETURNING key`,
+          [key, now.toISOString(), forgetBefore],
+        ),
       );
+      prune.due(now, forgetBefore);
+      return recorded.rowCount === 1;
+    },
+  };
+}
+
+/** How often a replica prunes the deliveries it no longer needs, and how many rows at most. */
+export const PRUNE_EVERY_MS = 60_000;
+export const PRUNE_BATCH = 5_000;
+
+/**
+ * Forgets deliveries older than Slack's retries, off the request path: at most once every
+ * PRUNE_EVERY_MS, PRUNE_BATCH rows at a time, started after a delivery is recorded and not
+ * awaited by it. Correctness does not depend on it (firstDelivery takes an old key as new
+ * whether or not it was pruned): it only keeps the table small, so a prune that fails (the
+ * database away, the store closing) is simply the next one's to do.
+ */
+function deliveryPruner(pool: Runner) {
+  let lastMs = Number.NEGATIVE_INFINITY;
+  let running = false;
+  return {
+    due(now: Date, forgetBefore: string) {
+      if (running || now.getTime() - lastMs < PRUNE_EVERY_MS) return;
+      lastMs = now.getTime();
+      running = true;
+      pool
+        .query(
+          `DELETE FROM deliveries WHERE key IN
+             (SELECT key FROM deliveries WHERE seen_at < $1 ORDER BY seen_at LIMIT $2)`,
+          [forgetBefore, PRUNE_BATCH],
+        )
+        .catch(() => undefined)
+        .finally(() => {
+          running = false;
+        });
     },
   };
 }

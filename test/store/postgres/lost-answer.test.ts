@@ -1,7 +1,8 @@
 /**
  * A write whose answer is lost after it took effect: a loopback proxy in front of the run's
- * PostgreSQL cuts the connection as the server confirms a COMMIT, so the transaction is done
- * but the store never hears so.
+ * PostgreSQL cuts the connection once the server has confirmed a statement and is ready for the
+ * next (its transaction, explicit or the statement's own, committed), so the write is done but
+ * the store never hears so.
  */
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -12,39 +13,54 @@ import { waitFor } from "../../support/wait.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
 import { SAMPLE_SPEC } from "../../support/requests.js";
 
-/** PostgreSQL's CommandComplete message for a COMMIT: 'C', its length, the tag. */
-const COMMIT_COMPLETE = Buffer.concat([
-  Buffer.from("C"),
-  Buffer.from([0, 0, 0, 11]),
-  Buffer.from("COMMIT\0"),
-]);
+/** PostgreSQL's CommandComplete message for a statement: 'C', its length, the tag. */
+function commandComplete(tag: string): Buffer {
+  const text = Buffer.from(`${tag}\0`);
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(text.length + 4);
+  return Buffer.concat([Buffer.from("C"), length, text]);
+}
+
+/** ReadyForQuery outside any transaction: 'Z', length 5, 'I' (idle). */
+const READY_IDLE = Buffer.from([0x5a, 0, 0, 0, 5, 0x49]);
 
 interface CuttingProxy {
   url: string;
-  /** Cuts the next connection whose server confirms a COMMIT, before the client hears it. */
-  cutNextCommit(): void;
+  /**
+   * Cuts the next connection whose server confirms a statement with `tag` (a COMMIT, or an
+   * `INSERT 0 1` in a transaction of its own), once the server says it is idle again: nothing
+   * from the statement's answer on reaches the client.
+   */
+  cutNextAnswer(tag: string): void;
   cuts(): number;
   close(): Promise<void>;
 }
 
 async function cuttingProxy(target: string): Promise<CuttingProxy> {
   const upstream = new URL(target);
-  let armed = false;
+  let armed: Buffer | undefined;
   let cuts = 0;
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const server = connect(Number(upstream.port), upstream.hostname);
     sockets.add(client).add(server);
+    // This connection's answer is being held back: from its tag until the server is idle.
+    let holding = false;
     client.on("data", (chunk) => server.write(chunk));
     server.on("data", (chunk: Buffer) => {
-      if (armed && chunk.includes(COMMIT_COMPLETE)) {
-        armed = false;
+      if (armed !== undefined && !holding && chunk.includes(armed)) {
+        armed = undefined;
+        holding = true;
+      }
+      if (!holding) {
+        client.write(chunk);
+        return;
+      }
+      if (chunk.includes(READY_IDLE)) {
         cuts += 1;
         client.destroy();
         server.destroy();
-        return;
       }
-      client.write(chunk);
     });
     const end = () => {
       client.destroy();
@@ -60,8 +76,8 @@ async function cuttingProxy(target: string): Promise<CuttingProxy> {
   url.port = String(address.port);
   return {
     url: url.toString(),
-    cutNextCommit() {
-      armed = true;
+    cutNextAnswer(tag) {
+      armed = commandComplete(tag);
     },
     cuts: () => cuts,
     async close() {
@@ -95,7 +111,7 @@ describeWithPostgres("a PostgreSQL write whose answer is lost", () => {
       submissionKey: "view:lost",
     });
     await store.transition(request.id, ["queued"], "awaiting_approval");
-    proxy.cutNextCommit();
+    proxy.cutNextAnswer("COMMIT");
     const move = () =>
       store.transition(
         request.id,
@@ -118,11 +134,15 @@ describeWithPostgres("a PostgreSQL write whose answer is lost", () => {
   });
 
   it("reports a delivery it could not confirm, and the same delivery again is a repeat", async () => {
-    proxy.cutNextCommit();
+    // The delivery is recorded by one statement in a transaction of its own.
+    const cuts = proxy.cuts();
+    proxy.cutNextAnswer("INSERT 0 1");
     await expect(store.firstDelivery("command:lost", 60_000)).rejects.toBeInstanceOf(
       StoreWriteError,
     );
+    expect(proxy.cuts()).toBe(cuts + 1);
     expect(await store.firstDelivery("command:lost", 60_000)).toBe(false);
+    expect(await store.firstDelivery("command:found", 60_000)).toBe(true);
   });
 
   it("says the store cannot take writes while the database cannot be reached, and why", async () => {
