@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { AsyncStore } from "../async.js";
 import type { EffectRecord } from "../store.js";
 import { guardWrite, type Queryable, type Runner } from "./pool.js";
+import { holderGone } from "./replicas.js";
 
 /**
  * The effects journal on PostgreSQL, shared by every replica. Beside the store's own intent and
@@ -168,8 +169,9 @@ function claimEffect(pool: Runner, clock: () => Date, replica: string): Postgres
   return async (subject, step, holdMs, detail = {}) => {
     const now = clock();
     const until = new Date(now.getTime() + holdMs).toISOString();
-    // One statement: insert the intent, or take over an intent whose claim has lapsed (or is
-    // ours already). A done effect, or one another replica holds, is left as it is.
+    // One statement: insert the intent, or take over an intent whose claim has lapsed, whose
+    // replica is gone (replicas.ts), or that is ours already. A done effect, or one another
+    // live replica holds, is left as it is.
     const { rows } = await guardWrite(`claim ${step} of ${subject}`, () =>
       pool.query(
         `INSERT INTO effects (subject, step, state, intent, intended_at, claimed_by, claimed_until)
@@ -178,9 +180,10 @@ function claimEffect(pool: Runner, clock: () => Date, replica: string): Postgres
            SET claimed_by = excluded.claimed_by, claimed_until = excluded.claimed_until
            WHERE effects.state = 'intended'
              AND (effects.claimed_by = excluded.claimed_by
-                  OR effects.claimed_until IS NULL OR effects.claimed_until <= $4)
+                  OR effects.claimed_until IS NULL OR effects.claimed_until <= $4
+                  OR ${holderGone("effects.claimed_by", "$7")})
          RETURNING *`,
-        [subject, step, JSON.stringify(detail), now.toISOString(), replica, until],
+        [subject, step, JSON.stringify(detail), now.toISOString(), replica, until, now.getTime()],
       ),
     );
     if (rows[0] !== undefined) return { claimed: true, effect: toEffect(rows[0]), holder: replica };

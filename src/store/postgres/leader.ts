@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Clock } from "../../clock.js";
 import { inTransaction } from "./pool.js";
+import { renewLiveness } from "./replicas.js";
 
 /**
  * One leader among the replicas sharing a database, for the work only one may do (following
@@ -84,7 +85,10 @@ interface Held {
   until: number;
 }
 
-/** The lease row's two writes: renewing the lease held, and taking one that has run out. */
+/**
+ * The lease row's two writes, renewing the lease held and taking one that has run out, and
+ * this replica's liveness (replicas.ts), renewed at each attempt for as long as a lease lasts.
+ */
 function leaseRow(pool: pg.Pool, name: string, replica: string, ttlMs: number) {
   async function renew(now: number, current: Held): Promise<Held | undefined> {
     const { rows } = await pool.query<{ epoch: number }>(
@@ -108,7 +112,14 @@ function leaseRow(pool: pg.Pool, name: string, replica: string, ttlMs: number) {
     return rows[0] === undefined ? undefined : { epoch: rows[0].epoch, until: now + ttlMs };
   }
 
-  return { renew, acquire };
+  /** One attempt: this replica is alive, and renews the lease it holds or takes one. */
+  async function attempt(now: number, current: Held | undefined): Promise<Held | undefined> {
+    await renewLiveness(pool, replica, now + ttlMs);
+    const renewed = current === undefined ? undefined : await renew(now, current);
+    return renewed ?? (await acquire(now));
+  }
+
+  return { attempt };
 }
 
 /**
@@ -164,13 +175,11 @@ export function createLeader(options: LeaderOptions): Leader {
   let cancel: (() => void) | undefined;
   let stepping: Promise<boolean> | undefined;
 
-  const { renew, acquire } = leaseRow(pool, name, replica, ttlMs);
+  const row = leaseRow(pool, name, replica, ttlMs);
 
   async function attempt(): Promise<boolean> {
-    const now = clock().getTime();
     try {
-      const renewed = lease.held === undefined ? undefined : await renew(now, lease.held);
-      change(renewed ?? (await acquire(now)));
+      change(await row.attempt(clock().getTime(), lease.held));
     } catch (error) {
       // Unreachable: keep what is held until it runs out by this replica's clock, not longer.
       options.onError?.(error);

@@ -129,6 +129,13 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     seq       BIGINT GENERATED ALWAYS AS IDENTITY
   )
   `,
+  // Each replica's liveness (replicas.ts): a claim whose replica has died is taken over at once.
+  `
+  CREATE TABLE replicas (
+    name        TEXT PRIMARY KEY,
+    alive_until BIGINT NOT NULL
+  )
+  `,
 ];
 
 /**

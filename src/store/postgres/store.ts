@@ -10,6 +10,7 @@ import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
 import { migratePostgres } from "./migrations.js";
 import { createPool, poolRunner, postgresProblem, type Runner } from "./pool.js";
+import { retireReplica } from "./replicas.js";
 import { createPostgresRequests } from "./requests.js";
 import { parsePostgresUrl } from "./url.js";
 
@@ -69,6 +70,8 @@ export async function openPostgresStore(
     async close() {
       if (!open) return;
       open = false;
+      // Its work finished: what this replica still claims is another's to take over at once.
+      await retireReplica(pool, replica).catch(() => undefined);
       await pool.end();
     },
   };

@@ -6,6 +6,7 @@
 import { afterEach, expect, it } from "vitest";
 import { PostedResultSchema } from "../../../src/effect-results.js";
 import { createEffects } from "../../../src/effects.js";
+import { createLeader } from "../../../src/store/postgres/leader.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/store.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
 
@@ -64,5 +65,55 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
     });
     expect(result).toEqual({ ts: "1700000000.000200" });
     expect([looked, acted]).toEqual([1, 0]);
+  });
+
+  /** One attempt at the lead by `store`'s replica, `ago` ms in the past: it renews its liveness. */
+  const triedToLead = (store: PostgresStore, ago: number) =>
+    createLeader({
+      pool: store.pool,
+      replica: store.replica,
+      clock: () => new Date(Date.now() - ago),
+      ttlMs: 3_000,
+    }).step();
+
+  it("takes over at once a claim, its own or its led work's, held by a replica whose liveness has passed", async () => {
+    const dead = await replica("claim-dead");
+    // Its last attempt at the lead was a minute ago: its liveness ran out 57 s ago.
+    await triedToLead(dead.store, 60_000);
+    const hour = 3_600_000;
+    expect((await dead.store.claim("R3", "reply:ready", hour, {})).claimed).toBe(true);
+    const led = await openPostgresStore(database.url(), { replica: "claim-dead/led" });
+    opened.push(led);
+    expect((await led.claim("R3", "reply:applied", hour, {})).claimed).toBe(true);
+    const next = await replica("claim-after");
+    expect(await next.store.claim("R3", "reply:ready", hour, {})).toMatchObject({
+      claimed: true,
+      holder: "claim-after",
+    });
+    expect(await next.store.claim("R3", "reply:applied", hour, {})).toMatchObject({
+      claimed: true,
+      holder: "claim-after",
+    });
+  });
+
+  it("leaves a live replica's claim to it until the claim lapses", async () => {
+    const live = await replica("claim-live");
+    await triedToLead(live.store, 0);
+    expect((await live.store.claim("R4", "reply:ready", 3_600_000, {})).claimed).toBe(true);
+    const other = await replica("claim-other");
+    expect(await other.store.claim("R4", "reply:ready", 3_600_000, {})).toMatchObject({
+      claimed: false,
+      holder: "claim-live",
+      effect: { state: "intended" },
+    });
+  });
+
+  it("takes over at once what a replica that closed its store still claimed", async () => {
+    const closing = await replica("claim-closed");
+    await triedToLead(closing.store, 0);
+    expect((await closing.store.claim("R5", "reply:ready", 3_600_000, {})).claimed).toBe(true);
+    await closing.store.close();
+    const next = await replica("claim-after-close");
+    expect((await next.store.claim("R5", "reply:ready", 3_600_000, {})).claimed).toBe(true);
   });
 });
