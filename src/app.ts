@@ -45,6 +45,8 @@ export interface AppDeps {
   home?: { debounceMs?: number; retryMs?: number };
   /** The store the led work writes through (PostgreSQL: fenced by the leader); `store` unless said. */
   ledStore?: AsyncStore;
+  /** The led work's effects, recorded through `ledStore`; `effects` unless said. */
+  ledEffects?: Effects;
 }
 
 export interface VmbotApp {
@@ -63,7 +65,10 @@ export interface VmbotApp {
    * published again.
    */
   store: AsyncStore;
-  /** The led work's store (the tracker, the inventory check), watched as `store` is. */
+  /**
+   * The led work's store (the tracker, the inventory check, the unlocks a crash interrupted),
+   * watched as `store` is.
+   */
   ledStore: AsyncStore;
   /** Publishes the Home tabs. */
   home: HomePublisher;
@@ -193,6 +198,8 @@ export function createApp(appDeps: AppDeps): VmbotApp {
       await app.client.chat.postMessage({ channel, ...message });
     },
     approvals: { access, store: deps.store },
+    // Finishing the unlocks a crash interrupted is the leader's work, written through its fence.
+    led: { store: ledStore, effects: deps.ledEffects ?? deps.effects },
   });
   const home = createHomePublisher({
     store,

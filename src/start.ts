@@ -186,7 +186,7 @@ function buildParts(
     policy,
     now: options.clock ?? systemClock,
     ...(options.home === undefined ? {} : { home: options.home }),
-    ...(led === undefined ? {} : { ledStore: led }),
+    ...(led === undefined ? {} : { ledStore: led, ledEffects }),
   });
   const ledDeps = { config, gitlab, client: vmbot.app.client, log };
   const starter =

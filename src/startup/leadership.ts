@@ -49,6 +49,10 @@ function ledWork(work: LedWork, log: Logger) {
     work.tracker.start();
     work.inventory.start();
     resumed = work.resumeUnlocks().catch((error: unknown) => {
+      if (error instanceof FencedError) {
+        log.info({ err: error }, "another replica leads: the interrupted unlocks are left to it");
+        return;
+      }
       log.warn({ err: error }, "could not resume interrupted unlocks");
     });
   };

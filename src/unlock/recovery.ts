@@ -2,6 +2,7 @@ import { z } from "zod";
 import { UnlockedResultSchema, type UnlockedResult } from "../effect-results.js";
 import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
+import { FencedError } from "../store/postgres/leader.js";
 import { STATE_NAME } from "../vm/state-name.js";
 import { unlockedNotice, type Reply } from "../views/unlock.js";
 import {
@@ -49,6 +50,8 @@ export async function resumeUnlocks(deps: RecoveryDeps): Promise<void> {
     try {
       await resumeOne(deps, effect, pending.data, log);
     } catch (error) {
+      // Another replica leads now: it finishes what is left, and this one writes nothing more.
+      if (error instanceof FencedError) throw error;
       log.warn({ err: error }, "could not finish an unlock interrupted by a restart");
     }
   }

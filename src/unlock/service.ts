@@ -53,6 +53,11 @@ export interface UnlockDeps {
   project: string;
   /** Posts a message in a channel (the record of an unlock resumed after a restart). */
   announce: (channel: string, message: Reply) => Promise<void>;
+  /**
+   * The store and effects that finishing the unlocks a crash interrupted writes through: the
+   * leader's (on PostgreSQL, fenced by its epoch); `store` and `effects` unless said.
+   */
+  led?: { store: UnlockStore; effects: Effects };
   /** The policy's unlock rule and where its approvals are kept; without it, an admin unlocks alone. */
   approvals?: UnlockApprovalDeps;
   now?: () => Date;
@@ -225,6 +230,6 @@ export function createUnlockService(options: UnlockDeps): UnlockService {
 
     cancel: (state) => leftLocked(state ?? deps.sharedState),
 
-    resume: () => resumeUnlocks(deps),
+    resume: () => resumeUnlocks({ ...deps, ...deps.led }),
   };
 }

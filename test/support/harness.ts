@@ -135,7 +135,11 @@ export interface HarnessOptions {
   /** How soon Home tabs are published after a change and retried after a refusal. */
   home?: { debounceMs?: number; retryMs?: number };
   /** Runs once the fakes are up and before the bot starts, e.g. to seal the fake Vault. */
-  prepare?: (fakes: { vault: FakeVault | undefined; proxmox: FakeProxmox | undefined }) => void;
+  prepare?: (fakes: {
+    vault: FakeVault | undefined;
+    proxmox: FakeProxmox | undefined;
+    gitlab: FakeGitlab;
+  }) => void;
 }
 
 export const VAULT_TEST_ROLE_ID = "4f6c2a1e-vmbot-role-id";
@@ -197,7 +201,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...options.env,
     }),
   );
-  options.prepare?.({ vault, proxmox });
+  options.prepare?.({ vault, proxmox, gitlab });
   const captured = captureLogs();
   let bot: RunningVmbot;
   try {

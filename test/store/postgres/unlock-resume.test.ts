@@ -1,0 +1,99 @@
+/**
+ * An unlock a crash interrupted, on replicas sharing one PostgreSQL database: finishing it is the
+ * leader's work, written through its fence, so the replicas that start on it (and the one that
+ * takes the lead later) remove the lock, record it and tell the channel once.
+ */
+import { expect, it } from "vitest";
+import { openPostgresStore } from "../../../src/store/postgres/store.js";
+import { startVmbot } from "../../../src/start.js";
+import { ADMIN, CHANNEL, harnessPerTest, PROJECT_PATH } from "../../support/harness.js";
+import { captureLogs } from "../../support/logs.js";
+import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
+import { waitFor } from "../../support/wait.js";
+
+/** When the crashed replica confirmed the unlocks: its claims ran out long ago. */
+const CRASHED_AT = new Date(Date.now() - 60 * 60_000);
+/** When the states were locked, as GitLab's GraphQL gives it (whole seconds). */
+const LOCKED_AT = new Date(Math.floor(CRASHED_AT.getTime() / 1000 - 3600) * 1000);
+const LOCKED_AT_TEXT = `${LOCKED_AT.toISOString().slice(0, 19)}Z`;
+
+describeWithPostgres("an interrupted unlock on replicas sharing PostgreSQL", () => {
+  const db = useDatabase();
+  const start = harnessPerTest();
+
+  /**
+   * What a replica that crashed just after claiming the unlock of `state` left: its intent,
+   * claimed by it until long ago.
+   */
+  async function interruptedUnlock(state: string): Promise<void> {
+    const crashed = await openPostgresStore(db.url(), {
+      replica: "replica-crashed",
+      clock: () => CRASHED_AT,
+    });
+    try {
+      const intent = {
+        state,
+        lockedAt: LOCKED_AT_TEXT,
+        holder: "alice",
+        user: ADMIN,
+        channel: CHANNEL,
+      };
+      const claim = await crashed.claim(
+        `unlock:${state}`,
+        `unlock:${LOCKED_AT_TEXT}`,
+        60_000,
+        intent,
+      );
+      expect(claim.claimed).toBe(true);
+    } finally {
+      await crashed.close();
+    }
+  }
+
+  it("two replicas starting on it finish it once, and the replica that takes the lead after finds it done", async () => {
+    await interruptedUnlock("general");
+    const h = await start({
+      db: db.url(),
+      env: { LEADER_TTL: "3s" },
+      prepare: ({ gitlab }) => {
+        gitlab.addUser({ username: "alice" });
+        for (const state of ["general", "web-01"]) {
+          gitlab.addTerraformState(PROJECT_PATH, state, { lockedBy: "alice", lockedAt: LOCKED_AT });
+        }
+      },
+    });
+    const second = await startVmbot(h.config, {
+      logDestination: captureLogs().stream,
+      gitlabTimeoutMs: 5_000,
+    });
+    try {
+      const told = (state: string) =>
+        h.slack.messages.filter(
+          (m) => m.text.includes("force-unlocked") && m.text.includes(`\`${state}\``),
+        );
+      await waitFor(() => told("general")[0], "the channel told of the finished unlock");
+
+      // Another unlock is interrupted; the leader stops, and the other replica, taking the lead,
+      // finishes it: its resume has run (a barrier for the first unlock not being done again).
+      await interruptedUnlock("web-01");
+      await h.bot.stop(2_000);
+      await waitFor(() => told("web-01")[0], "the new leader to finish the second unlock", {
+        timeoutMs: 15_000,
+      });
+      await h.gitlab.settled();
+
+      expect(told("general")).toHaveLength(1);
+      expect(told("web-01")).toHaveLength(1);
+      for (const state of ["general", "web-01"]) {
+        expect(h.gitlab.terraformState(PROJECT_PATH, state)?.lock).toBeNull();
+        const removals = h.gitlab.requestsTo("DELETE", new RegExp(`/${state}/lock$`));
+        expect(removals).toHaveLength(1);
+      }
+      const unlocked = (await second.store.listAudit()).filter((a) => a.action === "unlocked");
+      expect(unlocked.map((a) => a.detail.state).sort()).toEqual(["general", "web-01"]);
+      expect(await second.store.pendingEffects()).toEqual([]);
+    } finally {
+      await second.stop(2_000);
+    }
+  });
+});
