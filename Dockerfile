@@ -34,4 +34,8 @@ VOLUME ["/data"]
 EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "dist/main.js"]
+# V8's young generation is held to 2 MB semi-spaces (Node's default lets it grow to 16 MB each):
+# reading a long job log leaves garbage that would otherwise grow the process by up to ~16 MB
+# before a collection, against 2 MB here; see docs/BENCHMARKS.md, "Long job logs", and "Load"
+# for what it costs under a burst. The benchmarks start the bot with the options written here.
+CMD ["node", "--max-semi-space-size=2", "dist/main.js"]

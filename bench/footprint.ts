@@ -8,6 +8,7 @@ import { mb, ms, plural, setting, table, type Section } from "./report.js";
 import { median } from "./stats.js";
 import {
   benchEnv,
+  botNodeOptions,
   openCreateForm,
   signerFor,
   sleep,
@@ -142,7 +143,11 @@ async function vmbotRound(busy: number) {
   try {
     const env = benchEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), { PORT: String(port) });
     const url = `http://127.0.0.1:${port}`;
-    const bot = await startProcess([MAIN], { cwd: dir, env }, `${url}/healthz`);
+    const bot = await startProcess(
+      [...botNodeOptions(), MAIN],
+      { cwd: dir, env },
+      `${url}/healthz`,
+    );
     try {
       await sleep(SETTLE_MS);
       const idleMb = memoryMb(bot.pid, "VmRSS");
@@ -217,8 +222,9 @@ export async function footprint(rounds: number, busy: number): Promise<Footprint
 export async function footprintSection(): Promise<Section> {
   const rounds = setting("BENCH_FOOTPRINT_ROUNDS", 3);
   const r = await footprint(rounds, 100);
+  const command = ["node", ...botNodeOptions(), "dist/main.js"].join(" ");
   const body = `\`npm run build\` first (the bot's own build, as the container image has it; not counted), then
-\`node dist/main.js\` is started with an environment pointing at the fakes (HTTP mode, the default
+\`${command}\` (as the image starts it) is started with an environment pointing at the fakes (HTTP mode, the default
 POLL_INTERVAL_MS, info logs to its stdout) and asked for \`/healthz\` every 5 ms from the moment
 it is spawned until it answers 200; the baseline is \`node -e\` with Node's bare HTTP server,
 started and asked the same way. Resident memory is \`VmRSS\` from \`/proc/<pid>/status\`,
@@ -229,7 +235,7 @@ ${plural(r.rounds, "round")}, the two alternating.
 Targets: healthy within 2 s of start; idle resident memory under 120 MB.
 
 ${table(
-  ["measure", "baseline: `node -e` HTTP server", "vmbot: `node dist/main.js`", "target"],
+  ["measure", "baseline: `node -e` HTTP server", `vmbot: \`${command}\``, "target"],
   [
     ["start → first 200 (vmbot: `/healthz`)", ms(r.baselineStartMs), ms(r.vmbotStartMs), "< 2 s"],
     ["resident memory, idle", mb(r.baselineIdleMb), mb(r.vmbotIdleMb), "< 120 MB"],

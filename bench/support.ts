@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { imageNodeOptions } from "./image.js";
 import { loadConfig } from "../src/config.js";
 import type { ServerLimits } from "../src/server.js";
 import { startVmbot, type RunningVmbot, type StartOptions } from "../src/start.js";
@@ -204,10 +205,11 @@ export async function requestVms(
 }
 
 /**
- * Node options for the bots the benchmarks start in their own processes, from
- * `BENCH_BOT_NODE_OPTIONS` (e.g. `--max-semi-space-size=1`): to compare a runtime setting with
- * Node's defaults on the same benchmarks.
+ * Node options for the bots the benchmarks start in their own processes: the container image's
+ * (its Dockerfile's `CMD`), then `BENCH_BOT_NODE_OPTIONS` (e.g. `--max-semi-space-size=16`) to
+ * compare another runtime setting on the same benchmarks (the last of an option given twice wins).
  */
 export function botNodeOptions(): string[] {
-  return (process.env.BENCH_BOT_NODE_OPTIONS ?? "").split(/\s+/).filter((option) => option !== "");
+  const extra = (process.env.BENCH_BOT_NODE_OPTIONS ?? "").split(/\s+/).filter((o) => o !== "");
+  return [...imageNodeOptions(), ...extra];
 }
