@@ -15,6 +15,7 @@ import {
 import { FORM_NOT_OPENED, NODE_HINTS, staleNodesHint } from "../views/create-words.js";
 import { encodeCreateMetadata } from "../actions/create-submit.js";
 import { afterPendingRequests } from "../slack/after-ack.js";
+import { createLane } from "../slack/lane.js";
 import { leaseChoices } from "../vm/lease.js";
 
 export interface CreateCommandDeps {
@@ -35,6 +36,8 @@ export const NODE_LIST_BUDGET_MS = 1_200;
  * and is updated in place a moment later, so a slow Proxmox never slows the form.
  */
 const STALE_LIST_BUDGET_MS = 0;
+/** How many forms are updated with a late node list at once (see `createLane`). */
+const FORM_UPDATES_AT_ONCE = 4;
 
 type NodeAnswer = ProxmoxNode[] | "late" | { failed: unknown } | { stale: ProxmoxNode[]; at: Date };
 
@@ -105,6 +108,7 @@ export interface FormAsk {
  * the same checks, within the trigger's three seconds.
  */
 export function createFormOpener(deps: CreateCommandDeps) {
+  const updates = createLane(FORM_UPDATES_AT_ONCE);
   return async ({ command, client, respond }: FormAsk, name: string | undefined) => {
     const log = deps.log.child({ user: command.user_id, command: "create" });
     const live = deps.nodes?.nodes().then(
@@ -175,7 +179,9 @@ export function createFormOpener(deps: CreateCommandDeps) {
     // since no block changes its ID; the hash makes Slack refuse if the form moved on meanwhile.
     const answer = await live;
     try {
-      await client.views.update({ view_id: opened.id, hash: opened.hash, view: form(answer) });
+      await updates(() =>
+        client.views.update({ view_id: opened.id, hash: opened.hash, view: form(answer) }),
+      );
       log.debug("updated the create form with Proxmox's node list");
     } catch (error) {
       // Submitted or closed meanwhile: nothing to update.

@@ -37,8 +37,38 @@ function write(res: ServerResponse, reply: Reply): void {
     "content-length": Buffer.byteLength(reply.text),
     ...reply.headers,
   });
-  res.end(reply.text);
+  if (reply.text.length <= TEXT_SLICE) res.end(reply.text);
+  else writeSlices(res, reply.text, 0);
 }
+
+/** Characters of a long text (a job log) encoded and written at a time. */
+const TEXT_SLICE = 256 * 1024;
+
+/**
+ * Writes a long text a slice at a time, as the client takes it, and stops when the client goes
+ * away (as vmbot does at its log cap): a log of hundreds of megabytes is never encoded in one go,
+ * which would hold this process (and, on a small machine, the bot beside it) for its length.
+ */
+function writeSlices(res: ServerResponse, text: string, from: number): void {
+  let at = from;
+  while (at < text.length) {
+    if (res.destroyed) return;
+    let end = Math.min(text.length, at + TEXT_SLICE);
+    // A surrogate pair cut in two would be written as two replacement characters.
+    if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    const flowing = res.write(text.slice(at, end));
+    at = end;
+    if (!flowing) {
+      res.once("drain", () => {
+        writeSlices(res, text, at);
+      });
+      return;
+    }
+  }
+  res.end();
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 
 export interface Responder {
   model: GitlabModel;

@@ -1213,6 +1213,22 @@ describe("fake GitLab: job logs and artifacts", () => {
     expect(text).toBe(job.log);
   });
 
+  it("serves a long log whole and exact, slice after slice, characters cut nowhere", async () => {
+    // 256 K characters a slice: these lines put surrogate pairs and multi-byte characters across
+    // every slice edge.
+    const line = `[DEBUG] nœud ${"🖥".repeat(40)}\n`;
+    const whole = planTrace(`${line.repeat(20_000)}Plan: 1 to add, 0 to change, 0 to destroy.\n`);
+    const { fake, id } = await startWithPipeline({
+      projects: [{ ...project, traces: { "tf:plan": whole } }],
+    });
+    runUntilSettled(fake, id, "tf:plan");
+    const job = fake.job(id, "tf:plan");
+    const { response, text } = await raw(fake, "GET", `/projects/7/jobs/${job.id}/trace`);
+    expect(Number(response.headers.get("content-length"))).toBe(Buffer.byteLength(job.log));
+    expect(text.length).toBeGreaterThan(1_500_000);
+    expect(text).toBe(job.log);
+  });
+
   it("serves one artifact file with gitbeaker's downloadArchive and the type its extension gives", async () => {
     const { fake, api, id } = await startWithPipeline();
     runUntilSettled(fake, id, "tf:plan");
