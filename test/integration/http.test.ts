@@ -110,7 +110,7 @@ describe("GET /healthz", () => {
     harness.slack.failNext("auth.test", "token_revoked");
     const logs = captureLogs();
     const bot = await startVmbot(
-      { ...harness.config, dbPath: ":memory:" },
+      { ...harness.config, dbPath: anotherStore(harness) },
       { logDestination: logs.stream, slackRetryMs: 20 },
     );
     try {
@@ -122,10 +122,13 @@ describe("GET /healthz", () => {
       );
       const response = await fetch(`http://127.0.0.1:${bot.port}/healthz`);
       expect(response.status).toBe(503);
+      // On PostgreSQL this bot is a second replica beside the harness's, which leads.
+      const postgres = process.env.VMBOT_TEST_DB === "postgres";
       expect(await response.json()).toEqual({
         status: "unavailable",
         reason: refused,
-        database: { engine: "sqlite", reachable: true },
+        database: { engine: postgres ? "postgres" : "sqlite", reachable: true },
+        ...(postgres ? { leader: false, replica: expect.any(String) as string } : {}),
       });
       expect(logs.lines.some((line) => line.includes("no longer retrying"))).toBe(true);
       expect(harness.slack.callsTo("auth.test").length - asked).toBe(2);
@@ -140,7 +143,6 @@ describe("GET /healthz", () => {
   });
 });
 
-/** A second bot beside the harness's, with some of its configuration changed. */
 /** A loopback port nothing listens on: one the system gave a moment ago, closed again. */
 async function unusedPort(): Promise<number> {
   const server = createNetServer();
@@ -150,9 +152,18 @@ async function unusedPort(): Promise<number> {
   return port;
 }
 
+/**
+ * The store of a second bot beside the harness's: on PostgreSQL the harness's own database, which
+ * replicas share; a SQLite store serves one bot, so that bot has one in memory.
+ */
+function anotherStore(h: Harness): string {
+  return process.env.VMBOT_TEST_DB === "postgres" ? h.config.dbPath : ":memory:";
+}
+
+/** A second bot beside the harness's, with some of its configuration changed. */
 function startAnother(h: Harness, change: Partial<Config>) {
   return startVmbot(
-    { ...h.config, dbPath: ":memory:", ...change },
+    { ...h.config, dbPath: anotherStore(h), ...change },
     { logDestination: captureLogs().stream },
   );
 }

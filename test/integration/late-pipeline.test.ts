@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { openSqliteStore } from "../../src/store/sqlite.js";
 import { startFakeGitlab, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/gitlab/index.js";
 import { createSlackSigner, stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { startFakeSlack } from "../../sandbox/simulators/slack/index.js";
@@ -10,6 +9,7 @@ import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness
 import { waitFor } from "../support/wait.js";
 import { portOf, runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { storeLocation, withStoreAt } from "../support/store-at.js";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -25,8 +25,13 @@ describe("a pipeline create in flight across a SIGKILL", () => {
     });
     const dir = mkdtempSync(join(tmpdir(), "vmbot-late-"));
     dirs.push(dir);
-    const db = join(dir, "vmbot.sqlite");
-    const env = fakeBotEnv({ slack, gitlab }, db, { POLL_INTERVAL_MS: "500", LOG_LEVEL: "info" });
+    const store = await storeLocation(dir);
+    const { db } = store;
+    const env = fakeBotEnv({ slack, gitlab }, db, {
+      POLL_INTERVAL_MS: "500",
+      LOG_LEVEL: "info",
+      ...store.restartEnv,
+    });
     let bot: BotProcess = runBot(env, dir);
     try {
       // GitLab takes the first create and makes it visible only when the test says so.
@@ -111,23 +116,21 @@ describe("a pipeline create in flight across a SIGKILL", () => {
       expect(gitlab.requestsTo("POST", /\/pipelines\/\d+\/cancel$/).map((r) => r.path)).toEqual([
         expect.stringContaining(`/pipelines/${late.id}/cancel`),
       ]);
-      const store = openSqliteStore(db, { readOnly: true });
-      try {
-        const [request] = store.listActive();
+      await withStoreAt(db, async (read) => {
+        const [request] = await read.listActive();
         expect(request?.pipelineId).toBe(adopted.id);
-        const canceled = store
-          .listAudit(request!.id)
-          .filter((entry) => entry.action === "late_pipeline_canceled");
+        const canceled = (await read.listAudit(request!.id)).filter(
+          (entry) => entry.action === "late_pipeline_canceled",
+        );
         expect(canceled.map((entry) => [entry.detail.pipelineId, entry.detail.kept])).toEqual([
           [late.id, adopted.id],
         ]);
-      } finally {
-        store.close();
-      }
+      });
     } finally {
       bot.child.kill("SIGTERM");
       await bot.exited;
       await Promise.all([slack.close(), gitlab.close()]);
+      await store.drop();
     }
   }, 90_000);
 });

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openSqliteStore } from "../../src/store/sqlite.js";
 import { startFakeGitlab, type FakeGitlab } from "../../sandbox/simulators/gitlab/index.js";
 import { createSlackSigner, stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
@@ -15,11 +14,13 @@ import {
 } from "../support/harness.js";
 import { portOf, runBot } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { storeLocation, withStoreAt, type StoreLocation } from "../support/store-at.js";
 import { waitFor } from "../support/wait.js";
 
 let slack: FakeSlack;
 let gitlab: FakeGitlab;
 let dir: string;
+const stores: StoreLocation[] = [];
 
 beforeAll(async () => {
   slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
@@ -31,9 +32,16 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([slack.close(), gitlab.close()]);
+  await Promise.all([slack.close(), gitlab.close(), ...stores.map((store) => store.drop())]);
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** The bot's store on the run's engine (test/support/store-at.ts), dropped after the file. */
+async function newStore(file: string): Promise<StoreLocation> {
+  const store = await storeLocation(dir, file);
+  stores.push(store);
+  return store;
+}
 
 function botEnv(db: string, extra: Record<string, string> = {}): Record<string, string> {
   return fakeBotEnv({ slack, gitlab }, db, extra);
@@ -41,7 +49,7 @@ function botEnv(db: string, extra: Record<string, string> = {}): Record<string, 
 
 describe("the bot as a process", () => {
   it("finishes in-flight work on SIGTERM, closes the store and exits 0 within 10 seconds", async () => {
-    const db = join(dir, "vmbot.sqlite");
+    const { db } = await newStore("vmbot.sqlite");
     const bot = runBot(botEnv(db), dir);
     const port = await portOf(bot);
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
@@ -74,16 +82,14 @@ describe("the bot as a process", () => {
     expect(gitlab.pipelines).toHaveLength(1);
     const update = slack.callsTo("chat.update").at(-1);
     expect(JSON.stringify(update?.args.blocks)).toContain(`pipeline #${gitlab.pipelines[0]!.id}`);
-    const store = openSqliteStore(db);
-    const [request] = store.listActive();
+    const [request] = await withStoreAt(db, (store) => store.listActive());
     expect(request).toMatchObject({ pipelineId: gitlab.pipelines[0]!.id, status: "queued" });
-    store.close();
     expect(bot.stdout()).toContain('"msg":"stopped"');
   });
 
   it("loses nothing and posts the plan once when killed while the plan runs and started again", async () => {
-    const db = join(dir, "killed.sqlite");
-    const env = botEnv(db, { POLL_INTERVAL_MS: "500" });
+    const { db, restartEnv } = await newStore("killed.sqlite");
+    const env = botEnv(db, { POLL_INTERVAL_MS: "500", ...restartEnv });
     const first = runBot(env, dir);
     const signer = createSlackSigner({
       eventsUrl: `http://127.0.0.1:${await portOf(first)}/slack/events`,
@@ -135,16 +141,17 @@ describe("the bot as a process", () => {
       .callsTo("chat.update")
       .filter((call) => call.args.text === "VM db-01 — Awaiting approval");
     expect(planUpdates).toHaveLength(1);
-    const store = openSqliteStore(db);
-    const [request] = store.listActive();
+    const [request, audit] = await withStoreAt(db, async (store) => {
+      const [active] = await store.listActive();
+      return [active, await store.listAudit(active?.id)] as const;
+    });
     expect(request).toMatchObject({ status: "awaiting_approval", pipelineId: pipeline.id });
-    expect(store.listAudit(request!.id).map((a) => a.action)).toEqual([
+    expect(audit.map((a) => a.action)).toEqual([
       "requested",
       "pipeline_created",
       "planning",
       "plan_uploaded",
       "awaiting_approval",
     ]);
-    store.close();
   });
 });

@@ -10,6 +10,10 @@ import { waitFor } from "../support/wait.js";
  * Which mode the process runs in: each test runs `npm start`'s entry (`sandbox/main.ts`), or the
  * bot's own (`src/main.ts`, the production image's), in a fresh, empty working directory, so
  * there is no `.env` and the sandbox's `./data/sandbox.sqlite` lands there.
+ *
+ * The same under `npm run test:postgres`: the sandbox's store is always a SQLite file of its own
+ * (VMBOT_SANDBOX_DB), emptied at every start and never VMBOT_DB, and the bot's own entry below
+ * stops before it opens any store.
  */
 
 const TIMEOUT = 30_000;

@@ -17,6 +17,7 @@ import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/i
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness.js";
 import { captureLogs } from "../support/logs.js";
 import { TEST_SECRETS } from "../support/secrets.js";
+import { storeLocation } from "../support/store-at.js";
 
 /** The real bot in Socket Mode (SLACK_APP_TOKEN, no signing secret) against the fakes. */
 interface SocketHarness {
@@ -42,8 +43,9 @@ async function startFakes(): Promise<SocketHarness> {
     projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS }],
   });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-socket-"));
+  const store = await storeLocation(dir);
   const config = loadConfig(
-    fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
+    fakeBotEnv({ slack, gitlab }, store.db, {
       SLACK_SIGNING_SECRET: undefined,
       SLACK_APP_TOKEN: TEST_SECRETS.appToken,
     }),
@@ -57,6 +59,7 @@ async function startFakes(): Promise<SocketHarness> {
     async close() {
       await this.bot?.stop(2_000);
       await Promise.all([socket.close(), slack.close(), gitlab.close()]);
+      await store.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -83,9 +86,15 @@ describe("Socket Mode", () => {
     expect(opened[0]?.ok).toBe(true);
     const connection = await h.socket.waitForConnection();
     expect(connection.closedAt).toBeUndefined();
+    // The run's engine: on PostgreSQL the one replica also says that it leads.
+    const postgres = process.env.VMBOT_TEST_DB === "postgres";
     expect(await health(h.bot)).toEqual({
       status: 200,
-      body: { status: "ok", database: { engine: "sqlite", reachable: true } },
+      body: {
+        status: "ok",
+        database: { engine: postgres ? "postgres" : "sqlite", reachable: true },
+        ...(postgres ? { leader: true, replica: expect.any(String) as string } : {}),
+      },
     });
   });
 

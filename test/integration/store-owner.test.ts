@@ -13,6 +13,9 @@ import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "../support/harness
 import { portOf, runBot, type BotProcess } from "../support/process.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
+// One bot per store, and a damaged file, are a SQLite store's (src/store/owner.ts): replicas share
+// PostgreSQL by design (leader.test.ts). These bots are on SQLite files whichever engine the run
+// uses.
 let slack: FakeSlack;
 let gitlab: FakeGitlab;
 let dir: string;

@@ -10,6 +10,7 @@ import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/i
 import { fakeBotEnv, PROJECT_PATH } from "./harness.js";
 import { portOf, runBot, type BotProcess } from "./process.js";
 import { TEST_SECRETS } from "./secrets.js";
+import { storeLocation } from "./store-at.js";
 
 export interface SimulatedBot {
   slack: FakeSlack;
@@ -23,7 +24,7 @@ export interface SimulatedBot {
 
 /**
  * The bot in a process of its own (as `npm start` runs it) against the simulated Slack and
- * GitLab, with its own store; the tracker left to the test (`POLL_INTERVAL_MS` an hour).
+ * GitLab, with its own store on the run's engine (store-at.ts); the tracker left to the test (`POLL_INTERVAL_MS` an hour).
  */
 export async function startBotProcess(
   options: { env?: Record<string, string>; preload?: string[] } = {},
@@ -34,8 +35,9 @@ export async function startBotProcess(
     projects: [{ id: 42, path: PROJECT_PATH, inputs: VM_PIPELINE_INPUTS }],
   });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-process-"));
+  const store = await storeLocation(dir);
   const bot = runBot(
-    fakeBotEnv({ slack, gitlab }, join(dir, "vmbot.sqlite"), {
+    fakeBotEnv({ slack, gitlab }, store.db, {
       POLL_INTERVAL_MS: "3600000",
       ...options.env,
     }),
@@ -45,7 +47,7 @@ export async function startBotProcess(
   const stop = async () => {
     if (bot.child.exitCode === null && bot.child.signalCode === null) bot.child.kill("SIGKILL");
     await bot.exited;
-    await Promise.all([slack.close(), gitlab.close()]);
+    await Promise.all([slack.close(), gitlab.close(), store.drop()]);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
