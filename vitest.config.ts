@@ -8,14 +8,20 @@ const LOAD_TEST = "test/integration/load.test.ts";
 /**
  * The files that take longest, longest first: the run lasts at least as long as its longest file,
  * so these start at once rather than whenever their turn comes (on a fresh clone Vitest has no
- * timings yet and starts the largest files first, which are quick unit tests).
+ * timings yet and starts the largest files first, which are quick unit tests). The crash tests'
+ * files alternate with the others: each runs its bots side by side, and a crowd of bots starting
+ * together on two cores would answer Slack later than its 3 seconds.
  */
 const LONGEST_FIRST = [
-  "test/integration/crash.test.ts",
+  "test/integration/crash-replies.test.ts",
   "test/sandbox/ui/page.test.ts",
+  "test/integration/crash-approve.test.ts",
   "test/views/injection.test.ts",
+  "test/integration/crash.test.ts",
   "test/examples/gitlab-pipeline.test.ts",
+  "test/integration/crash-destroy.test.ts",
   "test/integration/home.test.ts",
+  "test/integration/crash-lease.test.ts",
 ];
 
 /** Vitest's order (timings of earlier runs, else size), with the longest files moved first. */
@@ -43,6 +49,9 @@ export default defineConfig({
     // more files at once than there are cores keeps the cores busy (Vitest's default is one
     // worker fewer than the cores, a single one on two).
     maxWorkers: 4,
+    // The tests of a file marked concurrent (the crash tests') running at once: each starts a bot
+    // process or two, and the crash tests' files run beside each other and the rest.
+    maxConcurrency: 3,
     // A worker imports the bot, the simulators and their packages once, not again for every test
     // file: nothing in them is shared between tests (no module singletons), and the suite's
     // secret scan (test/setup/log-scan.ts) starts afresh with each file.
