@@ -8,6 +8,7 @@ import { loadSection } from "./load.js";
 import { jobLogSection } from "./job-log.js";
 import { notificationSection } from "./notification.js";
 import { planParsingSection } from "./plan-parsing.js";
+import { postgresSection } from "./postgres.js";
 import { table, verdictText, type Section } from "./report.js";
 
 interface Benchmark {
@@ -31,6 +32,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   { name: "footprint", title: "5. Footprint", run: footprintSection },
   { name: "load", title: "6. A burst of Slack traffic", run: loadSection },
   { name: "joblog", title: "7. A long job log", run: jobLogSection },
+  { name: "postgres", title: "8. PostgreSQL and replicas", run: postgresSection },
 ];
 
 const OUTPUT = "docs/BENCHMARKS.md";
@@ -87,15 +89,19 @@ target; on a shared machine the ratios say more than the absolute times.
 
 Machine: ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? "unknown"}), Node ${process.version}.
 
-Reproduce: \`npm run bench\` (about five minutes). \`BENCH_SAMPLES\` (default 600) sets the
+Reproduce: \`npm run bench\` (about ten minutes). \`BENCH_SAMPLES\` (default 600) sets the
 \`/vm create\` requests per variant, \`BENCH_SUBMIT_SAMPLES\` (300) the form submissions,
 \`BENCH_STALE_SAMPLES\` (300) the commands sent with a stale node list and
 \`BENCH_STALE_GAP_MS\` (100) their pace, \`BENCH_WEBHOOK_SAMPLES\`
 (30) and \`BENCH_POLL_SAMPLES\` (10) the notification samples, \`BENCH_PARSE_ROUNDS\` (3) and
 \`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds, \`BENCH_LOAD_COUNT\` (200) the burst of commands and
-submissions; \`BENCH_ONLY=command,notification,calls,parsing,footprint,load,joblog\` runs only
+submissions; \`BENCH_PG_SAMPLES\` (300) and \`BENCH_PG_SUBMIT_SAMPLES\` (150) the forms and
+submissions per engine, \`BENCH_PG_DELIVERY_SAMPLES\` (1000) the deliveries recorded each way,
+\`BENCH_PG_BURST\` (100) and \`BENCH_PG_ROUNDS\` (3) the replicas' burst and its rounds;
+\`BENCH_ONLY=command,notification,calls,parsing,footprint,load,joblog,postgres\` runs only
 those named and leaves this file alone; \`BENCH_LOG_MB\` (60) and \`BENCH_HUGE_LOG_MB\` (200) set the sizes of the long job logs and \`BENCH_JOBLOG_ROUNDS\` (3) their rounds; \`BENCH_BOT_NODE_OPTIONS\` gives Node options to the bots started in their own
-processes (sections 6 and 7).
+processes (sections 6, 7 and 8). Section 8 starts a throwaway PostgreSQL server as the tests do,
+from PostgreSQL's server programs (on PATH, or Debian's \`/usr/lib/postgresql\`).
 
 ## Targets
 

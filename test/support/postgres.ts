@@ -1,6 +1,5 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { afterAll, beforeAll, describe, inject } from "vitest";
+import { createDatabase } from "./postgres-server.js";
 
 /**
  * `describe` for tests that need PostgreSQL: without the run's server (test/setup/postgres.ts)
@@ -19,13 +18,6 @@ export function describeWithPostgres(name: string, fn: () => void): void {
   describe.skip(`${name} [skipped: ${postgres.missing}]`, fn);
 }
 
-/** The run's server's connection string with another database in it. */
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
 /**
  * A database of its own on the run's server, made now: its connection string, and how to drop
  * it (connections still open are ended). For a bot the harness starts on PostgreSQL.
@@ -33,21 +25,7 @@ function withDatabase(url: string, database: string): string {
 export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const postgres = inject("postgres");
   if (!("url" in postgres)) throw new Error(`VMBOT_TEST_DB=postgres: ${postgres.missing}`);
-  const name = `vmbot_${randomBytes(6).toString("hex")}`;
-  const run = async (sql: string) => {
-    const client = new pg.Client({ connectionString: postgres.url });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await run(`CREATE DATABASE ${name}`);
-  return {
-    url: withDatabase(postgres.url, name),
-    drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  };
+  return createDatabase(postgres.url);
 }
 
 /**
@@ -56,38 +34,17 @@ export async function freshDatabase(): Promise<{ url: string; drop: () => Promis
  * or hook.
  */
 export function useDatabase(): { url: () => string } {
-  let url: string | undefined;
-  let name: string | undefined;
-  const admin = () => {
-    const postgres = inject("postgres");
-    if (!("url" in postgres)) throw new Error(postgres.missing);
-    return { server: postgres.url, client: new pg.Client({ connectionString: postgres.url }) };
-  };
+  let database: { url: string; drop: () => Promise<void> } | undefined;
   beforeAll(async () => {
-    const { server, client } = admin();
-    name = `vmbot_${randomBytes(6).toString("hex")}`;
-    await client.connect();
-    try {
-      await client.query(`CREATE DATABASE ${name}`);
-    } finally {
-      await client.end();
-    }
-    url = withDatabase(server, name);
+    database = await freshDatabase();
   });
   afterAll(async () => {
-    if (name === undefined) return;
-    const { client } = admin();
-    await client.connect();
-    try {
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    } finally {
-      await client.end();
-    }
+    await database?.drop();
   });
   return {
     url() {
-      if (url === undefined) throw new Error("the file's database is made in beforeAll");
-      return url;
+      if (database === undefined) throw new Error("the file's database is made in beforeAll");
+      return database.url;
     },
   };
 }
