@@ -20,6 +20,9 @@ export const PipelineCreatedSchema = z.object({
   ...watched,
 });
 
+/** `record_pipeline`: the pipeline the request now names, recorded and audited once. */
+export const PipelineRecordedSchema = z.object({ pipelineId: z.number().int() });
+
 /**
  * `cancel_pipeline`: the pipeline's status read back after the cancel. Results recorded before
  * every one carried its address may lack `webUrl`.

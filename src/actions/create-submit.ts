@@ -259,9 +259,13 @@ async function conflictErrors(
   spec: VmSpec,
   log: Logger,
 ): Promise<FieldErrors | undefined> {
-  const repeated = (await deps.store.findBySubmission(`view:${view.id}`)) !== undefined;
+  const submitted = () => deps.store.findBySubmission(`view:${view.id}`);
+  const repeated = (await submitted()) !== undefined;
   const taken = repeated ? {} : await findHeldConflicts(deps.store, spec);
   if (taken.name === undefined && taken.ip === undefined) return undefined;
+  // Slack's retry of a delivery still being handled (here or by another replica), which recorded
+  // this very submission's request since the first look: the name and address are its own.
+  if ((await submitted()) !== undefined) return undefined;
   log.info(
     { name: taken.name?.id, ip: taken.ip?.id },
     "create form names a VM or an address already taken",

@@ -20,7 +20,11 @@ import {
   record,
   updateRequestMessage,
 } from "../slack/request-message.js";
-import { PipelineCreatedSchema, PostedResultSchema } from "../effect-results.js";
+import {
+  PipelineCreatedSchema,
+  PipelineRecordedSchema,
+  PostedResultSchema,
+} from "../effect-results.js";
 import { notPostedWords, tookFirstPipelineNote } from "../views/request-notes.js";
 
 type SlackClient = webApi.WebClient;
@@ -175,6 +179,11 @@ async function triggerPipeline(deps: StarterDeps, request: RequestRecord, attemp
   }
 }
 
+/**
+ * Records the created pipeline on the request and audits it, once whoever gets there: the replica
+ * that created it, or another finishing the request (a leader's recovery, or after a crash), which
+ * finds the record already made.
+ */
 async function recordPipeline(
   deps: StarterDeps,
   request: RequestRecord,
@@ -182,26 +191,40 @@ async function recordPipeline(
 ): Promise<RequestRecord> {
   const { store } = deps;
   const id = pipeline.id;
-  const notes = !pipeline.sure ? [...request.notes, tookFirstPipelineNote(id)] : undefined;
-  const updated = await store.updateRequest(request.id, {
-    pipelineId: id,
-    pipelineUrl: pipeline.webUrl,
-    ...(notes === undefined ? {} : { notes }),
-  });
-  await store.audit({
-    requestId: request.id,
-    actor: "vmbot",
-    action: "pipeline_created",
-    detail: {
-      pipelineId: id,
-      webUrl: pipeline.webUrl,
-      ...((await store.effect(request.id, "create_pipeline"))?.result?.reconciled === true
-        ? { reconciled: true }
-        : {}),
+  const recorded = async () => {
+    const current = await store.getRequest(request.id);
+    const audited = (await store.listAudit(request.id)).some(
+      (entry) => entry.action === "pipeline_created",
+    );
+    return current?.pipelineId === id && audited ? { pipelineId: id } : undefined;
+  };
+  await deps.effects.once(request.id, "record_pipeline", {
+    result: PipelineRecordedSchema,
+    reconcile: recorded,
+    act: async () => {
+      const notes = !pipeline.sure ? [...request.notes, tookFirstPipelineNote(id)] : undefined;
+      await store.updateRequest(request.id, {
+        pipelineId: id,
+        pipelineUrl: pipeline.webUrl,
+        ...(notes === undefined ? {} : { notes }),
+      });
+      await store.audit({
+        requestId: request.id,
+        actor: "vmbot",
+        action: "pipeline_created",
+        detail: {
+          pipelineId: id,
+          webUrl: pipeline.webUrl,
+          ...((await store.effect(request.id, "create_pipeline"))?.result?.reconciled === true
+            ? { reconciled: true }
+            : {}),
+        },
+      });
+      deps.log.info({ pipelineId: id }, "pipeline created");
+      return { pipelineId: id };
     },
   });
-  deps.log.info({ pipelineId: id }, "pipeline created");
-  return updated;
+  return (await store.getRequest(request.id)) ?? request;
 }
 
 async function pipelineFailed(
@@ -275,11 +298,15 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
           r.status === "queued" &&
           (r.messageTs === null || (r.pipelineId === null && r.kind !== "extend")),
       );
-      for (const request of unstarted) {
-        await start(request).catch((error: unknown) => {
-          deps.log.warn({ err: error, requestId: request.id }, "could not resume a request");
-        });
-      }
+      // Side by side: a request another replica is starting now (a form just submitted there)
+      // is waited for through its claims, and that wait holds up none of the others.
+      await Promise.all(
+        unstarted.map((request) =>
+          start(request).catch((error: unknown) => {
+            deps.log.warn({ err: error, requestId: request.id }, "could not resume a request");
+          }),
+        ),
+      );
     },
   };
 }

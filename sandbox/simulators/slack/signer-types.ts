@@ -12,6 +12,11 @@ export interface SlackSignerOptions {
   appId?: string;
   /** The deprecated verification token Slack still puts in bodies. */
   verificationToken?: string;
+  /**
+   * Told of each body as it is sent, before the bot answers: a test delivers the same body again
+   * (Slack's retry, perhaps to another replica) while the first delivery is still in hand.
+   */
+  onSend?: (sent: { body: string; contentType: string }) => void;
 }
 
 /** Per-request overrides, for testing how the bot treats suspicious or repeated requests. */

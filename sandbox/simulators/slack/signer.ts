@@ -40,8 +40,13 @@ export function createSlackSigner(options: SlackSignerOptions): SlackSigner {
     appId: options.appId ?? slack.identity.appId,
     token: options.verificationToken ?? DEFAULT_VERIFICATION_TOKEN,
   };
-  const send = (body: string, delivery: DeliveryOptions & { contentType?: string } = {}) =>
-    deliver(options.eventsUrl, options.signingSecret, body, delivery);
+  const send = (body: string, delivery: DeliveryOptions & { contentType?: string } = {}) => {
+    options.onSend?.({
+      body,
+      contentType: delivery.contentType ?? "application/x-www-form-urlencoded",
+    });
+    return deliver(options.eventsUrl, options.signingSecret, body, delivery);
+  };
 
   const interact = async (payload: JsonObject, triggerId: string, delivery: DeliveryOptions) => {
     const result = await send(payloadBody(payload), delivery);

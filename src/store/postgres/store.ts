@@ -112,5 +112,13 @@ export function fencedPostgresStore(
   leader: Pick<Leader, "fenced">,
   clock: () => Date,
 ): PostgresStore {
-  return { ...store, ...postgresParts(fencedRunner(store.pool, leader), clock, store.replica) };
+  const parts = postgresParts(fencedRunner(store.pool, leader), clock, ledClaimant(store.replica));
+  return { ...store, ...parts };
 }
+
+/**
+ * The name the led work claims effects under: the replica's, marked as its leader's. The same
+ * replica's listeners (an approval click) claim under the plain name, so that a tracker pass and
+ * a click on one replica reaching one effect are two claimants, and only one of them acts.
+ */
+export const ledClaimant = (replica: string) => `${replica}/led`;

@@ -102,4 +102,25 @@ describeWithPostgres("the led work's store, fenced by the leader's epoch", () =>
       "a listener's write",
     ]);
   });
+
+  it("claims the led work's effects apart from the same replica's listeners: of the two reaching one effect, one acts", async () => {
+    const a = leaderOn(0);
+    expect(await a.step()).toBe(true);
+    const led = fencedPostgresStore(storeOf(0), a, clock.now);
+    const subject = `vm-led-${cases}`;
+
+    // A click on the replica claims the play; its own tracker pass reaches the same effect.
+    const listener = await storeOf(0).claim(subject, "play_apply:1", 60_000);
+    expect(listener).toMatchObject({ claimed: true, holder: "replica-a" });
+    const tracker = await led.claim(subject, "play_apply:1", 60_000);
+    expect(tracker).toMatchObject({ claimed: false, holder: "replica-a" });
+
+    // And the other way round: what the tracker claimed first, a click waits for.
+    const first = await led.claim(subject, "play_apply:2", 60_000);
+    expect(first).toMatchObject({ claimed: true, holder: "replica-a/led" });
+    expect(await storeOf(0).claim(subject, "play_apply:2", 60_000)).toMatchObject({
+      claimed: false,
+      holder: "replica-a/led",
+    });
+  });
 });
