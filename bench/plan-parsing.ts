@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Readable } from "node:stream";
-import { createTraceCleaner } from "../src/gitlab/trace.js";
-import { createPlanTextParser } from "../src/terraform/plan-text.js";
+import { createPlanLogReader } from "../src/tracker/plan-log-reader.js";
 import { planTrace } from "../sandbox/simulators/gitlab/traces.js";
 import { mb, plural, setting, table, type Section } from "./report.js";
 import { median } from "./stats.js";
@@ -92,18 +91,17 @@ async function splitLines(mb: number) {
 
 /** What the tracker does with a plan job's log: clean it, then read the plan from its lines. */
 async function cleanAndParse(mb: number) {
-  const cleaner = createTraceCleaner();
-  const parser = createPlanTextParser();
+  const reader = createPlanLogReader();
   const timed = await timeStream(
     mb,
     (chunk) => {
-      parser.pushLines(cleaner.push(chunk));
+      reader.push(chunk);
     },
     () => {
-      parser.pushLines(cleaner.end());
+      reader.end();
     },
   );
-  return { ...timed, resources: parser.result().resources.length };
+  return { ...timed, resources: reader.result().resources.length };
 }
 
 /** Logs shorter than this take a few milliseconds: they run ten times as many rounds. */

@@ -31,7 +31,7 @@ const ESCAPE_OR_CONTROL = new RegExp(`${ESCAPE_SEQUENCE.source}|${OTHER_CONTROL.
  * the same sequence `ESCAPE_SEQUENCE` matches in the line, found by character codes rather than a
  * pattern tried at every position.
  */
-function escapeEnd(text: string, at: number, length: number): number {
+export function escapeEnd(text: string, at: number, length: number): number {
   const next = at + 1;
   if (next >= length) return next;
   const code = text.charCodeAt(next);

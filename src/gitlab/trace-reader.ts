@@ -133,7 +133,7 @@ function renderSegment(
 }
 
 /** A line with control characters in it: escapes, carriage returns, section markers. */
-function uncleanLine(state: CleanerState, line: string, out: string[]): void {
+export function uncleanLine(state: CleanerState, line: string, out: string[]): void {
   const read = state.lineByLine ? matchMarker : readMarker;
   const marker = state.marker;
   let from = 0;
@@ -150,7 +150,7 @@ function uncleanLine(state: CleanerState, line: string, out: string[]): void {
   else renderSegment(state, line.slice(from), out, true);
 }
 
-function logicalLine(state: CleanerState, line: string, out: string[]): void {
+export function logicalLine(state: CleanerState, line: string, out: string[]): void {
   const clean = state.rareControlSeen
     ? !ANY_CONTROL.test(line)
     : !line.includes("\x1b") && !line.includes("\r");
@@ -177,7 +177,7 @@ function physicalLine(state: CleanerState, line: string, out: string[]): void {
 }
 
 /** The physical line that the text up to `end` completes, with what earlier chunks left of it. */
-function completed(state: CleanerState, chunk: string, end: number): string {
+export function completed(state: CleanerState, chunk: string, end: number): string {
   const { partial } = state;
   partial.push(chunk.slice(0, end));
   const line = partial.join("");
@@ -232,7 +232,7 @@ function generalChunk(state: CleanerState, chunk: string, out: string[]): void {
   if (from < chunk.length) state.partial.push(from === 0 ? chunk : chunk.slice(from));
 }
 
-function hasRareControl(chunk: string): boolean {
+export function hasRareControl(chunk: string): boolean {
   for (const char of RARE_CONTROLS) if (chunk.includes(char)) return true;
   return false;
 }

@@ -30,13 +30,20 @@ import {
   type TraceCleanerOptions,
 } from "./trace-reader.js";
 import { listSections, sectionNames, type TraceSection } from "./trace-sections.js";
+import { pushChunkTo, type LineSink } from "./trace-sink.js";
 
 export type { TraceCleanerOptions } from "./trace-reader.js";
 export type { TraceSection } from "./trace-sections.js";
+export type { LineSink } from "./trace-sink.js";
 
 export interface TraceCleaner {
   /** Feeds a piece of the log; returns the lines completed by it, clean. */
   push(chunk: string): string[];
+  /**
+   * Feeds a piece of the log, handing its clean lines to `sink`, which may pass most of them over
+   * without their being made: the same lines `push` returns, in order.
+   */
+  pushTo(chunk: string, sink: LineSink): void;
   /** Ends the log; returns the lines still held (a last line without a newline). */
   end(): string[];
   /**
@@ -52,8 +59,12 @@ export interface TraceCleaner {
 
 export function createTraceCleaner(options: TraceCleanerOptions = {}): TraceCleaner {
   const state = createCleanerState(options);
+  const out: string[] = [];
   return {
     push: (chunk) => pushChunk(state, chunk),
+    pushTo: (chunk, sink) => {
+      pushChunkTo(state, chunk, sink, out);
+    },
     end: () => endTrace(state),
     sections: () => listSections(state.sections),
     sectionNames: () => sectionNames(state.sections),

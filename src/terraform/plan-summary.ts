@@ -89,6 +89,16 @@ export interface PlanTextParser {
    * what `push` does with each, without searching each for line ends first.
    */
   pushLines(lines: readonly string[]): void;
+  /** A longer text begins (a chunk of a log), whose lines `passes` is then asked about. */
+  begin(text: string): void;
+  /**
+   * Whether a line of the text last begun, from `first - indent` to `end`, can be passed over
+   * unread, decided without cutting it out: `first` is where its first character other than space
+   * is (`end` for a blank line), after `indent` spaces, and `last` where its last character is.
+   * Escape sequences may stand between, and are not counted. A line passed over is one that,
+   * pushed, would change nothing; any other is to be pushed.
+   */
+  passes(text: string, first: number, indent: number, last: number, end: number): boolean;
   /** What has been read so far; may be called at any time. */
   result(): PlanTextResult;
 }

@@ -47,6 +47,7 @@ import {
   planTextResult,
   type PlanTextState,
 } from "./plan-text-state.js";
+import { beginScan, createLineScan, passesOver } from "./plan-text-skip.js";
 
 export * from "./plan-summary.js";
 export { isSpace } from "./plan-text-lines.js";
@@ -239,6 +240,7 @@ function readPhysicalLine(state: PlanTextState, raw: string): void {
 
 export function createPlanTextParser(): PlanTextParser {
   const state = createPlanTextState();
+  const scan = createLineScan();
   return {
     push(chunk) {
       // Usually one line; several when a whole text is given (`parsePlanText`).
@@ -252,6 +254,11 @@ export function createPlanTextParser(): PlanTextParser {
     pushLines(lines) {
       for (const line of lines) readLine(state, line);
     },
+    begin: () => {
+      beginScan(scan);
+    },
+    passes: (text, first, indent, last, end) =>
+      passesOver(state, scan, text, first, indent, last, end),
     result: () => planTextResult(state),
   };
 }

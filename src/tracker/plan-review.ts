@@ -4,7 +4,6 @@ import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Effects } from "../effects.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import { createTraceCleaner } from "../gitlab/trace.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Redactor } from "../redact.js";
@@ -13,16 +12,13 @@ import { createTextSpool, uploadSpooledText, type TextSpool } from "../slack/upl
 import type { RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
-import {
-  createPlanTextParser,
-  mayBeCutHeading,
-  type PlanTextResult,
-} from "../terraform/plan-text.js";
+import type { PlanTextResult } from "../terraform/plan-text.js";
 import { planFileCutNotes, planJsonMissing } from "../views/log-cut.js";
 import { keptForMessage } from "../views/plan-kept.js";
 import { waitingApprovals } from "../policy/approval-step.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { approvalDeadline } from "./notify.js";
+import { createPlanLogReader } from "./plan-log-reader.js";
 import { PlanSummarySchema, type PlanReviewRecord } from "./review.js";
 import { UploadedResultSchema } from "../effect-results.js";
 
@@ -60,31 +56,22 @@ interface PlanLogReading {
 }
 
 async function readLog(deps: PlanReviewDeps, job: Job, keepFile: boolean): Promise<PlanLogReading> {
-  const cleaner = createTraceCleaner({ overwritten: "keep" });
-  const parser = createPlanTextParser();
   const file = keepFile ? await createTextSpool(deps.redact) : undefined;
-  const take = async (lines: string[]) => {
-    for (const line of lines) parser.push(line);
-    await file?.writeLines(lines);
-  };
-  // Whether the log's last piece ended with a newline: if not, its last line is cut.
-  const tail = { ended: true };
+  const reader = createPlanLogReader({ overwritten: "keep", keepLines: file !== undefined });
   try {
     const { truncated } = await deps.gitlab.streamJobLog(
       job.id,
       deps.config.gitlab.logMaxBytes,
       async (text) => {
-        tail.ended = text.endsWith("\n");
-        await take(cleaner.push(text));
+        const lines = reader.push(text);
+        await file?.writeLines(lines);
       },
     );
-    const rest = cleaner.end();
-    // A last line with no newline that reads as a heading may be one cut short: it is left
-    // out of the reading (the file keeps it), as `parsePlanText` does.
-    const last = tail.ended ? undefined : rest.pop();
-    await take(rest);
-    if (last !== undefined && !mayBeCutHeading(last)) parser.push(last);
-    return { plan: parser.result(), truncated, file, last: last ?? "" };
+    // A last line with no newline that reads as a heading may be one cut short: the reader
+    // leaves it out (the file keeps it), as `parsePlanText` does.
+    const { lines, last } = reader.end();
+    await file?.writeLines(lines);
+    return { plan: reader.result(), truncated, file, last: last ?? "" };
   } catch (error) {
     await file?.discard();
     throw error;

@@ -1,0 +1,133 @@
+/**
+ * The trace cleaner handing its lines to a reader that can pass most of them over unmade: a line
+ * of a chunk that holds no carriage return is first shown to the reader by where its text starts
+ * in the chunk, and cut out (and its escapes removed) only when the reader wants to read it. A
+ * long log's lines are mostly ones a reader looking for a few landmarks never needs as strings.
+ */
+
+import { escapeEnd, stripEscapesBetween } from "./trace-escapes.js";
+import {
+  completed,
+  hasRareControl,
+  logicalLine,
+  pushChunk,
+  uncleanLine,
+  type CleanerState,
+} from "./trace-reader.js";
+
+/** Receives a log's clean lines, in order. */
+export interface LineSink {
+  /**
+   * Whether the reader wants every line as a string: `passes` is then never asked, and each line
+   * is made and handed to `line`.
+   */
+  readonly wantsEveryLine: boolean;
+  /** A chunk of the log begins: the text the lines shown to `passes` are in, until the next. */
+  begin(text: string): void;
+  /**
+   * Whether the clean line held in `text` from `first - indent` to `end` can be passed over
+   * unread. Its first character that is neither a space nor part of an escape sequence is at
+   * `first` (`end` for a blank line), after `indent` spaces; its last one is at `last`. Escape
+   * sequences may stand anywhere between.
+   */
+  passes(text: string, first: number, indent: number, last: number, end: number): boolean;
+  /** A clean line to read. */
+  line(text: string): void;
+}
+
+/** Hands out what `out` holds and counts it as emitted. */
+function flush(state: CleanerState, out: string[], sink: LineSink): void {
+  for (const line of out) sink.line(line);
+  state.emitted += out.length;
+  out.length = 0;
+}
+
+/**
+ * Where the clean line's last character is in `chunk`, for a line from `from` to `end` whose first
+ * escape is at `escape`: found by reading its escape sequences as `stripEscapesBetween` does,
+ * without joining what is between them. -1 when the line is blank once they are removed.
+ */
+function lastShown(chunk: string, from: number, end: number, escape: number): number {
+  let last = -1;
+  let at = from;
+  for (let next = escape; next !== -1 && next < end; next = chunk.indexOf("\x1b", at)) {
+    if (next > at) last = next - 1;
+    at = escapeEnd(chunk, next, end);
+  }
+  return at < end ? end - 1 : last;
+}
+
+/**
+ * The line of `chunk` from `from` to `end`, which holds no carriage return and no escape before
+ * `escape` (-1 or `end` and beyond: none): shown to the sink, and made only if the sink reads it.
+ */
+function shownLine(sink: LineSink, chunk: string, from: number, end: number, escape: number): void {
+  const plain = escape === -1 || escape >= end;
+  if (sink.wantsEveryLine) {
+    sink.line(plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape));
+    return;
+  }
+  let first = from;
+  let indent = 0;
+  for (; first < end;) {
+    const code = chunk.charCodeAt(first);
+    if (code === 0x20) {
+      indent += 1;
+      first += 1;
+    } else if (code === 0x1b && !plain) {
+      first = escapeEnd(chunk, first, end);
+    } else {
+      break;
+    }
+  }
+  const last = plain ? end - 1 : first === end ? -1 : lastShown(chunk, from, end, escape);
+  if (sink.passes(chunk, first, indent, last, end)) return;
+  sink.line(plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape));
+}
+
+/**
+ * `plainChunk` of the cleaner, its lines handed to a sink: a chunk of a log without timestamps
+ * whose text holds no control character but tab, newline, carriage return and ESC. A line with a
+ * carriage return is read by the general rules; any other is shown to the sink.
+ */
+function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: string[]): void {
+  let from = 0;
+  let newline = chunk.indexOf("\n");
+  if (newline !== -1 && state.partial.length > 0) {
+    logicalLine(state, completed(state, chunk, newline), out);
+    flush(state, out, sink);
+    from = newline + 1;
+    newline = chunk.indexOf("\n", from);
+  }
+  sink.begin(chunk);
+  let escape = chunk.indexOf("\x1b", from);
+  let cr = chunk.indexOf("\r", from);
+  for (; newline !== -1; newline = chunk.indexOf("\n", from)) {
+    if (cr !== -1 && cr < newline) {
+      uncleanLine(state, chunk.slice(from, newline), out);
+      flush(state, out, sink);
+      cr = chunk.indexOf("\r", newline);
+    } else {
+      shownLine(sink, chunk, from, newline, escape);
+      state.emitted += 1;
+    }
+    if (escape !== -1 && escape < newline) escape = chunk.indexOf("\x1b", newline);
+    from = newline + 1;
+  }
+  if (from < chunk.length) state.partial.push(from === 0 ? chunk : chunk.slice(from));
+}
+
+/** Feeds a piece of the log; its clean lines go to the sink. */
+export function pushChunkTo(
+  state: CleanerState,
+  chunk: string,
+  sink: LineSink,
+  out: string[],
+): void {
+  state.rareControlSeen ||= hasRareControl(chunk);
+  if (state.hasTimestamps === false && !state.rareControlSeen && !state.lineByLine) {
+    plainChunkTo(state, chunk, sink, out);
+    return;
+  }
+  for (const line of pushChunk(state, chunk)) sink.line(line);
+}

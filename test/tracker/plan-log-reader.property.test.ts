@@ -1,0 +1,174 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { createTraceCleaner, type TraceCleanerOptions } from "../../src/gitlab/trace.js";
+import {
+  createPlanTextParser,
+  mayBeCutHeading,
+  type PlanTextResult,
+} from "../../src/terraform/plan-text.js";
+import { createPlanLogReader } from "../../src/tracker/plan-log-reader.js";
+import { readFixture } from "../support/fixtures.js";
+import { colorize, hostileText, SGR, splitAt } from "../support/generators.js";
+
+const RUNS = { numRuns: 300 };
+
+type Overwritten = NonNullable<TraceCleanerOptions["overwritten"]>;
+
+/**
+ * The reference: every line cleaned and made by the cleaner, each read by the parser, a last line
+ * without a newline read unless it may be a heading cut short.
+ */
+function reference(
+  pieces: readonly string[],
+  overwritten: Overwritten,
+): { plan: PlanTextResult; lines: string[] } {
+  const cleaner = createTraceCleaner({ overwritten });
+  const parser = createPlanTextParser();
+  const lines = pieces.flatMap((piece) => cleaner.push(piece));
+  const rest = cleaner.end();
+  const ended = pieces.join("").endsWith("\n") || pieces.join("") === "";
+  const last = ended ? undefined : rest.pop();
+  lines.push(...rest);
+  for (const line of lines) parser.push(line);
+  if (last !== undefined && !mayBeCutHeading(last)) parser.push(last);
+  if (last !== undefined) lines.push(last);
+  return { plan: parser.result(), lines };
+}
+
+function read(pieces: readonly string[], overwritten: Overwritten, keepLines: boolean) {
+  const reader = createPlanLogReader({ overwritten, keepLines });
+  const lines = pieces.flatMap((piece) => [...reader.push(piece)]);
+  const { lines: rest, last } = reader.end();
+  lines.push(...rest);
+  if (last !== undefined) lines.push(last);
+  return { plan: reader.result(), lines };
+}
+
+const word = fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/);
+
+/** Lines of a plan job's log: Terraform's, the runner's, and text that only looks like them. */
+const planLine = fc.oneof(
+  fc.constantFrom(
+    "  # local_file.a will be created",
+    "  # local_file.b must be replaced",
+    "  # module.m.null_resource.c[0] will be destroyed",
+    "  # local_file.d has moved to local_file.e",
+    "  # local_file.f has changed",
+    "  # (because local_file.a is tainted)",
+    "  # (3 unchanged attributes hidden)",
+    '-/+ resource "local_file" "b" {',
+    '  + resource "local_file" "a" {',
+    '  ~ resource "local_file" "g" { # x',
+    "      ~ content = (sensitive value) # forces replacement",
+    '      + name    = "web-01"',
+    "      + count   = 3",
+    "      ~ content = <<-EOT # forces replacement",
+    "      + script  = <<EOT",
+    "      + script  = <<EOT\n          # data, not a heading\n        EOT\n      ~ id = 1 # forces replacement",
+    '  # local_file.r must be replaced\n-/+ resource "local_file" "r" {\n      ~ data = <<-EOT\n        EOT\n      ~ size = 2 # forces replacement\n    }',
+    "          + just a line",
+    "        EOT",
+    "EOT",
+    "    }",
+    "",
+    "   ",
+    "\t+ tabbed = 1",
+    "Plan: 1 to add, 0 to change, 1 to destroy.",
+    "No changes. Your infrastructure matches the configuration.",
+    "Terraform will perform the following actions:",
+    "  + aws_instance.web",
+    "-/+ aws_instance.db (tainted) (new resource required)",
+    "Changes to Outputs:",
+    "  + vm_ip = (known after apply)",
+    "╷",
+    "│ Error: Invalid value for variable",
+    "│ Warning: Argument is deprecated",
+    "╵",
+    "Error: Unframed older error",
+    "Warning: old",
+    "$ terraform plan -no-color",
+    "Running with gitlab-runner 18.2.0",
+    "Preparing environment",
+    "Checking out 4c1e0a7d",
+    "Created fresh repository.",
+    "Terraform has been successfully initialized!",
+    '      + täg    = "ünïcode ✓" ',
+    "  \u00a0# local_file.h will be created",
+  ),
+  word.map((w) => `      + ${w} = <<${w.toUpperCase()}`),
+  word.map((w) => `  # local_file.${w} will be updated in-place`),
+  hostileText,
+);
+
+/** What the runner and a terminal put around a line: colours, section markers, overwrites. */
+const dressing = fc.record({
+  colours: fc.array(fc.nat(200), { maxLength: 3 }),
+  marker: fc.constantFrom(
+    "",
+    "",
+    "",
+    "section_start:1767603600:step_script\r\x1b[0K",
+    "section_end:1767603601:step_script\r\x1b[0K",
+    "section_start:1:build[collapsed=true]\r\x1b[0K\x1b[0K",
+  ),
+  markerAtEnd: fc.boolean(),
+  overwrite: fc.constantFrom("", "", "", "Refreshing state...\r", "  50%\r\x1b[0K", "\r"),
+  crlf: fc.boolean(),
+});
+
+const jobLog = fc.array(fc.tuple(planLine, dressing), { maxLength: 40 }).map((lines) =>
+  lines
+    .map(([line, d]) => {
+      const coloured = colorize(line, d.colours, SGR);
+      const marked = d.markerAtEnd ? `${coloured}${d.marker}` : `${d.marker}${coloured}`;
+      return `${d.overwrite}${marked}${d.crlf ? "\r" : ""}`;
+    })
+    .join("\n"),
+);
+
+const withEnd = fc.tuple(jobLog, fc.boolean()).map(([log, ended]) => (ended ? `${log}\n` : log));
+
+const pieces = withEnd.chain((log) =>
+  fc.array(fc.nat(log.length), { maxLength: 8 }).map((cuts) => splitAt(log, cuts)),
+);
+
+const overwrittenMode = fc.constantFrom<Overwritten>("hide", "keep");
+
+describe("reading a plan job's log", () => {
+  it("reads a log as the cleaner's lines read one by one, cut anywhere", () => {
+    fc.assert(
+      fc.property(pieces, overwrittenMode, (parts, overwritten) => {
+        const expected = reference(parts, overwritten);
+        expect(read(parts, overwritten, false).plan).toEqual(expected.plan);
+        expect(read(parts, overwritten, true)).toEqual(expected);
+      }),
+      RUNS,
+    );
+  });
+
+  it("reads real logs and plans as the cleaner's lines read one by one", () => {
+    const logs = [
+      readFixture("gitlab-trace/trace_with_sections"),
+      readFixture("gitlab-trace/ansi-sequence-and-unicode"),
+      readFixture("terraform-plan-text/terraform-plan-comment-basic-1-modify-plan.txt"),
+      readFixture("terraform-plan-text/terraform-plan-comment-basic-2-delete-plan.txt"),
+    ];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...logs),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        overwrittenMode,
+        (log, cuts, overwritten) => {
+          const parts = splitAt(
+            log,
+            cuts.map((cut) => cut % (log.length + 1)),
+          );
+          const expected = reference(parts, overwritten);
+          expect(read(parts, overwritten, false).plan).toEqual(expected.plan);
+          expect(read(parts, overwritten, true)).toEqual(expected);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
