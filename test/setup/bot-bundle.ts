@@ -1,4 +1,4 @@
-import { build } from "esbuild";
+import { build, type BuildOptions } from "esbuild";
 import { copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -7,7 +7,7 @@ import type { TestProject } from "vitest/node";
 declare module "vitest" {
   export interface ProvidedContext {
     /**
-     * A folder holding the bot's entry point (`src/main.js`), `npm start`'s (`sandbox/main.js`)
+     * A folder holding the bot's entry point (`src/main.cjs`), `npm start`'s (`sandbox/main.cjs`)
      * and the modules the tests preload into the bot (`test/support/*.js`), each compiled once
      * for the whole run into one file of plain JavaScript with the packages it uses
      * (better-sqlite3, a native module, is imported from the repository's node_modules); beside
@@ -23,13 +23,15 @@ const ROOT = resolve(import.meta.dirname, "../..");
 /** The sandbox page's scripts, each compiled to a module of its own as the browser loads them. */
 const UI_SCRIPTS = ["sandbox/ui/page.ts", "sandbox/ui/blockkit.ts", "sandbox/ui/form-state.ts"];
 
-/** The files the tests run in a bot process of their own, paths from the repository's root. */
-const ENTRY_POINTS = [
-  "src/main.ts",
-  "sandbox/main.ts",
-  "test/support/crash-entry.ts",
-  "test/support/stray-errors.ts",
-];
+/**
+ * The entry points the tests run in a bot process of their own, paths from the repository's root:
+ * compiled to CommonJS (`.cjs`) and started through test/support/code-cache.ts, which keeps V8's
+ * compiled code for the next start.
+ */
+const ENTRY_POINTS = ["src/main.ts", "sandbox/main.ts", "test/support/crash-entry.ts"];
+
+/** The modules the tests preload into a bot process, and the code cache's runner: ES modules. */
+const MODULES = ["test/support/stray-errors.ts", "test/support/code-cache.ts"];
 
 /**
  * Vitest's global setup: compiles the bot (and `npm start`'s sandbox) once for the run, so a test
@@ -44,21 +46,32 @@ export default async function bundleBot(project: TestProject): Promise<() => voi
   // The sandbox finds the example policy upward from its own module.
   symlinkSync(join(ROOT, "examples"), join(dir, "examples"), "dir");
   writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
-  await build({
+  const node: BuildOptions = {
     absWorkingDir: ROOT,
-    entryPoints: ENTRY_POINTS,
     outbase: ROOT,
     outdir: dir,
     bundle: true,
     external: ["better-sqlite3"],
-    // The CommonJS packages inside (Bolt, node-vault) call require for Node's own modules.
+    platform: "node",
+    target: "node20",
+    logLevel: "warning",
+  };
+  await build({
+    ...node,
+    entryPoints: ENTRY_POINTS,
+    format: "cjs",
+    outExtension: { ".js": ".cjs" },
+    // The sandbox finds its page and the example policy from its own module's URL.
+    define: { "import.meta.url": "globalThis.vmbotModuleUrl" },
+  });
+  await build({
+    ...node,
+    entryPoints: MODULES,
+    format: "esm",
+    // The CommonJS packages inside call require for Node's own modules.
     banner: {
       js: 'import { createRequire as vmbotCreateRequire } from "node:module"; const require = vmbotCreateRequire(import.meta.url);',
     },
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    logLevel: "warning",
   });
   await build({
     absWorkingDir: ROOT,

@@ -27,8 +27,8 @@ const ENTRIES = {
 } as const;
 
 /** The bot's entry point and the preload modules, compiled once for the run (test/setup). */
-function bundled(file: string): string {
-  return resolve(inject("botBundle"), file.replace(/\.ts$/, ".js"));
+function bundled(file: string, extension = ".js"): string {
+  return resolve(inject("botBundle"), file.replace(/\.ts$/, extension));
 }
 
 /**
@@ -37,7 +37,7 @@ function bundled(file: string): string {
  * `built: true` runs its compiled JavaScript (`npm run build`, or `npm run build:sandbox` for
  * `npm start`'s, first); `preload` modules (paths from the repository's root) are imported
  * before it. Otherwise the entry runs as compiled once for the test run (test/setup/bot-bundle.ts),
- * in plain Node.
+ * in plain Node, with the code V8 compiled for an earlier start (test/support/code-cache.ts).
  */
 export function runBot(
   env: Record<string, string>,
@@ -61,7 +61,12 @@ export function runBot(
   const args =
     options.built === true
       ? [resolve(ROOT, entry.built ?? entry.source), ...(options.args ?? [])]
-      : [...preload, bundled(entry.source), ...(options.args ?? [])];
+      : [
+          ...preload,
+          bundled("test/support/code-cache.ts"),
+          bundled(entry.source, ".cjs"),
+          ...(options.args ?? []),
+        ];
   const child = spawn(process.execPath, args, {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },
