@@ -95,6 +95,8 @@ async function deliveryCost(server: PostgresServer, samples: number): Promise<La
   const database = await createDatabase(server.url);
   const store = await openPostgresStore(database.url, { replica: "bench" });
   const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  // A connection the server ends while idle (the database dropped) must not end the benchmark.
+  pool.on("error", () => undefined);
   const transaction = async (key: string) => {
     const now = new Date();
     const client = await pool.connect();
@@ -186,6 +188,8 @@ async function replicaBurst(
   const gitlab = await startGitlab();
   const database = await createDatabase(server.url);
   const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  // A connection the server ends while idle (the database dropped) must not end the benchmark.
+  pool.on("error", () => undefined);
   const bots: Spawned[] = [];
   try {
     const env = benchEnv({ slack, gitlab }, database.url, {

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { Clock } from "../../src/clock.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import type { ServerLimits } from "../../src/server.js";
-import { startVmbot, type RunningVmbot } from "../../src/start.js";
+import { startVmbot, type RunningVmbot, type StartOptions } from "../../src/start.js";
 import { REQUEST_STATUSES } from "../../src/store/store.js";
 import {
   startFakeGitlab,
@@ -134,6 +134,8 @@ export interface HarnessOptions {
   clock?: Clock;
   /** How soon Home tabs are published after a change and retried after a refusal. */
   home?: { debounceMs?: number; retryMs?: number };
+  /** When the bot's attempts at the lead run, on PostgreSQL (a test holds them to pause it). */
+  leaderSchedule?: StartOptions["leaderSchedule"];
   /** Runs once the fakes are up and before the bot starts, e.g. to seal the fake Vault. */
   prepare?: (fakes: {
     vault: FakeVault | undefined;
@@ -216,6 +218,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...(options.httpLimits === undefined ? {} : { httpLimits: options.httpLimits }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.home === undefined ? {} : { home: options.home }),
+      ...(options.leaderSchedule === undefined ? {} : { leaderSchedule: options.leaderSchedule }),
     });
   } catch (error) {
     await closeFakes();

@@ -96,4 +96,63 @@ describeWithPostgres("an interrupted unlock on replicas sharing PostgreSQL", () 
       await second.stop(2_000);
     }
   });
+  it("a leader whose lead passes while it finishes an interrupted unlock writes nothing: the new leader finishes it, and the channel is told once", async () => {
+    await interruptedUnlock("db-01");
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The first replica leads at once and then pauses: its renewals never run. Its resume reads
+    // the states and GitLab holds that read back until the test lets it go.
+    const h = await start({
+      db: db.url(),
+      env: { LEADER_TTL: "3s" },
+      gitlabTimeoutMs: 60_000,
+      leaderSchedule: () => () => undefined,
+      prepare: ({ gitlab }) => {
+        gitlab.addUser({ username: "alice" });
+        gitlab.addTerraformState(PROJECT_PATH, "db-01", {
+          lockedBy: "alice",
+          lockedAt: LOCKED_AT,
+        });
+        gitlab.failNext({ path: /graphql/ }, { until: held }, { times: 1 });
+      },
+    });
+    await waitFor(
+      () => (h.gitlab.requests.some((r) => r.path.includes("graphql")) ? true : undefined),
+      "the paused leader's resume to read the states",
+    );
+    // The second replica takes the lead once the first's lease runs out, takes over its claim
+    // (its liveness has passed too), removes the lock and tells the channel.
+    const second = await startVmbot(h.config, {
+      logDestination: captureLogs().stream,
+      gitlabTimeoutMs: 5_000,
+    });
+    try {
+      const told = () =>
+        h.slack.messages.filter(
+          (m) => m.text.includes("force-unlocked") && m.text.includes("`db-01`"),
+        );
+      await waitFor(() => told()[0], "the new leader to finish the unlock", {
+        timeoutMs: 20_000,
+      });
+      // The paused leader resumes: it finds the lock gone, and its writes are refused.
+      release();
+      await waitFor(
+        () =>
+          h.logs.find((line) =>
+            line.includes("another replica leads: the interrupted unlocks are left to it"),
+          ),
+        "the paused leader's resume to be refused",
+      );
+      await h.gitlab.settled();
+      expect(told()).toHaveLength(1);
+      expect(h.gitlab.terraformState(PROJECT_PATH, "db-01")?.lock).toBeNull();
+      expect(h.gitlab.requestsTo("DELETE", /\/db-01\/lock$/)).toHaveLength(1);
+      const audit = await second.store.listAudit();
+      const unlocked = audit.filter((a) => a.action === "unlocked" && a.detail.state === "db-01");
+      expect(unlocked).toHaveLength(1);
+      expect(await second.store.pendingEffects()).toEqual([]);
+    } finally {
+      await second.stop(2_000);
+    }
+  });
 });
