@@ -4,12 +4,13 @@
  * types, `$[[ inputs.* ]]` interpolation, rules, needs), given exactly the parameters vmbot sends
  * with its default configuration.
  */
-import { spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { afterAll, describe, expect, it } from "vitest";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { loadConfig } from "../../src/config.js";
 import { REQUEST_ID_VARIABLE } from "../../src/gitlab/gitlab.js";
@@ -96,11 +97,33 @@ afterAll(() => {
  * Evaluates `pipeline` as GitLab would for a pipeline with `source` given `params`: the jobs and
  * their `when` (`never` for a job the rules leave out), or the evaluator's error.
  */
-function evaluate(
+const run = promisify(execFile);
+
+/** Runs `command`; its exit code other than 0 becomes `{ failed }` with what it wrote. */
+async function exec(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<{ stdout: string } | { failed: string }> {
+  try {
+    const { stdout } = await run(command, args, {
+      ...options,
+      encoding: "utf8",
+      timeout: 60_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { stdout };
+  } catch (error) {
+    const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
+    return { failed: `${stdout}\n${stderr}` };
+  }
+}
+
+async function evaluate(
   pipeline: string,
   params: PipelineParams,
   source: "api" | "web" = "api",
-): { jobs: EvaluatedJob[] } | { error: string } {
+): Promise<{ jobs: EvaluatedJob[] } | { error: string }> {
   const dir = mkdtempSync(join(tmpdir(), "vmbot-pipeline-"));
   workDirs.push(dir);
   writeFileSync(join(dir, "pipeline.yml"), pipeline);
@@ -109,35 +132,72 @@ function evaluate(
     join(dir, ".gitlab-ci.yml"),
     JSON.stringify({ include: [{ local: "pipeline.yml", inputs: params.inputs }] }),
   );
-  const git = (...args: string[]) => {
-    const run = spawnSync("git", args, { cwd: dir, encoding: "utf8" });
-    if (run.status !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr}`);
+  const git = async (...args: string[]) => {
+    const result = await exec("git", args, { cwd: dir });
+    if ("failed" in result) throw new Error(`git ${args.join(" ")}: ${result.failed}`);
   };
-  git("init", "--quiet", "--initial-branch=main");
-  git("remote", "add", "origin", "https://gitlab.example.com/infra/vms.git");
-  git("add", "--all");
-  git("-c", "user.name=ci", "-c", "user.email=ci@example.com", "commit", "--quiet", "-m", "ci");
+  await git("init", "--quiet", "--initial-branch=main");
+  await git("remote", "add", "origin", "https://gitlab.example.com/infra/vms.git");
+  await git("add", "--all");
+  await git(
+    "-c",
+    "user.name=ci",
+    "-c",
+    "user.email=ci@example.com",
+    "commit",
+    "--quiet",
+    "-m",
+    "ci",
+  );
   const variables = Object.entries({ ...params.variables, CI_PIPELINE_SOURCE: source }).flatMap(
     ([key, value]) => ["--variable", `${key}=${value}`],
   );
-  const run = spawnSync(
+  const result = await exec(
     process.execPath,
     [EVALUATOR, "--list-json", "--ignore-predefined-vars", "CI_PIPELINE_SOURCE", ...variables],
-    { cwd: dir, encoding: "utf8", timeout: 60_000, env: { ...process.env, FORCE_COLOR: "0" } },
+    { cwd: dir, env: { ...process.env, FORCE_COLOR: "0" } },
   );
-  if (run.status !== 0) return { error: `${run.stdout}\n${run.stderr}` };
-  return { jobs: z.array(EvaluatedJobSchema).parse(JSON.parse(run.stdout)) };
+  if ("failed" in result) return { error: result.failed };
+  return { jobs: z.array(EvaluatedJobSchema).parse(JSON.parse(result.stdout)) };
 }
 
 /** The jobs a pipeline gets, as name → when; fails the test with the evaluator's error. */
-function jobsOf(result: ReturnType<typeof evaluate>): Record<string, string> {
+function jobsOf(result: Evaluation): Record<string, string> {
   if ("error" in result) throw new Error(`the evaluator refused the pipeline: ${result.error}`);
   return Object.fromEntries(
     result.jobs.filter((job) => job.when !== "never").map((job) => [job.name, job.when]),
   );
 }
 
+type Evaluation = Awaited<ReturnType<typeof evaluate>>;
+
 const exampleText = readFileSync(EXAMPLE, "utf8");
+
+/** The example with the blog's original rules, which accept only pipelines started in GitLab's web UI. */
+const webOnly = exampleText.replaceAll(
+  '($CI_PIPELINE_SOURCE == "web" || $CI_PIPELINE_SOURCE == "api") && ',
+  '$CI_PIPELINE_SOURCE == "web" && ',
+);
+
+/**
+ * The evaluations the tests below read, each a real gitlab-ci-local run: all started at once,
+ * before the tests, rather than one after another inside them.
+ */
+let evaluated: Record<
+  "apply" | "destroy" | "numberForString" | "webOnlyApi" | "webOnlyWeb",
+  Evaluation
+>;
+beforeAll(async () => {
+  const params = vmbotParams();
+  const [apply, destroy, numberForString, webOnlyApi, webOnlyWeb] = await Promise.all([
+    evaluate(exampleText, params),
+    evaluate(exampleText, vmbotParams("destroy")),
+    evaluate(exampleText, { ...params, inputs: { ...params.inputs, vm_id: 150 } }),
+    evaluate(webOnly, params),
+    evaluate(webOnly, params, "web"),
+  ]);
+  evaluated = { apply, destroy, numberForString, webOnlyApi, webOnlyWeb };
+}, 120_000);
 
 describe("the example pipeline and vmbot's default configuration", () => {
   it("declare every input vmbot sends, with the type vmbot sends it as", () => {
@@ -180,7 +240,7 @@ describe("the example pipeline and vmbot's default configuration", () => {
   });
 
   it("give an API pipeline for a new VM the plan, the manual apply and the configure job", () => {
-    const jobs = jobsOf(evaluate(exampleText, vmbotParams()));
+    const jobs = jobsOf(evaluated.apply);
     expect(jobs).toEqual({
       [config.gitlab.jobs.plan]: "on_success",
       [config.gitlab.jobs.apply]: "manual",
@@ -189,7 +249,7 @@ describe("the example pipeline and vmbot's default configuration", () => {
   });
 
   it("give an API pipeline with action=destroy the destroy jobs, the destroy one manual, and nothing that applies", () => {
-    const jobs = jobsOf(evaluate(exampleText, vmbotParams("destroy")));
+    const jobs = jobsOf(evaluated.destroy);
     expect(jobs).toEqual({
       "notify:destroy": "on_success",
       [config.gitlab.jobs.destroy]: "manual",
@@ -210,8 +270,7 @@ describe("the example pipeline and vmbot's default configuration", () => {
   });
 
   it("are refused by the evaluator, as by GitLab, when a number is sent for an untyped input", () => {
-    const params = vmbotParams();
-    const result = evaluate(exampleText, { ...params, inputs: { ...params.inputs, vm_id: 150 } });
+    const result = evaluated.numberForString;
     expect(result).toHaveProperty("error");
     if ("error" in result) expect(result.error).toContain("provided value is not a string");
   });
@@ -238,18 +297,13 @@ describe("the example pipeline and vmbot's default configuration", () => {
 });
 
 describe("the blog's original rules, which accept only pipelines started in GitLab's web UI", () => {
-  const webOnly = exampleText.replaceAll(
-    '($CI_PIPELINE_SOURCE == "web" || $CI_PIPELINE_SOURCE == "api") && ',
-    '$CI_PIPELINE_SOURCE == "web" && ',
-  );
-
   it("create no job at all for the API pipelines vmbot starts", () => {
     expect(webOnly).not.toBe(exampleText);
-    expect(jobsOf(evaluate(webOnly, vmbotParams()))).toEqual({});
+    expect(jobsOf(evaluated.webOnlyApi)).toEqual({});
   });
 
   it("still create the jobs for a pipeline started by hand", () => {
-    expect(jobsOf(evaluate(webOnly, vmbotParams(), "web"))).toMatchObject({
+    expect(jobsOf(evaluated.webOnlyWeb)).toMatchObject({
       "tf:plan": "on_success",
       "tf:apply": "manual",
     });
