@@ -56,9 +56,9 @@ describe.concurrent("crash between the intent and the result of each effect of a
     async () => {
       // The seeded VM's own request is not in the store: the channel comes from SLACK_CHANNEL.
       const env = { ...LEASES, SLACK_CHANNEL: CHANNEL };
-      const w = await startWorld("create_pipeline:after", env, (db) => {
-        seedVm(db, new Date(Date.now() - 1_000).toISOString());
-      });
+      const w = await startWorld("create_pipeline:after", env, (store) =>
+        seedVm(store, new Date(Date.now() - 1_000).toISOString()),
+      );
       try {
         const pipelineId = await until(w, () => w.gitlab.pipelines[0]?.id, "the destroy pipeline");
         settle(w, pipelineId, "tf:destroy");
@@ -73,7 +73,7 @@ describe.concurrent("crash between the intent and the result of each effect of a
         expect(w.gitlab.pipelines).toHaveLength(1);
         expect(w.gitlab.pipeline(pipelineId).inputs).toMatchObject({ action: "destroy" });
         expect(requestMessages(w)).toHaveLength(1);
-        const actions = audit(w).map((entry) => entry.action);
+        const actions = (await audit(w)).map((entry) => entry.action);
         expect(actions.filter((a) => a === "lease_expired")).toHaveLength(1);
         expect(actions.filter((a) => a === "requested")).toHaveLength(1);
       } finally {
@@ -89,9 +89,9 @@ describe.concurrent("crash between the intent and the result of each effect of a
       `crashes at play_destroy:${moment} of the destroy a lease's end plays without approval, and destroys once`,
       async () => {
         const env = { ...LEASES, SLACK_CHANNEL: CHANNEL, VM_LEASE_ON_EXPIRY: "destroy" };
-        const w = await startWorld(`play_destroy:${moment}`, env, (db) => {
-          seedVm(db, new Date(Date.now() - 1_000).toISOString());
-        });
+        const w = await startWorld(`play_destroy:${moment}`, env, (store) =>
+          seedVm(store, new Date(Date.now() - 1_000).toISOString()),
+        );
         try {
           const pipelineId = await until(
             w,
@@ -119,12 +119,12 @@ describe.concurrent("crash between the intent and the result of each effect of a
           expect(requestMessages(w)).toHaveLength(1);
           expect(w.gitlab.pipelines).toHaveLength(1);
           expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
-          const actions = audit(w).map((entry) => entry.action);
+          const actions = (await audit(w)).map((entry) => entry.action);
           for (const once of ["lease_expired", "destroy_without_approval", "vm_destroyed"]) {
             expect(actions.filter((a) => a === once)).toHaveLength(1);
           }
           expect(actions).not.toContain("approved");
-          expect(vmOf(w, "web-01")).toBeUndefined();
+          expect(await vmOf(w, "web-01")).toBeUndefined();
         } finally {
           await w.close();
         }

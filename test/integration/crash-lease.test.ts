@@ -36,14 +36,12 @@ describe.concurrent("crash between the intent and the result of each effect of a
         // the bot: a lease that ended first would open a destroy request instead.
         const end = new Date(Date.now() + 5 * 60_000).toISOString();
         const env = { ...LEASES, VM_LEASE_MAX: "1h", VM_LEASE_WARN: "10m" };
-        const w = await startWorld(`lease_reminder:${moment}`, env, (db) => {
-          seedVm(db, end);
-        });
+        const w = await startWorld(`lease_reminder:${moment}`, env, (store) => seedVm(store, end));
         try {
           await until(
             w,
-            () =>
-              effectOf(w, "lease:web-01", `lease_reminder:${end}:600000`)?.state === "done"
+            async () =>
+              (await effectOf(w, "lease:web-01", `lease_reminder:${end}:600000`))?.state === "done"
                 ? true
                 : undefined,
             "the reminder to be recorded",
@@ -83,9 +81,7 @@ describe.concurrent("crash between the intent and the result of each effect of a
           SLACK_CHANNEL: CHANNEL,
           VMBOT_POLICY: policy,
         };
-        const w = await startWorld(`extend_lease:${moment}`, env, (db) => {
-          seedVm(db, end);
-        });
+        const w = await startWorld(`extend_lease:${moment}`, env, (store) => seedVm(store, end));
         try {
           const dm = await until(
             w,
@@ -114,12 +110,12 @@ describe.concurrent("crash between the intent and the result of each effect of a
           );
           await settled(w);
           expect(w.crashes).toBe(1);
-          const actions = audit(w).map((entry) => entry.action);
+          const actions = (await audit(w)).map((entry) => entry.action);
           expect(actions.filter((a) => a === "extension_requested")).toHaveLength(1);
           expect(actions.filter((a) => a === "approved")).toHaveLength(1);
           expect(actions.filter((a) => a === "lease_extended")).toHaveLength(1);
-          const request = requestsIn(w, ["ready"]).find((r) => r.kind === "extend")!;
-          const leaseUntil = vmOf(w, "web-01")?.leaseUntil;
+          const request = (await requestsIn(w, ["ready"])).find((r) => r.kind === "extend")!;
+          const leaseUntil = (await vmOf(w, "web-01"))?.leaseUntil;
           // Twice the maximum (2 h) from the approval: moved once, to where the approval said.
           expect(Date.parse(leaseUntil!) - Date.parse(request.decision!.at)).toBe(2 * 3_600_000);
         } finally {

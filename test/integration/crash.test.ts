@@ -89,7 +89,8 @@ describe.concurrent(
             );
             await until(
               w,
-              () => (audit(w).some((entry) => entry.action === "plan_erased") ? true : undefined),
+              async () =>
+                (await audit(w)).some((entry) => entry.action === "plan_erased") ? true : undefined,
               "the deletion in the audit",
             );
             await until(
@@ -114,8 +115,10 @@ describe.concurrent(
             // nothing was deleted, audited or reported twice.
             await settled(w);
             expect(w.gitlab.requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/)).toHaveLength(1);
-            expect(audit(w).filter((entry) => entry.action === "plan_erased")).toHaveLength(1);
-            expect(audit(w).filter((entry) => entry.action === "rejected")).toHaveLength(1);
+            expect((await audit(w)).filter((entry) => entry.action === "plan_erased")).toHaveLength(
+              1,
+            );
+            expect((await audit(w)).filter((entry) => entry.action === "rejected")).toHaveLength(1);
             expect(requestMessage(w)?.text.endsWith("Rejected")).toBe(true);
             expect(
               threadOf(w, requestMessage(w)!).filter((m) =>
@@ -177,7 +180,7 @@ describe.concurrent(
             );
             expect(w.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
             expect(w.gitlab.requestsTo("DELETE", /\/lock$/)).toHaveLength(1);
-            expect(audit(w).filter((entry) => entry.action === "unlocked")).toHaveLength(1);
+            expect((await audit(w)).filter((entry) => entry.action === "unlocked")).toHaveLength(1);
           } finally {
             await w.close();
           }

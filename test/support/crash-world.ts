@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { AsyncStore } from "../../src/store/async.js";
 import type { RequestStatus } from "../../src/requests/lifecycle.js";
 import { WATCH_STEP } from "../../src/tracker/closure.js";
 import {
@@ -22,15 +22,18 @@ import {
 } from "../../sandbox/simulators/slack/index.js";
 import { APPROVER, CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "./harness.js";
 import { portOf, runBot, type BotProcess } from "./process.js";
+import { SAMPLE_SPEC } from "./requests.js";
 import { TEST_SECRETS } from "./secrets.js";
+import { openStoreAt, storeLocation, withStoreAt, type StoreLocation } from "./store-at.js";
 import { waitFor } from "./wait.js";
 
 /**
  * The world of the crash tests (test/integration/crash*.test.ts): the real bot, as a process,
  * kills itself (SIGKILL, nothing flushed) at one crash point of one outside effect, just before or
- * just after it; it is started again on the same database file, and the flow is finished. Over
- * the whole flow there must be no duplicate pipeline, message, thread reply, upload or play, and
- * no lost request. Each test has its own simulators, bot and store, so they run at the same time,
+ * just after it; it is started again on the same store (a SQLite file, or with
+ * `npm run test:postgres` a PostgreSQL database, where the new process is a new replica), and
+ * the flow is finished. Over the whole flow there must be no duplicate pipeline, message, thread
+ * reply, upload or play, and no lost request. Each test has its own simulators, bot and store, so they run at the same time,
  * and the tests are spread over several files by theme so that Vitest's workers share them.
  * Every read of the bot's store is here, not in the test files.
  */
@@ -64,7 +67,10 @@ export const DESTROY_FLOW_POINTS = ["create_pipeline", "play_destroy"] as const;
 export interface World {
   slack: FakeSlack;
   gitlab: FakeGitlab;
-  db: string;
+  /** The bot's store, on the run's engine (test/support/store-at.ts). */
+  store: StoreLocation;
+  /** The store opened beside the bot, to read what it recorded; opened at the first read. */
+  reader: Promise<AsyncStore> | undefined;
   /** The bot now running; replaced when it crashes. */
   bot: BotProcess;
   signer: SlackSigner;
@@ -85,7 +91,7 @@ export async function startWorld(
   crashAt: string | undefined,
   extraEnv: Record<string, string> = {},
   /** Fills the store before the bot first opens it. */
-  seed?: (db: string) => void,
+  seed?: (store: AsyncStore) => Promise<void>,
 ): Promise<World> {
   const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken });
   const gitlab = await startFakeGitlab({
@@ -93,8 +99,10 @@ export async function startWorld(
     projects: [{ id: 42, path: PROJECT_PATH, role: "maintainer", inputs: VM_PIPELINE_INPUTS }],
   });
   const dir = mkdtempSync(join(tmpdir(), "vmbot-crash-"));
-  const db = join(dir, "vmbot.sqlite");
-  const env = fakeBotEnv({ slack, gitlab }, db, {
+  const store = await storeLocation(dir);
+  const env = fakeBotEnv({ slack, gitlab }, store.db, {
+    // The bot started again after its crash leads soon (it follows pipelines only then).
+    ...store.restartEnv,
     POLL_INTERVAL_MS: "500",
     LOG_LEVEL: "info",
     ...extraEnv,
@@ -105,14 +113,15 @@ export async function startWorld(
       signingSecret: TEST_SECRETS.signingSecret,
       slack,
     });
-  seed?.(db);
+  if (seed !== undefined) await withStoreAt(store.db, seed, { write: true });
   // The first bot dies at the crash point (the crash tests' own entry); restarts run the bot's.
   const bot = runBot(env, dir, crashAt === undefined ? {} : { entry: "crash", args: [crashAt] });
   let closing = false;
   const world: World = {
     slack,
     gitlab,
-    db,
+    store,
+    reader: undefined,
     bot,
     signer: signerFor(await portOf(bot, WAIT_MS)),
     crashes: 0,
@@ -125,7 +134,8 @@ export async function startWorld(
     },
     async close() {
       await world.stopBot();
-      await Promise.all([slack.close(), gitlab.close()]);
+      await (await world.reader)?.close();
+      await Promise.all([slack.close(), gitlab.close(), store.drop()]);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -161,15 +171,16 @@ export const until = <T>(w: World, check: () => T | undefined, what: string): Pr
  */
 export async function settled(w: World): Promise<void> {
   // A closed request's pipeline stays followed for its apply job (a watch, not an effect).
-  const unfinished = () => pending(w).filter((e) => e.step !== WATCH_STEP);
-  await waitFor(() => (unfinished().length === 0 ? true : undefined), "every effect to be done", {
+  let unfinished: { subject: string; step: string }[] = [];
+  const done = async () => {
+    unfinished = (await pending(w)).filter((e) => e.step !== WATCH_STEP);
+    return unfinished.length === 0 ? true : undefined;
+  };
+  await waitFor(done, "every effect to be done", {
     timeoutMs: WAIT_MS,
     intervalMs: 25,
     failure: () => w.restartFailure,
-    detail: () =>
-      `still pending: ${unfinished()
-        .map((e) => `${e.subject} ${e.step}`)
-        .join(", ")}`,
+    detail: () => `still pending: ${unfinished.map((e) => `${e.subject} ${e.step}`).join(", ")}`,
   });
   await w.stopBot();
 }
@@ -229,17 +240,13 @@ export async function planned(w: World, pipelineId: number): Promise<FakeMessage
   );
 }
 
-/** Reads the bot's store without taking it (the bot may be running). */
-function readStore<T>(w: World, read: (store: ReturnType<typeof openSqliteStore>) => T): T {
-  const store = openSqliteStore(w.db, { readOnly: true });
-  try {
-    return read(store);
-  } finally {
-    store.close();
-  }
+/** Reads the bot's store beside it (the bot may be running), on either engine. */
+async function readStore<T>(w: World, read: (store: AsyncStore) => Promise<T>): Promise<T> {
+  w.reader ??= openStoreAt(w.store.db);
+  return read(await w.reader);
 }
 
-export const audit = (w: World): { requestId: string | null; action: string }[] =>
+export const audit = (w: World): Promise<{ requestId: string | null; action: string }[]> =>
   readStore(w, (store) => store.listAudit());
 /** Outside effects whose intent is recorded and their result not yet. */
 const pending = (w: World) => readStore(w, (store) => store.pendingEffects());
@@ -298,7 +305,7 @@ export async function approveFlow(crashAt: string | undefined) {
     ]);
     expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
     expect(w.gitlab.requestsTo("POST", /\/pipeline$/).length).toBeLessThanOrEqual(1);
-    const actions = audit(w).map((entry) => entry.action);
+    const actions = (await audit(w)).map((entry) => entry.action);
     expect(actions.filter((a) => a === "requested")).toHaveLength(1);
     expect(actions.at(-1)).toBe("ready");
     return w.crashes;
@@ -308,36 +315,18 @@ export async function approveFlow(crashAt: string | undefined) {
 }
 
 /** web-01, made by vmbot for REQUESTER earlier: in the inventory, with its state. */
-export function seedVm(db: string, leaseUntil: string | null = null): void {
-  const store = openSqliteStore(db);
-  try {
-    store.inventory.record({
-      name: "web-01",
-      requestId: "vm-mabc123-0a1b2c3d",
-      owner: REQUESTER,
-      spec: {
-        name: "web-01",
-        node: "pve",
-        templateId: 9000,
-        templateName: "ubuntu",
-        cores: 2,
-        memoryMb: 2048,
-        diskGb: 20,
-        ip: "192.168.1.50/24",
-        gateway: "192.168.1.1",
-        dns: "192.168.1.1",
-        vmId: 0,
-        vlanId: 0,
-      },
-      stateName: "vm-web-01",
-      address: "192.168.1.50",
-      pipelineId: 1,
-      approvedBy: APPROVER,
-      leaseUntil,
-    });
-  } finally {
-    store.close();
-  }
+export async function seedVm(store: AsyncStore, leaseUntil: string | null = null): Promise<void> {
+  await store.inventory.record({
+    name: "web-01",
+    requestId: "vm-mabc123-0a1b2c3d",
+    owner: REQUESTER,
+    spec: SAMPLE_SPEC,
+    stateName: "vm-web-01",
+    address: "192.168.1.50",
+    pipelineId: 1,
+    approvedBy: APPROVER,
+    leaseUntil,
+  });
 }
 
 /** Leases of 60 s at most 120 s, reminded 30 s before the end. */
@@ -423,11 +412,11 @@ export async function destroyFlow(crashAt: string | undefined) {
     expect(steps).toEqual(["notify_approvers:destroy", "destroyed", "notify_requester"]);
     expect(w.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(1);
     expect(w.gitlab.requestsTo("POST", /\/pipeline$/).length).toBeLessThanOrEqual(1);
-    const actions = audit(w).map((entry) => entry.action);
+    const actions = (await audit(w)).map((entry) => entry.action);
     expect(actions.filter((a) => a === "requested")).toHaveLength(1);
     expect(actions.filter((a) => a === "vm_destroyed")).toHaveLength(1);
     expect(actions.at(-1)).toBe("ready");
-    expect(vmOf(w, "web-01")).toBeUndefined();
+    expect(await vmOf(w, "web-01")).toBeUndefined();
     return w.crashes;
   } finally {
     await w.close();
