@@ -101,7 +101,7 @@ function strip(state: CleanerState, text: string): string {
  * or, keeping overwritten text, each part a carriage return overwrote. With `skipEmpty`, a line
  * that comes out empty is left out (a segment beside a section marker).
  */
-function renderSegment(
+export function renderSegment(
   state: CleanerState,
   segment: string,
   out: string[],

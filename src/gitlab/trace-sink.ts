@@ -11,9 +11,11 @@ import {
   hasRareControl,
   logicalLine,
   pushChunk,
+  renderSegment,
   uncleanLine,
   type CleanerState,
 } from "./trace-reader.js";
+import { applyMarker, readMarker } from "./trace-sections.js";
 
 /** Receives a log's clean lines, in order. */
 export interface LineSink {
@@ -58,15 +60,20 @@ function lastShown(chunk: string, from: number, end: number, escape: number): nu
 }
 
 /**
- * The line of `chunk` from `from` to `end`, which holds no carriage return and no escape before
+ * The text of `chunk` from `from` to `end`, which holds no carriage return and no escape before
  * `escape` (-1 or `end` and beyond: none): shown to the sink, and made only if the sink reads it.
+ * Beside a section marker (`besideMarker`), text that is empty once its escapes are removed is no
+ * line. Returns how many lines it was: 0 or 1.
  */
-function shownLine(sink: LineSink, chunk: string, from: number, end: number, escape: number): void {
+function shownLine(
+  sink: LineSink,
+  chunk: string,
+  from: number,
+  end: number,
+  escape: number,
+  besideMarker: boolean,
+): number {
   const plain = escape === -1 || escape >= end;
-  if (sink.wantsEveryLine) {
-    sink.line(plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape));
-    return;
-  }
   let first = from;
   let indent = 0;
   for (; first < end;) {
@@ -80,9 +87,61 @@ function shownLine(sink: LineSink, chunk: string, from: number, end: number, esc
       break;
     }
   }
-  const last = plain ? end - 1 : first === end ? -1 : lastShown(chunk, from, end, escape);
-  if (sink.passes(chunk, first, indent, last, end)) return;
+  if (besideMarker && first >= end && indent === 0) return 0;
+  if (!sink.wantsEveryLine) {
+    const last = plain ? end - 1 : first === end ? -1 : lastShown(chunk, from, end, escape);
+    if (sink.passes(chunk, first, indent, last, end)) return 1;
+  }
   sink.line(plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape));
+  return 1;
+}
+
+/**
+ * A line of `chunk` from `from` to `end` with a carriage return in it, whose first is at `cr`:
+ * its section markers read where they stand, and the text between them, where it holds no
+ * other carriage return, shown to the sink as any line. Text with one is read by the general
+ * rules (`renderSegment`), as is a line with no marker.
+ */
+function markedLine(
+  state: CleanerState,
+  chunk: string,
+  from: number,
+  end: number,
+  sink: LineSink,
+  out: string[],
+): void {
+  const marker = state.marker;
+  let segment = from;
+  let cr = chunk.indexOf("\r", from);
+  let escape = chunk.indexOf("\x1b", from);
+  const show = (to: number, besideMarker: boolean) => {
+    if (cr !== -1 && cr < segment) cr = chunk.indexOf("\r", segment);
+    if (escape !== -1 && escape < segment) escape = chunk.indexOf("\x1b", segment);
+    if (cr !== -1 && cr < to) {
+      renderSegment(state, chunk.slice(segment, to), out, besideMarker);
+      flush(state, out, sink);
+    } else if (besideMarker && segment === to) {
+      // Nothing between two markers: no line.
+    } else {
+      state.emitted += shownLine(sink, chunk, segment, to, escape, besideMarker);
+    }
+  };
+  for (let at = chunk.indexOf("section_", from); at !== -1 && at < end;) {
+    if (!readMarker(chunk, at, state.sections, marker)) {
+      at = chunk.indexOf("section_", at + 1);
+      continue;
+    }
+    show(at, true);
+    applyMarker(state.sections, marker, state.emitted);
+    segment = marker.end;
+    at = chunk.indexOf("section_", segment);
+  }
+  if (segment === from) {
+    uncleanLine(state, chunk.slice(from, end), out);
+    flush(state, out, sink);
+  } else {
+    show(end, true);
+  }
 }
 
 /**
@@ -104,12 +163,10 @@ function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: s
   let cr = chunk.indexOf("\r", from);
   for (; newline !== -1; newline = chunk.indexOf("\n", from)) {
     if (cr !== -1 && cr < newline) {
-      uncleanLine(state, chunk.slice(from, newline), out);
-      flush(state, out, sink);
+      markedLine(state, chunk, from, newline, sink, out);
       cr = chunk.indexOf("\r", newline);
     } else {
-      shownLine(sink, chunk, from, newline, escape);
-      state.emitted += 1;
+      state.emitted += shownLine(sink, chunk, from, newline, escape, false);
     }
     if (escape !== -1 && escape < newline) escape = chunk.indexOf("\x1b", newline);
     from = newline + 1;

@@ -38,6 +38,28 @@ function clean(pieces: readonly string[], options: TraceCleanerOptions = {}): Cl
   };
 }
 
+/**
+ * `clean`, the lines handed to a sink: each one it is shown is read (made) or, with `passAll`,
+ * passed over, and then only the sections are kept.
+ */
+function cleanTo(pieces: readonly string[], overwritten: "hide" | "keep", passAll: boolean) {
+  const cleaner = createTraceCleaner({ overwritten });
+  const lines: string[] = [];
+  const sink = {
+    wantsEveryLine: false,
+    begin: () => undefined,
+    passes: () => passAll,
+    line: (line: string) => lines.push(line),
+  };
+  for (const piece of pieces) cleaner.pushTo(piece, sink);
+  lines.push(...cleaner.end());
+  return {
+    lines: passAll ? [] : lines,
+    sections: structuredClone(cleaner.sections()),
+    timestamped: cleaner.timestamped(),
+  };
+}
+
 /** What a job log is made of: output, line ends, markers, escapes, runner timestamps. */
 const logPiece = fc.oneof(
   { weight: 4, arbitrary: fc.string({ maxLength: 12 }) },
@@ -245,6 +267,20 @@ describe("the shortcuts for text with no rare control character", () => {
       );
     });
   }
+
+  it("hand a sink the lines and sections they return, whichever lines it passes over", () => {
+    const logInPieces = fc
+      .tuple(fc.oneof(commonLog, jobLog), fc.array(fc.nat(), { maxLength: 8 }), fc.boolean())
+      .map(([log, offsets, apart]) => [...(apart ? ["output\n"] : []), ...chunked(log, offsets)]);
+    fc.assert(
+      fc.property(logInPieces, fc.constantFrom("hide", "keep"), (pieces, overwritten) => {
+        const pushed = clean(pieces, { overwritten });
+        expect(cleanTo(pieces, overwritten, false)).toEqual(pushed);
+        expect(cleanTo(pieces, overwritten, true)).toEqual({ ...pushed, lines: [] });
+      }),
+      { numRuns: 1000 },
+    );
+  });
 
   it("give the line-by-line reading of the GitLab fixtures, cut anywhere", () => {
     for (const name of FIXTURES) {
