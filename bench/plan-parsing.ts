@@ -193,32 +193,25 @@ ${table(
   ]),
 )}
 
-Where the time goes: the split finds line ends with one native call per chunk and copies nothing;
-the cleaner and the parser work line by line in JavaScript, and that work bounds the ratio. A CPU
-profile (\`node --cpu-prof\`, the cleaner and the parser built to JavaScript, this log at 10 MB)
-divides the time of clean + parse into the cleaner 48%, the parser 41% and the garbage collector
-10%. By their own time: section markers 25% (reading them 13%, cutting their lines into segments
-9%, recording the sections the rest), the parser's line entry 14% and its resource lines 11%, the
-cleaner's chunk loop 11%, escape sequences 7%, heredocs 4%, the search for rare control characters
-3%. Measured by CPU time (the fastest of 30 rounds over 10 MB, built JavaScript, each variant in one
-process with the code it would replace): making the chunks costs 6.2 ms and the split about 4 ms,
-so 0.5× leaves clean + parse about 14 ms; they take 57–60 ms. The cleaner's native searches alone,
-with no cleaning, take 8.8 ms (its lines 3.9, every ESC 2.0, the 28 rare control characters 2.9).
-Skipping what the parser cannot use, at its best (only the \`step_script\` section read, the runner's
-other sections costing nothing), brings clean + parse to 35 ms: about 0.25×. On a log of plan text
-alone (the runner's output once) the cleaner takes 8.6 ms, twice the split, and the parser 42 ms,
-about 260 ns a line: there the parser is the bound. Tried against the unchanged code and not faster
-beyond this shared machine's noise (±15%): lines cut by one native split, a check that passes over
-lines the parser cannot use by their first and last characters, marker words compared natively,
-the marker pattern tried only under a heading; slower: indentation found by a loop over character
-codes (14% on plan text), one pattern for the rare control characters (the cleaner 70%). None is
-kept. Of the 14 ms that 0.5× leaves, the cleaner's native searches take 8.8: the escapes, the
-markers and the parser (about 200 ns a line over this log's 148,000 lines) would have to fit in the
-other 5, some 35 ns a line. That takes a cleaner and a parser built another way (one pass over the
-chunk's bytes that looks only at lines whose first bytes can matter, or native code), not a change
-in how lines are found. \`npm run bench\` runs the TypeScript through tsx, whose transform makes
-each use of a binding imported from another module a getter call (5–7% of the parse under tsx); the
-built bot has none.`;
+Where the time goes: the split finds line ends with one native call per chunk and copies nothing.
+The bot's reader (\`src/tracker/plan-log-reader.ts\`) cleans and parses in one pass and works line
+by line in JavaScript only where it must: for each line without a \`\\r\` the cleaner finds, from the
+chunk itself, where its text starts, how far it is indented and its last character, and the parser
+decides from those whether reading the line could change anything; only those lines are cut out
+and read (about 32 of every 73 in this log; heredoc values and the attributes inside resource
+blocks are passed over). A CPU profile of the reader built to JavaScript (\`node --cpu-prof\`, this
+log at 10 MB, on a shared machine) puts the cleaner alone at 40–44 ms per 10 MB even when the
+parser passes over every line, against 2.9 ms for the newline search: section markers are its
+largest cost (reading them is 13–17% of the whole read; this log has 12 markers in every 73 lines,
+each 0.5–1 µs), then the chunk loop (10–13%), escape sequences (8%), the search for rare control
+characters (5–8%) and the garbage collector (6–9%); the parser's own work on the lines it reads is
+about 8%. Built to JavaScript the reader takes 73–76 ms per 10 MB where the cleaner and the parser
+read line by line took 80–99 ms; under tsx, as \`npm run bench\` runs it, the two are within this
+machine's noise, since tsx's transform makes each use of a binding imported from another module a
+getter call and the reader's hot path crosses modules (the built bot has none). 0.5× leaves clean +
+parse about 27 ms per 10 MB, which the cleaner alone exceeds: the target takes markers and escapes
+read without a loop over their characters, or the runner's sections the parser never uses passed
+over whole, and the rare control characters found in one pass instead of one search each.`;
   return {
     body,
     verdicts: [
