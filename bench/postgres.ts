@@ -149,6 +149,8 @@ interface BurstFigures {
   replicas: number;
   sent: number;
   acked: number;
+  /** How the others were answered: `404 × 40`, `0 × 2` (no answer), `errors × 1` (refused). */
+  unacked: string;
   elapsedMs: number;
   /** Requests carried from submission to their recorded pipeline, per second. */
   perSecond: number;
@@ -217,15 +219,22 @@ async function replicaBurst(
         submitForm(signers[i % signers.length] ?? first, view, `burst-${i}`).catch(() => undefined),
       ),
     );
-    const acked = answers.filter(
-      (answer) => answer?.status === 200 && !answer.body.includes('"errors"'),
-    ).length;
+    const ok = (answer: (typeof answers)[number]) =>
+      answer?.status === 200 && !answer.body.includes('"errors"');
+    const acked = answers.filter(ok).length;
+    const others = new Map<string, number>();
+    for (const answer of answers.filter((a) => !ok(a))) {
+      const how = answer?.status === 200 ? "errors" : String(answer?.status ?? 0);
+      others.set(how, (others.get(how) ?? 0) + 1);
+    }
+    const unacked = [...others].map(([how, n]) => `${how} × ${n}`).join(", ");
     await until(async () => (await withPipeline(pool)) === warm + acked, "the burst's pipelines", {
       timeoutMs: 300_000,
       everyMs: 20,
     });
     const elapsedMs = performance.now() - started;
-    return { replicas, sent: count, acked, elapsedMs, perSecond: acked / (elapsedMs / 1000) };
+    const perSecond = acked / (elapsedMs / 1000);
+    return { replicas, sent: count, acked, unacked, elapsedMs, perSecond };
   } finally {
     await Promise.all(bots.map((bot) => bot.stop()));
     await pool.end();
@@ -267,7 +276,9 @@ function burstTable(bursts: readonly BurstFigures[]): string {
     ["replicas", "submissions acknowledged", "time to the last pipeline", "requests per second"],
     bursts.map((b) => [
       String(b.replicas),
-      `${b.acked} of ${b.sent}`,
+      b.acked === b.sent
+        ? `${b.acked} of ${b.sent}`
+        : `${b.acked} of ${b.sent} (others: ${b.unacked})`,
       ms(b.elapsedMs),
       b.perSecond.toFixed(1),
     ]),
@@ -304,6 +315,8 @@ export async function postgresSection(): Promise<Section> {
     const { one, many } = await replicaThroughput(server, burstCount, rounds);
     const rate = (bursts: readonly BurstFigures[]) => median(bursts.map((b) => b.perSecond));
     const [single, replicated] = [rate(one), rate(many)];
+    const acks = (bursts: readonly BurstFigures[]) =>
+      `${bursts.map((b) => b.acked).join(", ")} of ${burstCount}`;
     const [statement, transaction] = delivery;
     if (statement === undefined || transaction === undefined) {
       throw new Error("the delivery's cost was not measured");
@@ -349,7 +362,9 @@ replica first serves ${BURST_WARM_UP} submissions one at a time; then ${burstCou
 are posted at once, spread over the replicas in turn as a load balancer would, and the burst is
 done when every acknowledged one has its pipeline recorded in the database. The figure is
 requests carried from submission to pipeline per second, the median of ${plural(rounds, "round")}
-(the order alternating). Target: ${REPLICAS} replicas carry at least as many as one. On a machine
+(the order alternating). Target: ${REPLICAS} replicas carry at least as many as one, every
+submission acknowledged (a submission not acknowledged within Slack's three seconds is one the
+person sees fail, and is not counted as carried). On a machine
 of ${plural(cpus().length, "CPU")} the replicas share the cores with PostgreSQL and the fakes: they
 add coordination (claims, the leader's lease) more than capacity here.
 
@@ -367,8 +382,9 @@ ${burstTable([...one, ...many].sort((a, b) => a.replicas - b.replicas))}`;
         },
         {
           target: `a burst of ${burstCount} submissions: ${REPLICAS} replicas on one PostgreSQL carry at least 1× one replica's requests per second`,
-          figure: `${replicated.toFixed(1)} against ${single.toFixed(1)} per second: ${ratio(replicated, single)}`,
-          met: replicated >= single,
+          figure: `${replicated.toFixed(1)} against ${single.toFixed(1)} per second: ${ratio(replicated, single)}; acknowledged: ${acks(many)} with ${REPLICAS}, ${acks(one)} with one`,
+          // Only a burst every submission of which was acknowledged counts as carried.
+          met: replicated >= single && [...one, ...many].every((b) => b.acked === b.sent),
         },
       ],
     };
