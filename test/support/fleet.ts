@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { expect } from "vitest";
 import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
@@ -312,3 +313,103 @@ export const auditOf = async (fleet: Fleet, requestId: string) =>
     action: entry.action,
     actor: entry.actor,
   }));
+
+/** Waits for the request's plan message, awaiting approval. */
+export const planOf = (f: Fleet, requestId: string) =>
+  waitFor(
+    () => {
+      const message = messageOf(f, requestId);
+      return message?.text.endsWith("Awaiting approval") === true ? message : undefined;
+    },
+    `the plan of ${requestId} posted for approval`,
+    { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
+  );
+
+/** Waits for the request to be ready, its requester told. */
+export const readyOf = (f: Fleet, requestId: string) =>
+  waitFor(
+    () => {
+      const message = messageOf(f, requestId);
+      if (message?.text.endsWith("Ready") !== true) return undefined;
+      return threadOf(f, message).some((m) => m.text.includes("is ready")) ? true : undefined;
+    },
+    `${requestId} to be ready and its requester told`,
+    { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
+  );
+
+/**
+ * One pipeline, one play of its apply job, one message and a whole audit for every request of
+ * `ids`, once nothing is left unfinished; `started` is each one's audit word for its play.
+ */
+export async function expectEachOnce(f: Fleet, ids: readonly string[], started: string[]) {
+  await effectsSettled(f);
+  expect(await allRequests(f)).toHaveLength(ids.length);
+  expect(f.gitlab.pipelines).toHaveLength(ids.length);
+  const plays = f.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/);
+  expect(plays).toHaveLength(ids.length);
+  expect(new Set(plays.map((p) => p.path)).size).toBe(ids.length);
+  expect(requestMessages(f)).toHaveLength(ids.length);
+  for (const [index, requestId] of ids.entries()) {
+    const actions = (await auditOf(f, requestId)).map((a) => a.action);
+    expect(actions.filter((a) => a === "planning").length).toBeLessThanOrEqual(1);
+    expect({ requestId, actions: actions.filter((a) => a !== "planning") }).toEqual({
+      requestId,
+      actions: completeAudit(started[index] ?? "apply_started"),
+    });
+  }
+}
+
+/**
+ * A created VM's audit, first to last, with `started` the word for its play (`apply_started`, or
+ * `apply_confirmed` when its answer was lost and reading the job back found it played). Without
+ * "planning": a pass records it when it sees the plan job running, not when the plan had finished
+ * by its first look, as it may with a slow GitLab.
+ */
+export const completeAudit = (started = "apply_started") => [
+  "requested",
+  "pipeline_created",
+  "plan_uploaded",
+  "awaiting_approval",
+  "approved",
+  started,
+  "configuring",
+  "ready",
+];
+
+/**
+ * Approves each request's plan (each click to a random replica, retried to another), then waits
+ * for each to be ready and its requester told.
+ */
+export async function approveAll(f: Fleet, ids: readonly string[], userId: string) {
+  for (const requestId of ids) {
+    const plan = await planOf(f, requestId);
+    await deliverTwice(f, (signer) =>
+      signer.blockAction({ message: plan, userId, actionId: "plan_approve" }),
+    );
+  }
+  for (const requestId of ids) await readyOf(f, requestId);
+}
+
+/** Waits until every request has its pipeline recorded, and nothing intended is left undone. */
+export async function pipelinesRecorded(fleet: Fleet): Promise<void> {
+  await effectsSettled(fleet);
+  await waitFor(
+    async () => ((await allRequests(fleet)).every((r) => r.pipelineId !== null) ? true : undefined),
+    "every request's pipeline recorded",
+    { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
+  );
+}
+
+/**
+ * Asks for `count` VMs one after another (`<prefix>-01`, `<prefix>-02`…, addresses from .50),
+ * each command and form through random replicas and retried: their request IDs.
+ */
+export async function askMany(fleet: Fleet, prefix: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const name = `${prefix}-${String(index + 1).padStart(2, "0")}`;
+    const { requestId } = await askThroughFleet(fleet, name, `192.168.1.${50 + index}/24`);
+    ids.push(requestId);
+  }
+  return ids;
+}
