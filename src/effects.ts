@@ -47,6 +47,8 @@ export interface EffectsOptions {
    * result, or take the effect over (reconciling first) once the claim lapses, its replica gone.
    */
   claim?: PostgresEffects["claim"];
+  /** Gives up this replica's claim on an effect whose act failed, for another to retry at once. */
+  release?: PostgresEffects["release"];
   /** How long a claim holds before another replica may take the effect over; 2 minutes. */
   claimHoldMs?: number;
   /**
@@ -110,7 +112,14 @@ export function createEffects(options: EffectsOptions): Effects {
     }
     if (options.claim === undefined) await store.intend(subject, step, plan.detail);
     point(step, "before");
-    const result = await plan.act();
+    let result: T;
+    try {
+      result = await plan.act();
+    } catch (error) {
+      // Not done here: another replica may try (reconciling first) without waiting for the claim.
+      await options.release?.(subject, step).catch(() => undefined);
+      throw error;
+    }
     point(step, "after");
     await store.complete(subject, step, result);
     return result;

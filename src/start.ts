@@ -164,7 +164,9 @@ function buildParts(
     options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint };
   const effects = createEffects({
     store,
-    ...(connected.claim === undefined ? {} : { claim: connected.claim }),
+    ...(connected.shared === undefined
+      ? {}
+      : { claim: connected.shared.claim, release: connected.shared.release }),
     ...crashPoint,
   });
   // PostgreSQL: the led work writes only while this replica's epoch is the current one.
@@ -174,7 +176,9 @@ function buildParts(
       ? undefined
       : fencedPostgresStore(shared, fence, options.clock ?? systemClock);
   const ledEffects =
-    led === undefined ? effects : createEffects({ store: led, claim: led.claim, ...crashPoint });
+    led === undefined
+      ? effects
+      : createEffects({ store: led, claim: led.claim, release: led.release, ...crashPoint });
   const vmbot = createApp({
     config,
     log,

@@ -61,6 +61,11 @@ export interface PostgresEffects extends Pick<
     holdMs: number,
     detail?: Record<string, unknown>,
   ) => Promise<EffectClaim>;
+  /**
+   * Gives up this replica's claim on an intent it failed to carry out, so that another replica
+   * (waiting for it, or coming later) takes it over at once rather than when the claim lapses.
+   */
+  release: (subject: string, step: string) => Promise<void>;
   /** The intent written in a move's transaction, on its connection, claimed by this replica. */
   intendWith: (
     db: Queryable,
@@ -125,6 +130,8 @@ export function createPostgresEffects(
     },
 
     claim: claimEffect(pool, clock, replica),
+
+    release: releaseClaim(pool, replica),
 
     async complete(subject, step, result) {
       const now = clock().toISOString();
@@ -197,5 +204,18 @@ function claimEffect(pool: Runner, clock: () => Date, replica: string): Postgres
       effect: toEffect(row),
       holder: row.state === "done" ? null : row.claimed_by,
     };
+  };
+}
+
+/** Gives up this replica's claim on an intent still not done; a claim another holds is left. */
+function releaseClaim(pool: Runner, replica: string): PostgresEffects["release"] {
+  return async (subject, step) => {
+    await guardWrite(`release the claim on ${step} of ${subject}`, () =>
+      pool.query(
+        `UPDATE effects SET claimed_by = NULL, claimed_until = NULL
+         WHERE subject = $1 AND step = $2 AND state = 'intended' AND claimed_by = $3`,
+        [subject, step, replica],
+      ),
+    );
   };
 }

@@ -22,7 +22,7 @@ export interface PostgresStoreOptions {
 
 /** The store several replicas share: the async store, plus what only a shared store needs. */
 export type PostgresStore = AsyncStore &
-  Pick<PostgresEffects, "claim"> & {
+  Pick<PostgresEffects, "claim" | "release"> & {
     /** This replica's name. */
     readonly replica: string;
     /** The replica's connections, for the tracker's leadership (leader.ts). */
@@ -94,6 +94,7 @@ function postgresParts(runner: Runner, clock: () => Date, replica: string) {
     intend: effects.intend,
     complete: effects.complete,
     claim: effects.claim,
+    release: effects.release,
     watchedEffects: effects.watchedEffects,
     pendingEffects: effects.pendingEffects,
     audit: log.audit,

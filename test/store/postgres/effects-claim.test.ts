@@ -46,6 +46,46 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
     expect(effect).toMatchObject({ state: "done", result: { ts: "1700000000.000100" } });
   });
 
+  it("lets another replica act at once when the one holding the claim failed to, without waiting for the claim to lapse", async () => {
+    const open = async (name: string) => {
+      const store = await openPostgresStore(database.url(), { replica: name });
+      opened.push(store);
+      // A claim that would hold longer than the test: only its release lets the other act.
+      const options = { store, claim: store.claim, release: store.release, claimHoldMs: 600_000 };
+      return createEffects(options);
+    };
+    const [first, second] = [await open("release-a"), await open("release-b")];
+    let fail: (error: Error) => void = () => undefined;
+    const failing = new Promise<never>((_, reject) => {
+      fail = reject;
+    });
+    const attempts: string[] = [];
+    const plan = (who: string, act: () => Promise<{ ts: string }>) => ({
+      result: PostedResultSchema,
+      reconcile: () => Promise.resolve(undefined),
+      act: () => {
+        attempts.push(who);
+        return act();
+      },
+    });
+    const failed = first.once(
+      "R3",
+      "reply:ready",
+      plan("a", () => failing),
+    );
+    await expect.poll(() => attempts).toEqual(["a"]);
+    // The other replica reaches the effect while the first holds it, and waits.
+    const retried = second.once(
+      "R-release",
+      "reply:ready",
+      plan("b", () => Promise.resolve({ ts: "1700000000.000300" })),
+    );
+    fail(new Error("Slack did not answer"));
+    await expect(failed).rejects.toThrow("Slack did not answer");
+    expect(await retried).toEqual({ ts: "1700000000.000300" });
+    expect(attempts).toEqual(["a", "b"]);
+  });
+
   it("takes over an intent whose replica stopped, reconciling before it acts", async () => {
     const gone = await replica("claim-gone");
     await gone.store.claim("R2", "reply:ready", 50, {});
