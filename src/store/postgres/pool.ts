@@ -23,7 +23,17 @@ export interface PoolOptions {
   applicationName?: string;
   /** How long a new connection may take before the store gives up on it. */
   connectTimeoutMs?: number;
+  /** How long the server lets a transaction wait on this replica before ending its session. */
+  idleInTransactionMs?: number;
 }
+
+/**
+ * The store's transactions wait on nothing but their own statements, so one left idle is a
+ * replica that stopped mid-transaction (paused, or its host cut off). The server ends its session
+ * after this long, and with it the row locks it held (the leader's lease row among them), so a
+ * paused leader cannot keep another replica from taking the lead.
+ */
+export const IDLE_IN_TRANSACTION_MS = 10_000;
 
 export function createPool(target: PostgresTarget, options: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -32,6 +42,7 @@ export function createPool(target: PostgresTarget, options: PoolOptions = {}): p
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
     application_name: options.applicationName ?? "vmbot",
+    idle_in_transaction_session_timeout: options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS,
     types,
   });
   // A connection the server ends while idle in the pool (a restart, a failover): the pool drops
