@@ -18,9 +18,16 @@ export async function renewLiveness(db: Queryable, replica: string, until: numbe
   );
 }
 
-/** Says this replica is gone: what it still claims is taken over at once. */
+/**
+ * Says this replica is gone: what it still claims is taken over at once. A replica that never
+ * tried to lead (a store opened to read or seed it) says so too, its row made for the purpose.
+ */
 export async function retireReplica(db: Queryable, replica: string): Promise<void> {
-  await db.query("UPDATE replicas SET alive_until = 0 WHERE name = $1", [replica]);
+  await db.query(
+    `INSERT INTO replicas (name, alive_until) VALUES ($1, 0)
+     ON CONFLICT (name) DO UPDATE SET alive_until = 0`,
+    [replica],
+  );
 }
 
 /**

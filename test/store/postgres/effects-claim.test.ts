@@ -156,4 +156,14 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
     const next = await replica("claim-after-close");
     expect((await next.store.claim("R5", "reply:ready", 3_600_000, {})).claimed).toBe(true);
   });
+
+  it("takes over at once what a store that never tried to lead claimed, once it is closed", async () => {
+    // A store opened to seed or read the database, not a bot: it has no liveness until it closes.
+    const seeding = await openPostgresStore(database.url(), { replica: "claim-seeding" });
+    expect((await seeding.claim("R6", "reply:ready", 3_600_000, {})).claimed).toBe(true);
+    const other = await replica("claim-beside-seeding");
+    expect((await other.store.claim("R6", "reply:ready", 3_600_000, {})).claimed).toBe(false);
+    await seeding.close();
+    expect((await other.store.claim("R6", "reply:ready", 3_600_000, {})).claimed).toBe(true);
+  });
 });
