@@ -6,10 +6,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { createSlackSigner, stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import { createSlackSigner } from "../../sandbox/simulators/slack/signer.js";
 import { approvalKey } from "../../src/policy/approval-step.js";
 import { startVmbot } from "../../src/start.js";
 import {
+  askForVm,
   CHANNEL,
   click,
   harnessPerTest,
@@ -79,22 +80,7 @@ describeWithPostgres("approvals given at once on two replicas", () => {
           slack: h.slack,
         }),
       };
-      const delivery = await h.signer.slashCommand({
-        text: "create web-01",
-        userId: REQUESTER,
-        channelId: CHANNEL,
-      });
-      await h.slack.waitFor("views.open", (call) => call.args.trigger_id === delivery.triggerId);
-      const view = h.slack.views.at(-1)!;
-      await h.signer.viewSubmission({
-        view,
-        values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
-        userId: REQUESTER,
-      });
-      const pipelineId = await waitFor(
-        async () => (await h.bot.store.listActive())[0]?.pipelineId ?? undefined,
-        "the pipeline",
-      );
+      const pipelineId = await askForVm(h);
       await h.bot.tracker.tick();
       runUntilSettled(h, pipelineId, "tf:plan");
       await h.bot.tracker.tick();
