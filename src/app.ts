@@ -47,6 +47,8 @@ export interface AppDeps {
   ledStore?: AsyncStore;
   /** The led work's effects, recorded through `ledStore`; `effects` unless said. */
   ledEffects?: Effects;
+  /** The led work's Slack client made of the app's (PostgreSQL: fenced by the leader). */
+  ledClient?: (client: App["client"]) => App["client"];
 }
 
 export interface VmbotApp {
@@ -70,6 +72,8 @@ export interface VmbotApp {
    * watched as `store` is.
    */
   ledStore: AsyncStore;
+  /** The led work's Slack client: the app's, or on PostgreSQL one that posts only while leading. */
+  ledClient: App["client"];
   /** Publishes the Home tabs. */
   home: HomePublisher;
   /** Resolves when every event being handled has finished. */
@@ -145,6 +149,37 @@ function accessOver(app: App, deps: AppDeps): Access {
   });
 }
 
+/** Unlocking Terraform state; finishing the unlocks a crash interrupted is the led work's. */
+function unlockOver(
+  app: App,
+  deps: AppDeps & { store: AsyncStore },
+  access: Access,
+  led: { store: AsyncStore; client: App["client"] },
+): UnlockService {
+  return createUnlockService({
+    gitlab: deps.gitlab,
+    store: deps.store,
+    effects: deps.effects,
+    access,
+    log: deps.log.child({ component: "unlock" }),
+    sharedState: deps.config.tfStateName,
+    project: deps.config.gitlab.project,
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+    announce: async (channel, message) => {
+      await app.client.chat.postMessage({ channel, ...message });
+    },
+    approvals: { access, store: deps.store },
+    // Written through the leader's fence, posted only while this replica leads.
+    led: {
+      store: led.store,
+      effects: deps.ledEffects ?? deps.effects,
+      announce: async (channel, message) => {
+        await led.client.chat.postMessage({ channel, ...message });
+      },
+    },
+  });
+}
+
 /** Builds the Bolt app with every listener registered; starts nothing. */
 export function createApp(appDeps: AppDeps): VmbotApp {
   const { config, log } = appDeps;
@@ -176,6 +211,7 @@ export function createApp(appDeps: AppDeps): VmbotApp {
     return Promise.resolve();
   });
 
+  const ledClient = deps.ledClient?.(app.client) ?? app.client;
   const access = deps.access ?? accessOver(app, deps);
   const starter = createRequestStarter({
     config,
@@ -185,22 +221,7 @@ export function createApp(appDeps: AppDeps): VmbotApp {
     effects: deps.effects,
     log,
   });
-  const unlock = createUnlockService({
-    gitlab: deps.gitlab,
-    store: deps.store,
-    effects: deps.effects,
-    access,
-    log: log.child({ component: "unlock" }),
-    sharedState: config.tfStateName,
-    project: config.gitlab.project,
-    ...(deps.now === undefined ? {} : { now: deps.now }),
-    announce: async (channel, message) => {
-      await app.client.chat.postMessage({ channel, ...message });
-    },
-    approvals: { access, store: deps.store },
-    // Finishing the unlocks a crash interrupted is the leader's work, written through its fence.
-    led: { store: ledStore, effects: deps.ledEffects ?? deps.effects },
-  });
+  const unlock = unlockOver(app, deps, access, { store: ledStore, client: ledClient });
   const home = createHomePublisher({
     store,
     client: app.client,
@@ -223,6 +244,7 @@ export function createApp(appDeps: AppDeps): VmbotApp {
     access,
     store,
     ledStore,
+    ledClient,
     home,
     drain,
   };

@@ -12,7 +12,7 @@ import { StartupError } from "./startup/errors.js";
 import { checkGitlab } from "./startup/gitlab-check.js";
 import { withDatabase } from "./startup/health.js";
 import {
-  deferredFence,
+  fencedLedWork,
   postgresLeadership,
   sqliteLeadership,
   type Leadership,
@@ -22,12 +22,7 @@ import { connectPlatform, type Platform } from "./startup/platform.js";
 import { connectSocket, createServer, listen, stopServing } from "./startup/serve.js";
 import { createSlackLink, type SlackLink } from "./startup/slack-link.js";
 import { StoreOwnedError } from "./store/owner.js";
-import {
-  fencedPostgresStore,
-  newReplicaName,
-  openPostgresStore,
-  type PostgresStore,
-} from "./store/postgres/store.js";
+import { newReplicaName, openPostgresStore, type PostgresStore } from "./store/postgres/store.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/url.js";
 import { openSqliteStore } from "./store/sqlite.js";
 import { asAsyncStore, type AsyncStore } from "./store/async.js";
@@ -141,7 +136,7 @@ interface Parts {
   tracker: Tracker;
   inventory: InventoryCheck;
   /** PostgreSQL: the fence of the led work's store, which the leader takes (leadership.ts). */
-  fence?: ReturnType<typeof deferredFence>;
+  fence?: ReturnType<typeof fencedLedWork>["fence"];
 }
 
 /** The Bolt app with every listener, the pipeline tracker and the inventory check; starts nothing. */
@@ -170,15 +165,11 @@ function buildParts(
     ...crashPoint,
   });
   // PostgreSQL: the led work writes only while this replica's epoch is the current one.
-  const fence = shared === undefined ? undefined : deferredFence();
   const led =
-    shared === undefined || fence === undefined
+    shared === undefined
       ? undefined
-      : fencedPostgresStore(shared, fence, options.clock ?? systemClock);
-  const ledEffects =
-    led === undefined
-      ? effects
-      : createEffects({ store: led, claim: led.claim, release: led.release, ...crashPoint });
+      : fencedLedWork(shared, options.clock ?? systemClock, crashPoint);
+  const ledEffects = led?.app.ledEffects ?? effects;
   const vmbot = createApp({
     config,
     log,
@@ -190,9 +181,9 @@ function buildParts(
     policy,
     now: options.clock ?? systemClock,
     ...(options.home === undefined ? {} : { home: options.home }),
-    ...(led === undefined ? {} : { ledStore: led, ledEffects }),
+    ...led?.app,
   });
-  const ledDeps = { config, gitlab, client: vmbot.app.client, log };
+  const ledDeps = { config, gitlab, client: vmbot.ledClient, log };
   const starter =
     led === undefined
       ? vmbot.starter
@@ -201,7 +192,7 @@ function buildParts(
     config,
     store: vmbot.ledStore,
     gitlab,
-    client: vmbot.app.client,
+    client: vmbot.ledClient,
     log: log.child({ component: "tracker" }),
     redact: redactor,
     effects: ledEffects,
@@ -218,7 +209,7 @@ function buildParts(
     intervalMs: INVENTORY_CHECK_MS,
     firstMs: FIRST_INVENTORY_CHECK_MS,
   });
-  return { vmbot, tracker, inventory, ...(fence === undefined ? {} : { fence }) };
+  return { vmbot, tracker, inventory, ...(led === undefined ? {} : { fence: led.fence }) };
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { webApi } from "@slack/bolt";
 import { REQUEST_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
+import { FencedError } from "../store/postgres/leader.js";
 import type { RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import { renderRequest } from "../views/render.js";
@@ -80,6 +81,8 @@ export async function renderRequestMessage(
   try {
     await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
   } catch (error) {
+    // This replica no longer leads (its led client refused): the leader renders it.
+    if (error instanceof FencedError) throw error;
     const code = slackErrorCode(error);
     if (code !== undefined && UNEDITABLE.has(code)) {
       log.warn(

@@ -1,7 +1,10 @@
+import type { App } from "@slack/bolt";
 import type { Clock } from "../clock.js";
+import { createEffects, type EffectsOptions } from "../effects.js";
+import { fencedSlackClient } from "../slack/fenced-client.js";
 import type { Logger } from "../logger.js";
 import { createLeader, FencedError, type Leader, type Schedule } from "../store/postgres/leader.js";
-import type { PostgresStore } from "../store/postgres/store.js";
+import { fencedPostgresStore, type PostgresStore } from "../store/postgres/store.js";
 import { parsePostgresUrl } from "../store/postgres/url.js";
 import {
   createWakeListener,
@@ -76,7 +79,9 @@ function ledWork(work: LedWork, log: Logger) {
  * The leader's fence for the led work's store, which is built before the leader: writes before
  * the leader is there are refused as a follower's would be.
  */
-export function deferredFence(): Pick<Leader, "fenced"> & { lead(leader: Leader): void } {
+export function deferredFence(): Pick<Leader, "fenced" | "confirm"> & {
+  lead(leader: Leader): void;
+} {
   let current: Leader | undefined;
   return {
     lead(leader) {
@@ -87,7 +92,34 @@ export function deferredFence(): Pick<Leader, "fenced"> & { lead(leader: Leader)
         ? Promise.reject(new FencedError(what, undefined))
         : current.fenced(what, write);
     },
+    confirm(what) {
+      return current === undefined
+        ? Promise.reject(new FencedError(what, undefined))
+        : current.confirm(what);
+    },
   };
+}
+
+/**
+ * PostgreSQL: what the led work writes through, each write refused once this replica's epoch has
+ * passed (or before it leads): its store, its effects journal and its Slack client, and the fence
+ * they share, which the leader takes when it is made.
+ */
+export function fencedLedWork(
+  shared: PostgresStore,
+  clock: Clock,
+  crashPoint: Pick<EffectsOptions, "onCrashPoint">,
+) {
+  const fence = deferredFence();
+  const store = fencedPostgresStore(shared, fence, clock);
+  const effects = createEffects({
+    store,
+    claim: store.claim,
+    release: store.release,
+    ...crashPoint,
+  });
+  const ledClient = (client: App["client"]) => fencedSlackClient(client, fence);
+  return { fence, app: { ledStore: store, ledEffects: effects, ledClient } };
 }
 
 /** One process on SQLite: it always leads. */

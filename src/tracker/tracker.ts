@@ -278,6 +278,7 @@ export function createTracker(deps: TrackerDeps): Tracker {
     () =>
       catchUpMessages({ client, store, log })
         .catch((error: unknown) => {
+          if (error instanceof FencedError) throw error;
           log.warn({ err: error }, "could not catch up the request messages; retrying next pass");
         })
         .then(pass)

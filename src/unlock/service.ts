@@ -57,7 +57,7 @@ export interface UnlockDeps {
    * The store and effects that finishing the unlocks a crash interrupted writes through: the
    * leader's (on PostgreSQL, fenced by its epoch); `store` and `effects` unless said.
    */
-  led?: { store: UnlockStore; effects: Effects };
+  led?: Pick<UnlockDeps, "store" | "effects" | "announce">;
   /** The policy's unlock rule and where its approvals are kept; without it, an admin unlocks alone. */
   approvals?: UnlockApprovalDeps;
   now?: () => Date;

@@ -77,6 +77,12 @@ export interface Leader {
    * replica's epoch is still the current one; throws FencedError, writing nothing, when not.
    */
   fenced<T>(what: string, write: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+  /**
+   * Throws FencedError unless this replica's epoch is still the current one in the database and,
+   * once that answer is in, its lease has not run out by its own clock: the check before an
+   * effect outside the database (a Slack post), which cannot be undone or checked there.
+   */
+  confirm(what: string): Promise<void>;
 }
 
 interface Held {
@@ -164,6 +170,53 @@ function holding(schedule: Schedule, onChange: LeaderOptions["onChange"]) {
   };
 }
 
+/**
+ * The checks that this replica still leads, made against the lease row: `fenced` for a write to
+ * the database, in the write's own transaction; `confirm` before an effect outside it.
+ */
+function fences(
+  pool: pg.Pool,
+  row: { name: string; replica: string },
+  lease: ReturnType<typeof holding>,
+  leads: () => boolean,
+): Pick<Leader, "fenced" | "confirm"> {
+  const { name, replica } = row;
+  const { change } = lease;
+  return {
+    async fenced(what, write) {
+      const epoch = lease.held?.epoch;
+      if (epoch === undefined) throw new FencedError(what, undefined);
+      return inTransaction(pool, async (client) => {
+        // FOR SHARE holds the lease row until this transaction ends: a takeover (an UPDATE of
+        // the row) waits for this write to commit, so no write lands after a newer epoch.
+        const { rowCount } = await client.query(
+          "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3 FOR SHARE",
+          [name, replica, epoch],
+        );
+        if (rowCount !== 1) {
+          if (lease.held?.epoch === epoch) change(undefined);
+          throw new FencedError(what, epoch);
+        }
+        return write(client);
+      });
+    },
+    async confirm(what) {
+      const epoch = lease.held?.epoch;
+      if (epoch === undefined) throw new FencedError(what, undefined);
+      const { rowCount } = await pool.query(
+        "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3",
+        [name, replica, epoch],
+      );
+      if (rowCount !== 1 && lease.held?.epoch === epoch) change(undefined);
+      // After the answer: a replica paused while the query was out reads an answer from before
+      // its lease ran out, and its own clock tells it so.
+      if (rowCount !== 1 || lease.held?.epoch !== epoch || !leads()) {
+        throw new FencedError(what, epoch);
+      }
+    },
+  };
+}
+
 export function createLeader(options: LeaderOptions): Leader {
   const { pool, replica, clock } = options;
   const name = options.name ?? "tracker";
@@ -227,22 +280,6 @@ export function createLeader(options: LeaderOptions): Leader {
     },
     isLeader: leads,
     epoch: () => lease.held?.epoch,
-    async fenced(what, write) {
-      const epoch = lease.held?.epoch;
-      if (epoch === undefined) throw new FencedError(what, undefined);
-      return inTransaction(pool, async (client) => {
-        // FOR SHARE holds the lease row until this transaction ends: a takeover (an UPDATE of
-        // the row) waits for this write to commit, so no write lands after a newer epoch.
-        const { rowCount } = await client.query(
-          "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3 FOR SHARE",
-          [name, replica, epoch],
-        );
-        if (rowCount !== 1) {
-          if (lease.held?.epoch === epoch) change(undefined);
-          throw new FencedError(what, epoch);
-        }
-        return write(client);
-      });
-    },
+    ...fences(pool, { name, replica }, lease, leads),
   };
 }

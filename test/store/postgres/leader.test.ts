@@ -122,6 +122,26 @@ describeWithPostgres("leadership with fencing", () => {
     expect(await written()).toEqual([]);
   });
 
+  it("confirms before a Slack post only while the database and its own clock both say it leads", async () => {
+    const [a, b] = [leader(0), leader(1)];
+    await a.step();
+    await a.confirm("post to Slack");
+    await expect(b.confirm("post to Slack")).rejects.toThrow("this replica does not lead");
+
+    // A's lease ran out by its clock (it paused) and nobody has taken it yet: still refused.
+    clock.advance(TTL);
+    await expect(a.confirm("post to Slack")).rejects.toBeInstanceOf(FencedError);
+    // B takes it; A's clock is set back (or lags): the database refuses, and A follows.
+    expect(await b.step()).toBe(true);
+    clock.advance(-TTL);
+    expect(a.isLeader()).toBe(true);
+    await expect(a.confirm("post to Slack")).rejects.toThrow(
+      "refused to post to Slack: this replica's leadership (epoch 1) has passed to another",
+    );
+    expect(a.isLeader()).toBe(false);
+    await b.confirm("post to Slack");
+  });
+
   it("gives the lease up when stopped, so another leads at its next step", async () => {
     const [a, b] = [leader(0), leader(1)];
     await a.step();
