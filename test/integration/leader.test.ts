@@ -3,6 +3,7 @@
  * leads and follows pipelines, a request asked of the other is planned and posted once, a GitLab
  * hook the other takes wakes the leader at once, and when the leader stops the other takes over.
  */
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { createSlackSigner } from "../../sandbox/simulators/slack/signer.js";
 import { startVmbot, type RunningVmbot } from "../../src/start.js";
@@ -146,7 +147,7 @@ describeWithPostgres("replicas sharing PostgreSQL", () => {
 
   describe("on a third database of their own", () => {
     const db = useDatabase();
-    it("a leader paused past its lease writes nothing when it resumes: its pass is refused, the new leader's lands once", async () => {
+    it("a leader paused past its lease writes nothing when it resumes, to the store or to Slack: its pass is refused, the new leader's lands once", async () => {
       const { h, follower, second } = await twoReplicas(db);
       // A third replica whose renewals the test holds: it runs them when told, or never (paused).
       const held: (() => void)[] = [];
@@ -194,6 +195,20 @@ describeWithPostgres("replicas sharing PostgreSQL", () => {
         const audit = (await second.store.listAudit(request?.id)).map((a) => a.action);
         expect(audit.filter((action) => action === "plan_uploaded")).toHaveLength(1);
         expect(audit.filter((action) => action === "awaiting_approval")).toHaveLength(1);
+
+        // The new leader has changed the request and not yet rendered its message when the
+        // paused one passes again: it neither updates the message nor records it rendered.
+        const behind = new pg.Pool({ connectionString: db.url(), max: 1 });
+        await behind.query(
+          "UPDATE requests SET rendered_revision = revision - 1, rendered_hash = 'older' WHERE id = $1",
+          [request?.id],
+        );
+        await behind.end();
+        const mark = h.slack.calls.length;
+        await paused.tracker.tick();
+        expect(h.slack.calls.slice(mark).map((call) => call.method)).toEqual([]);
+        await second.tracker.tick();
+        expect(h.slack.calls.slice(mark).map((call) => call.method)).toEqual(["chat.update"]);
       } finally {
         await paused.stop(2_000);
         await second.stop(2_000);
