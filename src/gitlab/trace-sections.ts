@@ -201,6 +201,57 @@ export function readMarker(
   return true;
 }
 
+/** Where a run of characters matching `test` that ends just before `to` starts, not before `from`. */
+function runStart(text: string, from: number, to: number, test: (code: number) => boolean): number {
+  let index = to;
+  while (index > from && test(text.charCodeAt(index - 1))) index -= 1;
+  return index;
+}
+
+/** A character of a marker's options but its brackets: `\w`, `=`, `,` and space. */
+const isOptionCharacter = (code: number) =>
+  isWord(code) || code === 0x3d || code === 0x2c || code === 0x20;
+
+/**
+ * The marker whose `\r\e[0K` starts at `cr`, read back from there to its `section_`, no further
+ * back than `from`: what `readMarker` reads where that marker starts, without a search for
+ * `section_` (which costs as much as reading the whole marker). Each part of a marker ends at a
+ * character the part before it cannot hold, so a marker that ends at a given carriage return can
+ * start in one place only. Returns where it starts (its `section_`), or -1 when the text before
+ * `cr` ends no marker.
+ */
+export function readMarkerBefore(
+  text: string,
+  cr: number,
+  from: number,
+  book: SectionBook,
+  found: SectionMarker,
+): number {
+  if (!holdsAt(text, cr, "\r\x1b[0K")) return -1;
+  let nameEnd = cr;
+  if (text.charCodeAt(cr - 1) === 0x5d) {
+    // `]`: the options, back to their `[`.
+    nameEnd = runStart(text, from, cr - 1, isOptionCharacter) - 1;
+    if (nameEnd < from || text.charCodeAt(nameEnd) !== 0x5b) return -1;
+  }
+  const name = runStart(text, from, nameEnd, isNameCharacter);
+  if (name === nameEnd || text.charCodeAt(name - 1) !== 0x3a) return -1;
+  const digits = runStart(text, from, name - 1, isDigit);
+  if (digits === name - 1 || text.charCodeAt(digits - 1) !== 0x3a) return -1;
+  const kind = digits - 1;
+  const start = kind - 13 >= from && holdsAt(text, kind - 13, "section_start");
+  if (!start && !(kind - 11 >= from && holdsAt(text, kind - 11, "section_end"))) return -1;
+  const at = start ? kind - 13 : kind - 11;
+  // The options' own pattern is left to `readMarker`, from where the marker starts.
+  if (nameEnd !== cr) return readMarker(text, at, book, found) ? at : -1;
+  found.start = start;
+  found.at = kind - digits > 15 ? Number(text.slice(digits, kind)) : digitsValue(text, digits);
+  found.name = keptName(book, text, name, nameEnd);
+  found.options = "";
+  found.end = cr + 5;
+  return at;
+}
+
 /** No options: one object for every section that has none, never written to. */
 const NO_OPTIONS: Record<string, string> = Object.freeze({});
 

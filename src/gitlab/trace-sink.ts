@@ -12,10 +12,9 @@ import {
   logicalLine,
   pushChunk,
   renderSegment,
-  uncleanLine,
   type CleanerState,
 } from "./trace-reader.js";
-import { applyMarker, readMarker } from "./trace-sections.js";
+import { applyMarker, readMarkerBefore } from "./trace-sections.js";
 
 /** Receives a log's clean lines, in order. */
 export interface LineSink {
@@ -97,50 +96,62 @@ function shownLine(
 }
 
 /**
+ * The text of `chunk` from `segment` to `to`, between section markers or beside one: with a
+ * carriage return in it (`returns`), read by the general rules (`renderSegment`); else shown to
+ * the sink as any line. Nothing between two markers is no line.
+ */
+function markedSegment(
+  state: CleanerState,
+  chunk: string,
+  segment: number,
+  to: number,
+  returns: boolean,
+  sink: LineSink,
+  out: string[],
+): void {
+  if (returns) {
+    renderSegment(state, chunk.slice(segment, to), out, true);
+    flush(state, out, sink);
+  } else if (segment < to) {
+    state.emitted += shownLine(sink, chunk, segment, to, chunk.indexOf("\x1b", segment), true);
+  }
+}
+
+/**
  * A line of `chunk` from `from` to `end` with a carriage return in it, whose first is at `cr`:
- * its section markers read where they stand, and the text between them, where it holds no
- * other carriage return, shown to the sink as any line. Text with one is read by the general
- * rules (`renderSegment`), as is a line with no marker.
+ * its section markers read where they stand, each found from the carriage return it ends with,
+ * and the text between them handed on by `markedSegment`. A line with no marker is read by the
+ * general rules.
  */
 function markedLine(
   state: CleanerState,
   chunk: string,
   from: number,
   end: number,
+  cr: number,
   sink: LineSink,
   out: string[],
 ): void {
   const marker = state.marker;
   let segment = from;
-  let cr = chunk.indexOf("\r", from);
-  let escape = chunk.indexOf("\x1b", from);
-  const show = (to: number, besideMarker: boolean) => {
-    if (cr !== -1 && cr < segment) cr = chunk.indexOf("\r", segment);
-    if (escape !== -1 && escape < segment) escape = chunk.indexOf("\x1b", segment);
-    if (cr !== -1 && cr < to) {
-      renderSegment(state, chunk.slice(segment, to), out, besideMarker);
-      flush(state, out, sink);
-    } else if (besideMarker && segment === to) {
-      // Nothing between two markers: no line.
-    } else {
-      state.emitted += shownLine(sink, chunk, segment, to, escape, besideMarker);
-    }
-  };
-  for (let at = chunk.indexOf("section_", from); at !== -1 && at < end;) {
-    if (!readMarker(chunk, at, state.sections, marker)) {
-      at = chunk.indexOf("section_", at + 1);
+  // Whether the text since `segment` holds a carriage return that ends no marker.
+  let returns = false;
+  for (let at = cr; at !== -1 && at < end; at = chunk.indexOf("\r", at + 1)) {
+    const start = readMarkerBefore(chunk, at, segment, state.sections, marker);
+    if (start === -1) {
+      returns = true;
       continue;
     }
-    show(at, true);
+    markedSegment(state, chunk, segment, start, returns, sink, out);
     applyMarker(state.sections, marker, state.emitted);
     segment = marker.end;
-    at = chunk.indexOf("section_", segment);
+    returns = false;
   }
   if (segment === from) {
-    uncleanLine(state, chunk.slice(from, end), out);
+    renderSegment(state, chunk.slice(from, end), out, false);
     flush(state, out, sink);
   } else {
-    show(end, true);
+    markedSegment(state, chunk, segment, end, returns, sink, out);
   }
 }
 
@@ -163,7 +174,7 @@ function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: s
   let cr = chunk.indexOf("\r", from);
   for (; newline !== -1; newline = chunk.indexOf("\n", from)) {
     if (cr !== -1 && cr < newline) {
-      markedLine(state, chunk, from, newline, sink, out);
+      markedLine(state, chunk, from, newline, cr, sink, out);
       cr = chunk.indexOf("\r", newline);
     } else {
       state.emitted += shownLine(sink, chunk, from, newline, escape, false);

@@ -5,6 +5,7 @@ import {
   createSectionBook,
   matchMarker,
   readMarker,
+  readMarkerBefore,
   type SectionMarker,
 } from "../../src/gitlab/trace-sections.js";
 
@@ -55,6 +56,33 @@ describe("reading a section marker by character codes", () => {
           const read = readMarker(text, at, book, byCodes);
           expect(read).toBe(matchMarker(text, at, book, byPattern));
           if (read) expect(byCodes).toEqual(byPattern);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("reads back from a carriage return the marker it ends, as read from its `section_`", () => {
+    fc.assert(
+      fc.property(fc.array(markerPiece, { maxLength: 12 }), fc.nat(), (pieces, cut) => {
+        const text = pieces.join("");
+        const from = cut % (text.length + 1);
+        const book = createSectionBook();
+        for (let cr = text.indexOf("\r"); cr !== -1; cr = text.indexOf("\r", cr + 1)) {
+          // The reference: every `section_` from `from` on, read forward, for a marker ending here.
+          let start = -1;
+          const forward = newMarker();
+          for (let at = text.indexOf("section_", from); at !== -1 && at < cr; at += 1) {
+            at = text.indexOf("section_", at);
+            if (at === -1 || at >= cr) break;
+            if (readMarker(text, at, book, forward) && forward.end === cr + 5) {
+              start = at;
+              break;
+            }
+          }
+          const back = newMarker();
+          expect(readMarkerBefore(text, cr, from, book, back)).toBe(start);
+          if (start !== -1) expect(back).toEqual(forward);
         }
       }),
       { numRuns: 2000 },
