@@ -6,7 +6,7 @@ type SlackClient = webApi.WebClient;
 /**
  * The led work's Slack client on a replica sharing PostgreSQL. Each call that changes what
  * people see (a post, an update, a delete, a file shared) first confirms that this replica still
- * leads (`Leader.confirm`: its epoch in the database, then its lease by its own clock), and is
+ * leads (`Leader.confirm`: its epoch is still the one in the lease row), and is
  * refused with a FencedError, sending nothing, when it does not. A leader paused past its lease
  * (a stopped process, a long pause of the runtime, a network partition) that resumes in the
  * middle of a pass posts nothing the new leader has posted or will post. Slack cannot check an

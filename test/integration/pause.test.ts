@@ -13,7 +13,7 @@ import {
   expectEachOnce,
   FLEET_WAIT_MS,
   pipelinesRecorded,
-  planOf,
+  planWholeOf,
   startFleet,
   type Fleet,
 } from "../support/fleet.js";
@@ -53,7 +53,7 @@ describeWithPostgres("a leader paused past its lease, on three replicas sharing 
       // Another takes over once the paused one's lease has run out, and acts: the plans posted.
       const next = await f.leader();
       expect(next).not.toBe(paused);
-      for (const requestId of ids) await planOf(f, requestId);
+      for (const requestId of ids) await planWholeOf(f, requestId);
       await effectsSettled(f);
 
       // Everything the paused leader could do from here on is already done by the new one.

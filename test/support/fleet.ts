@@ -325,6 +325,23 @@ export const planOf = (f: Fleet, requestId: string) =>
     { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
   );
 
+/**
+ * Waits for everything the leader posts when a plan is ready: the message awaiting approval, the
+ * plan file shared in its thread, and the approvers called there.
+ */
+export async function planWholeOf(f: Fleet, requestId: string): Promise<void> {
+  const message = await planOf(f, requestId);
+  await waitFor(
+    () =>
+      f.slack.uploads.some((upload) => upload.completed && upload.thread_ts === message.ts) &&
+      threadSteps(f, message).some((step) => step.startsWith("notify_approvers:"))
+        ? true
+        : undefined,
+    `the plan file of ${requestId} shared and its approvers called`,
+    { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
+  );
+}
+
 /** Waits for the request to be ready, its requester told. */
 export const readyOf = (f: Fleet, requestId: string) =>
   waitFor(

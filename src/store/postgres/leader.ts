@@ -78,9 +78,9 @@ export interface Leader {
    */
   fenced<T>(what: string, write: (client: pg.PoolClient) => Promise<T>): Promise<T>;
   /**
-   * Throws FencedError unless this replica's epoch is still the current one in the database and,
-   * once that answer is in, its lease has not run out by its own clock: the check before an
-   * effect outside the database (a Slack post), which cannot be undone or checked there.
+   * Throws FencedError unless this replica's epoch is still the current one in the database: the
+   * check before an effect outside it (a Slack post), which cannot be checked where it lands. As
+   * with `fenced`, the lease row decides, not this replica's clock.
    */
   confirm(what: string): Promise<void>;
 }
@@ -178,7 +178,6 @@ function fences(
   pool: pg.Pool,
   row: { name: string; replica: string },
   lease: ReturnType<typeof holding>,
-  leads: () => boolean,
 ): Pick<Leader, "fenced" | "confirm"> {
   const { name, replica } = row;
   const { change } = lease;
@@ -207,10 +206,8 @@ function fences(
         "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3",
         [name, replica, epoch],
       );
-      if (rowCount !== 1 && lease.held?.epoch === epoch) change(undefined);
-      // After the answer: a replica paused while the query was out reads an answer from before
-      // its lease ran out, and its own clock tells it so.
-      if (rowCount !== 1 || lease.held?.epoch !== epoch || !leads()) {
+      if (rowCount !== 1) {
+        if (lease.held?.epoch === epoch) change(undefined);
         throw new FencedError(what, epoch);
       }
     },
@@ -280,6 +277,6 @@ export function createLeader(options: LeaderOptions): Leader {
     },
     isLeader: leads,
     epoch: () => lease.held?.epoch,
-    ...fences(pool, { name, replica }, lease, leads),
+    ...fences(pool, { name, replica }, lease),
   };
 }
