@@ -31,6 +31,11 @@ export interface TraceCleanerOptions {
    * escape or carriage return: the reference the shortcuts are tested against.
    */
   lineByLine?: boolean;
+  /**
+   * Keep the sections the log's markers open and close, for `sections()` (the default). A reader
+   * that never asks for them saves their cost: the markers still break lines as ever.
+   */
+  keepSections?: boolean;
 }
 
 /* eslint-disable no-control-regex -- these patterns exist to match control characters */
@@ -60,6 +65,7 @@ const RARE_CONTROLS = Array.from({ length: 32 }, (_, code) => String.fromCharCod
 export interface CleanerState {
   keepOverwritten: boolean;
   lineByLine: boolean;
+  keepSections: boolean;
   /** Pieces of the physical line not yet ended by `\n`. */
   partial: string[];
   /** With timestamps: the logical line waiting to see whether the next one continues it. */
@@ -78,6 +84,7 @@ export function createCleanerState(options: TraceCleanerOptions): CleanerState {
   return {
     keepOverwritten: options.overwritten === "keep",
     lineByLine: options.lineByLine === true,
+    keepSections: options.keepSections !== false,
     partial: [],
     pending: undefined,
     hasTimestamps: undefined,
@@ -143,7 +150,7 @@ export function uncleanLine(state: CleanerState, line: string, out: string[]): v
       continue;
     }
     renderSegment(state, line.slice(from, at), out, true);
-    applyMarker(state.sections, marker, state.emitted + out.length);
+    if (state.keepSections) applyMarker(state.sections, marker, state.emitted + out.length);
     from = at = marker.end;
   }
   if (from === 0) renderSegment(state, line, out, false);

@@ -217,22 +217,23 @@ const isOptionCharacter = (code: number) =>
  * back than `from`: what `readMarker` reads where that marker starts, without a search for
  * `section_` (which costs as much as reading the whole marker). Each part of a marker ends at a
  * character the part before it cannot hold, so a marker that ends at a given carriage return can
- * start in one place only. Returns where it starts (its `section_`), or -1 when the text before
- * `cr` ends no marker.
+ * start in one place only. Without a `book` only where it starts and ends is read. Returns where
+ * it starts (its `section_`), or -1 when the text before `cr` ends no marker.
  */
 export function readMarkerBefore(
   text: string,
   cr: number,
   from: number,
-  book: SectionBook,
+  book: SectionBook | undefined,
   found: SectionMarker,
 ): number {
   if (!holdsAt(text, cr, "\r\x1b[0K")) return -1;
   let nameEnd = cr;
   if (text.charCodeAt(cr - 1) === 0x5d) {
-    // `]`: the options, back to their `[`.
+    // `]`: the options, back to their `[`, then read as `readMarker` reads them.
     nameEnd = runStart(text, from, cr - 1, isOptionCharacter) - 1;
     if (nameEnd < from || text.charCodeAt(nameEnd) !== 0x5b) return -1;
+    if (optionsEnd(text, nameEnd) !== cr) return -1;
   }
   const name = runStart(text, from, nameEnd, isNameCharacter);
   if (name === nameEnd || text.charCodeAt(name - 1) !== 0x3a) return -1;
@@ -241,15 +242,14 @@ export function readMarkerBefore(
   const kind = digits - 1;
   const start = kind - 13 >= from && holdsAt(text, kind - 13, "section_start");
   if (!start && !(kind - 11 >= from && holdsAt(text, kind - 11, "section_end"))) return -1;
-  const at = start ? kind - 13 : kind - 11;
-  // The options' own pattern is left to `readMarker`, from where the marker starts.
-  if (nameEnd !== cr) return readMarker(text, at, book, found) ? at : -1;
   found.start = start;
-  found.at = kind - digits > 15 ? Number(text.slice(digits, kind)) : digitsValue(text, digits);
-  found.name = keptName(book, text, name, nameEnd);
-  found.options = "";
   found.end = cr + 5;
-  return at;
+  if (book !== undefined) {
+    found.at = kind - digits > 15 ? Number(text.slice(digits, kind)) : digitsValue(text, digits);
+    found.name = keptName(book, text, name, nameEnd);
+    found.options = nameEnd === cr ? "" : text.slice(nameEnd, cr);
+  }
+  return start ? kind - 13 : kind - 11;
 }
 
 /** No options: one object for every section that has none, never written to. */

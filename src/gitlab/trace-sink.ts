@@ -133,17 +133,18 @@ function markedLine(
   out: string[],
 ): void {
   const marker = state.marker;
+  const book = state.keepSections ? state.sections : undefined;
   let segment = from;
   // Whether the text since `segment` holds a carriage return that ends no marker.
   let returns = false;
   for (let at = cr; at !== -1 && at < end; at = chunk.indexOf("\r", at + 1)) {
-    const start = readMarkerBefore(chunk, at, segment, state.sections, marker);
+    const start = readMarkerBefore(chunk, at, segment, book, marker);
     if (start === -1) {
       returns = true;
       continue;
     }
     markedSegment(state, chunk, segment, start, returns, sink, out);
-    applyMarker(state.sections, marker, state.emitted);
+    if (book !== undefined) applyMarker(book, marker, state.emitted);
     segment = marker.end;
     returns = false;
   }

@@ -48,7 +48,8 @@ export interface TraceCleaner {
   end(): string[];
   /**
    * Every section started so far, in order, as it stands when asked (a copy: a section still open
-   * does not end in it later); a name that recurs appears once per start.
+   * does not end in it later); a name that recurs appears once per start. None when the cleaner
+   * was made not to keep them (`keepSections: false`).
    */
   sections(): readonly TraceSection[];
   /** Distinct section names, in order of first appearance. */

@@ -38,26 +38,57 @@ function holdsBrace(scan: LineScan, text: string, from: number, end: number): bo
 }
 
 /**
- * The second letter of each landmark whose first letter is this one (`Error:`, `Warning:`,
- * `Plan:`, `No changes.`, `Terraform will perform`, `Changes to Outputs:`); 0 for any other.
+ * The landmark a line whose text starts with this letter may be (`Error:`, `Warning:`, `Plan:`,
+ * `No changes.`, `Terraform will perform ...`, `Changes to Outputs:`); "" for any other letter.
  */
-function landmarkSecond(first: number): number {
+function landmarkFor(first: number): string {
   switch (first) {
     case 0x45: // E
-      return 0x72; // r
+      return "Error: ";
     case 0x57: // W
-      return 0x61; // a
+      return "Warning: ";
     case 0x50: // P
-      return 0x6c; // l
+      return "Plan: ";
     case 0x4e: // N
-      return 0x6f; // o
+      return "No changes.";
     case 0x54: // T
-      return 0x65; // e
+      return "Terraform will perform the following actions:";
     case 0x43: // C
-      return 0x68; // h
+      return "Changes to Outputs:";
     default:
-      return 0;
+      return "";
   }
+}
+
+/**
+ * Whether the clean line whose text starts at `first` in `text` and ends before `end` may start
+ * with `word`: false only where a character of `word` differs from the text's before an escape
+ * sequence (whose ESC stands where the clean line's next character may be anything) is met.
+ */
+function mayStartWith(text: string, first: number, end: number, word: string): boolean {
+  for (let index = 0; index < word.length; index += 1) {
+    if (first + index >= end) return false;
+    const code = text.charCodeAt(first + index);
+    if (code === 0x1b) return true;
+    if (code !== word.charCodeAt(index)) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether the clean line whose text is in `text` from `first` to `last` may end with `word`:
+ * false only where a character differs, read back from `last`, while nothing between `first` and
+ * `last` is an escape sequence (read back, the end of one cannot be told from text).
+ */
+function mayEndWith(text: string, first: number, last: number, word: string): boolean {
+  const escape = text.indexOf("\x1b", first);
+  if (escape !== -1 && escape < last) return true;
+  for (let index = 1; index <= word.length; index += 1) {
+    const at = last + 1 - index;
+    if (at < first) return true;
+    if (text.charCodeAt(at) !== word.charCodeAt(word.length - index)) return false;
+  }
+  return true;
 }
 
 /**
@@ -87,11 +118,8 @@ export function passesOver(
     return indent >= state.heredocIndent && code !== heredocEnd.charCodeAt(0);
   }
   if (code === 0x23) return false; // `#`: a heading or a comment under one
-  const second = landmarkSecond(code);
-  if (second !== 0) {
-    const next = text.charCodeAt(first + 1);
-    if (next === second || next === 0x1b) return false;
-  }
+  const landmark = landmarkFor(code);
+  if (landmark !== "" && mayStartWith(text, first, end, landmark)) return false;
   const lastCode = text.charCodeAt(last);
   // Space at the end is trimmed before a line is read: read it.
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
@@ -99,5 +127,6 @@ export function passesOver(
   if (isWordCharacter(lastCode) && holdsAngle(scan, text, lineStart, end)) return false;
   if (state.current === undefined) return true;
   // In a resource: its marker line (`resource "type" "name" {`), `# forces replacement`.
-  return lastCode !== 0x74 && !holdsBrace(scan, text, lineStart, end);
+  if (lastCode === 0x74 && mayEndWith(text, first, last, "forces replacement")) return false;
+  return !holdsBrace(scan, text, lineStart, end);
 }

@@ -33,7 +33,11 @@ export interface PlanLogReader {
 const NONE: readonly string[] = Object.freeze([]);
 
 export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLogReader {
-  const cleaner = createTraceCleaner({ overwritten: options.overwritten ?? "hide" });
+  // The plan is all it reads: the sections the log's markers open are never asked for.
+  const cleaner = createTraceCleaner({
+    overwritten: options.overwritten ?? "hide",
+    keepSections: false,
+  });
   const parser = createPlanTextParser();
   const keepLines = options.keepLines === true;
   let kept: string[] = [];

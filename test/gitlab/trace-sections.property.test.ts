@@ -83,6 +83,10 @@ describe("reading a section marker by character codes", () => {
           const back = newMarker();
           expect(readMarkerBefore(text, cr, from, book, back)).toBe(start);
           if (start !== -1) expect(back).toEqual(forward);
+          // Without a book, only where it starts and ends.
+          const bare = newMarker();
+          expect(readMarkerBefore(text, cr, from, undefined, bare)).toBe(start);
+          if (start !== -1) expect(bare.end).toBe(forward.end);
         }
       }),
       { numRuns: 2000 },

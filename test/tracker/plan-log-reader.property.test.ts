@@ -146,6 +146,36 @@ describe("reading a plan job's log", () => {
     );
   });
 
+  it("reads a log after a first line of its own as the cleaner's lines read one by one", () => {
+    // The cleaner's shortcuts start once a first line has shown the log has no timestamps.
+    fc.assert(
+      fc.property(pieces, overwrittenMode, (parts, overwritten) => {
+        const apart = ["Running with gitlab-runner 18.2.0\n", ...parts];
+        const expected = reference(apart, overwritten);
+        expect(read(apart, overwritten, false).plan).toEqual(expected.plan);
+        expect(read(apart, overwritten, true)).toEqual(expected);
+      }),
+      RUNS,
+    );
+  });
+
+  it("reads a line whose colours stand inside the words it is passed over by", () => {
+    const plan = [
+      "  # local_file.b will be updated in-place",
+      '  ~ resource "local_file" "b" {',
+      "      ~ content = (sensitive value) # forces repl\x1b[32;1macement",
+      "    }",
+      "\x1b[32;1mTerraform \x1b[0mwill perform the following actions:\x1b[0;m",
+      "",
+    ].join("\n");
+    const parts = ["Running with gitlab-runner 18.2.0\n", plan];
+    const expected = reference(parts, "hide");
+    expect(expected.plan.resources).toEqual([
+      { address: "local_file.b", action: "replace", reason: "content forces replacement" },
+    ]);
+    expect(read(parts, "hide", false).plan).toEqual(expected.plan);
+  });
+
   it("reads real logs and plans as the cleaner's lines read one by one", () => {
     const logs = [
       readFixture("gitlab-trace/trace_with_sections"),
