@@ -1,11 +1,12 @@
 /**
- * Runs one of the bot's entry points, compiled for the test run as CommonJS (test/setup/bot-bundle.ts),
- * with V8's code cache: `node code-cache.js <entry.cjs> [args…]`. The first process to exit normally
- * leaves the code V8 compiled for it beside the entry (`<entry.cjs>.v8cache`); every later start
- * takes the compiled code from there instead of compiling the bundle's six megabytes again, which
- * saves about half of loading it. Node 20 has no `module.enableCompileCache` (Node 22), hence
- * `vm.Script`'s `cachedData`. Nothing in the bot changes: the entry runs as its own module, with
- * its own `require`, the arguments after it and `import.meta.url` its file's URL.
+ * Runs one of the bot's entry points, compiled for the test run as CommonJS
+ * (test/setup/bot-bundle.ts), with V8's code cache: `node code-cache.js <entry.cjs> [args…]`.
+ * The first process to run a while (or to exit) leaves the code V8 compiled for it beside the
+ * entry (`<entry.cjs>.v8cache`); every later start takes the compiled code from there instead of
+ * compiling the bundle's six megabytes again, which saves about half of loading it. Node 20 has
+ * no `module.enableCompileCache` (Node 22), hence `vm.Script`'s `cachedData`. Nothing in the bot
+ * changes: the entry runs as its own module, with its own `require`, the arguments after it and
+ * `import.meta.url` its file's URL.
  */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import Module, { createRequire } from "node:module";
@@ -35,14 +36,27 @@ const script = new Script(Module.wrap(readFileSync(entry, "utf8")), {
   filename: entry,
   cachedData,
 });
+/**
+ * How long after its start a process without a cache leaves one: by then the bot has started and
+ * V8 has compiled what a start runs. Most bots in the tests never exit normally (killed at a crash
+ * point, or at the end of a test), and several start at once: waiting for an exit would leave
+ * every one of them compiling the bundle again.
+ */
+const CACHE_AFTER_MS = 2_000;
+
 if (cachedData === undefined || script.cachedDataRejected === true) {
-  // Written whole under another name, then renamed: a process starting meanwhile reads either no
-  // cache or all of it.
-  process.once("exit", () => {
+  let written = false;
+  const write = () => {
+    if (written) return;
+    written = true;
+    // Written whole under another name, then renamed: a process starting meanwhile reads either
+    // no cache or all of it.
     const part = `${cacheFile}.${process.pid}`;
     writeFileSync(part, script.createCachedData());
     renameSync(part, cacheFile);
-  });
+  };
+  setTimeout(write, CACHE_AFTER_MS).unref();
+  process.once("exit", write);
 }
 
 globalThis.vmbotModuleUrl = pathToFileURL(entry).href;
