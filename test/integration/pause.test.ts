@@ -90,8 +90,18 @@ describeWithPostgres("a leader paused past its lease, on three replicas sharing 
 
       expect(await f.store.listAudit()).toEqual(audit);
       expect(f.gitlab.requestsSince(gitlabMark).filter((r) => r.method !== "GET")).toEqual([]);
+      // Slack's calls by their token: each replica holds its own.
+      const tokens = f.replicas.map((replica) => replica.slackToken);
       expect(
-        f.slack.calls.slice(slackMark).filter((call) => SLACK_WRITES.includes(call.method)),
+        f.slack.calls.filter((call) => !tokens.includes(f.slack.callerOf(call) ?? "")),
+      ).toEqual([]);
+      expect(
+        f.slack.calls
+          .slice(slackMark)
+          .filter(
+            (call) =>
+              f.slack.callerOf(call) === paused.slackToken && SLACK_WRITES.includes(call.method),
+          ),
       ).toEqual([]);
       expect(f.slack.uploads).toHaveLength(ids.length);
 

@@ -48,6 +48,8 @@ export interface Replica {
   url: string;
   /** Signs Slack's deliveries to this replica. */
   signer: SlackSigner;
+  /** Its bot token, its own (`FakeSlack.callerOf` tells which replica made a Slack call). */
+  slackToken: string;
 }
 
 export interface Fleet {
@@ -75,13 +77,22 @@ export interface FleetOptions {
   env?: Record<string, string>;
 }
 
+/** Replica `index`'s bot token: the bot's own for the first, a rotated one of it for the others. */
+const slackTokenOf = (index: number) =>
+  index === 0 ? TEST_SECRETS.botToken : `${TEST_SECRETS.botToken}-replica${index}`;
+
 const alive = (bot: BotProcess) => bot.child.exitCode === null && bot.child.signalCode === null;
 
 /** Starts the fakes, a database of its own and `replicas` bot processes on it (3 unless said). */
 export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
   // Slack's three seconds to open a form are the load test's to measure; here, on a busy machine
   // running three bots, a form opened late is still opened.
-  const slack = await startFakeSlack({ botToken: TEST_SECRETS.botToken, triggerTtlMs: 60_000 });
+  const count = options.replicas ?? 3;
+  const slack = await startFakeSlack({
+    botToken: slackTokenOf(0),
+    otherBotTokens: Array.from({ length: count - 1 }, (_, i) => slackTokenOf(i + 1)),
+    triggerTtlMs: 60_000,
+  });
   const gitlab = await startFakeGitlab({
     token: TEST_SECRETS.gitlabToken,
     projects: [{ id: 42, path: PROJECT_PATH, role: "maintainer", inputs: VM_PIPELINE_INPUTS }],
@@ -116,7 +127,9 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
   };
   try {
     // All at once: one applies the migrations while the others wait for it; one leads.
-    for (let index = 0; index < (options.replicas ?? 3); index += 1) bots.push(runBot(env, dir));
+    for (let index = 0; index < count; index += 1) {
+      bots.push(runBot({ ...env, SLACK_BOT_TOKEN: slackTokenOf(index) }, dir));
+    }
     for (const [index, bot] of bots.entries()) {
       const port = await portOf(bot, FLEET_WAIT_MS);
       const url = `http://127.0.0.1:${port}`;
@@ -125,7 +138,7 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
         signingSecret: TEST_SECRETS.signingSecret,
         slack,
       });
-      replicas.push({ index, bot, port, url, signer });
+      replicas.push({ index, bot, port, url, signer, slackToken: slackTokenOf(index) });
     }
     store = await openPostgresStore(database.url, { replica: "fleet-test-reader" });
   } catch (error) {

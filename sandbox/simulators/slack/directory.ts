@@ -57,6 +57,8 @@ export function timeRange(args: JsonObject): (ts: string) => boolean {
 
 interface WorkspaceOptions {
   botToken: string;
+  /** Other tokens of the same bot, valid beside `botToken` (token rotation). */
+  otherBotTokens?: readonly string[] | undefined;
   /** Whether the app's Home tab is on (views.publish answers `not_enabled` when not). */
   homeTabEnabled?: boolean;
   triggerTtlMs: number;
@@ -144,7 +146,9 @@ export class WorkspaceDirectory {
 
   protected authenticate(token: string | undefined): void {
     if (token === undefined || token === "") throw new SlackApiError("not_authed");
-    if (token !== this.options.botToken) throw new SlackApiError("invalid_auth");
+    if (token !== this.options.botToken && !(this.options.otherBotTokens ?? []).includes(token)) {
+      throw new SlackApiError("invalid_auth");
+    }
   }
 
   // --- auth ---------------------------------------------------------------

@@ -21,6 +21,8 @@ import { SlackWorkspace } from "./workspace.js";
 export interface FakeSlackContext {
   workspace: SlackWorkspace;
   calls: ObservableList<SlackCall>;
+  /** The token each recorded call was made with. */
+  callers: WeakMap<SlackCall, string>;
   /** Failures queued for the next calls to a Web API method, one call each, in order. */
   failures: FaultQueue<string, SlackFailure, string>;
   responses: ResponseUrlInbox;
@@ -50,6 +52,7 @@ function handleApiCall(req: RecordedRequest, res: ServerResponse, ctx: FakeSlack
     ok: outcome.body.ok === true,
   };
   if (error !== undefined) call.error = error;
+  if (request.token !== undefined) ctx.callers.set(call, request.token);
   ctx.calls.push(call);
   sendJson(res, outcome.status, outcome.body, outcome.headers);
 }

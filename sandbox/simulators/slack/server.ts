@@ -39,6 +39,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
   const ctx: FakeSlackContext = {
     workspace: new SlackWorkspace({
       botToken: options.botToken,
+      otherBotTokens: options.otherBotTokens,
       triggerTtlMs: options.triggerTtlMs ?? DEFAULT_TRIGGER_TTL_MS,
       now: options.now,
       ...(options.homeTabEnabled === undefined ? {} : { homeTabEnabled: options.homeTabEnabled }),
@@ -46,6 +47,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
       baseUrl: () => baseUrl,
     }),
     calls: new ObservableList<SlackCall>(),
+    callers: new WeakMap<SlackCall, string>(),
     failures: new FaultQueue<string, SlackFailure, string>((queued, method) => queued === method),
     responses: new ResponseUrlInbox(identity.teamId),
     baseUrl: () => baseUrl,
@@ -62,6 +64,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     identity,
     calls: calls.items,
     callsTo: (method) => calls.items.filter((call) => call.method === method),
+    callerOf: (call) => ctx.callers.get(call),
     waitFor: (method, predicate, timeoutMs = 5000) =>
       calls.waitFor(
         (call) => call.method === method && (predicate?.(call) ?? true),

@@ -134,6 +134,12 @@ export interface ResponseUrlPost {
 
 export interface FakeSlackOptions {
   botToken: string;
+  /**
+   * Other tokens of the same bot, each valid beside `botToken`: with token rotation, Slack keeps
+   * an access token working until it expires while newer ones are issued, so the replicas of one
+   * app may each hold a different one. `callerOf` tells which token made a call.
+   */
+  otherBotTokens?: readonly string[];
   /** How long an issued trigger_id stays usable; Slack's is 3 seconds. */
   triggerTtlMs?: number;
   /** What time it is, in milliseconds, for trigger_ids' lifetime; the machine's by default. */
@@ -177,6 +183,8 @@ export interface FakeSlack {
     predicate?: (post: ResponseUrlPost) => boolean,
     timeoutMs?: number,
   ): Promise<ResponseUrlPost>;
+  /** The token a recorded Web API call was made with; undefined when it carried none. */
+  callerOf(call: SlackCall): string | undefined;
   /** Makes the next call to `method` fail; queued failures apply one call each, in order. */
   failNext(method: string, failure: SlackFailure): void;
   addUsergroup(id: string, userIds: readonly string[]): void;

@@ -237,6 +237,21 @@ describe("fake Slack Web API, through the real WebClient", () => {
     expect(fake.calls[0]).toMatchObject({ method: "auth.test", ok: false, error: "invalid_auth" });
   });
 
+  it("takes the bot's other tokens (rotation) beside its own, and tells which token made each call", async () => {
+    await fake.close();
+    const rotated = `${BOT_TOKEN}-rotated`;
+    fake = await startFakeSlack({ botToken: BOT_TOKEN, otherBotTokens: [rotated] });
+    await clientFor(fake).auth.test();
+    await clientFor(fake, rotated).auth.test();
+    await slackError(clientFor(fake, "xoxb-not-the-bot").auth.test());
+
+    expect(fake.calls.map((call) => [call.ok, fake.callerOf(call)])).toEqual([
+      [true, BOT_TOKEN],
+      [true, rotated],
+      [false, "xoxb-not-the-bot"],
+    ]);
+  });
+
   it("refuses a call without a token with not_authed", async () => {
     const error = await slackError(clientFor(fake, "").auth.test());
 
