@@ -62,6 +62,19 @@ const RARE_CONTROLS = Array.from({ length: 32 }, (_, code) => String.fromCharCod
   .filter((char) => !"\t\n\r\x1b".includes(char))
   .concat("\x7f");
 
+/**
+ * Where a line's clean text stands in its chunk, as the sink is shown it: where its first
+ * character other than space is (`first`, its end when there is none) after `indent` spaces, where
+ * its last is (`last`; -1 when escapes are all it holds), and where the chunk's next ESC after the
+ * line is (`escape`, -1 when none). One per cleaner, written over for each line.
+ */
+export interface LineView {
+  first: number;
+  indent: number;
+  last: number;
+  escape: number;
+}
+
 export interface CleanerState {
   keepOverwritten: boolean;
   lineByLine: boolean;
@@ -78,6 +91,8 @@ export interface CleanerState {
   sections: SectionBook;
   /** The marker last read, written over by the next: no object per marker. */
   marker: SectionMarker;
+  /** The line last shown to a sink, written over by the next: no object per line. */
+  view: LineView;
 }
 
 export function createCleanerState(options: TraceCleanerOptions): CleanerState {
@@ -92,6 +107,7 @@ export function createCleanerState(options: TraceCleanerOptions): CleanerState {
     emitted: 0,
     sections: createSectionBook(),
     marker: { start: false, at: 0, name: "", options: "", end: 0 },
+    view: { first: 0, indent: 0, last: 0, escape: -1 },
   };
 }
 

@@ -13,6 +13,7 @@ import {
   pushChunk,
   renderSegment,
   type CleanerState,
+  type LineView,
 } from "./trace-reader.js";
 import { applyMarker, readMarkerBefore } from "./trace-sections.js";
 
@@ -44,18 +45,37 @@ function flush(state: CleanerState, out: string[], sink: LineSink): void {
 }
 
 /**
- * Where the clean line's last character is in `chunk`, for a line from `from` to `end` whose first
- * escape is at `escape`: found by reading its escape sequences as `stripEscapesBetween` does,
- * without joining what is between them. -1 when the line is blank once they are removed.
+ * Fills `view` for the line of `chunk` from `from` to `end`, whose first ESC is at `escape` (-1
+ * or `end` and beyond: none), in one pass over its escape sequences, read as
+ * `stripEscapesBetween` reads them, without joining what is between them.
  */
-function lastShown(chunk: string, from: number, end: number, escape: number): number {
+function viewLine(view: LineView, chunk: string, from: number, end: number, escape: number): void {
+  let first = -1;
+  let indent = 0;
   let last = -1;
   let at = from;
-  for (let next = escape; next !== -1 && next < end; next = chunk.indexOf("\x1b", at)) {
-    if (next > at) last = next - 1;
+  let next = escape;
+  for (;;) {
+    const stop = next !== -1 && next < end ? next : end;
+    if (at < stop) {
+      if (first === -1) {
+        while (at < stop && chunk.charCodeAt(at) === 0x20) {
+          indent += 1;
+          at += 1;
+        }
+        if (at < stop) first = at;
+      }
+      last = stop - 1;
+    }
+    if (stop === end) break;
     at = escapeEnd(chunk, next, end);
+    next = chunk.indexOf("\x1b", at);
   }
-  return at < end ? end - 1 : last;
+  view.first = first === -1 ? end : first;
+  view.indent = indent;
+  // A plain line's last character is its end's, blank or not; one with escapes, blank, has none.
+  view.last = next === escape ? end - 1 : first === -1 ? -1 : last;
+  view.escape = next;
 }
 
 /**
@@ -66,31 +86,18 @@ function lastShown(chunk: string, from: number, end: number, escape: number): nu
  */
 function shownLine(
   sink: LineSink,
+  view: LineView,
   chunk: string,
   from: number,
   end: number,
   escape: number,
   besideMarker: boolean,
 ): number {
-  const plain = escape === -1 || escape >= end;
-  let first = from;
-  let indent = 0;
-  for (; first < end;) {
-    const code = chunk.charCodeAt(first);
-    if (code === 0x20) {
-      indent += 1;
-      first += 1;
-    } else if (code === 0x1b && !plain) {
-      first = escapeEnd(chunk, first, end);
-    } else {
-      break;
-    }
-  }
+  viewLine(view, chunk, from, end, escape);
+  const { first, indent } = view;
   if (besideMarker && first >= end && indent === 0) return 0;
-  if (!sink.wantsEveryLine) {
-    const last = plain ? end - 1 : first === end ? -1 : lastShown(chunk, from, end, escape);
-    if (sink.passes(chunk, first, indent, last, end)) return 1;
-  }
+  if (!sink.wantsEveryLine && sink.passes(chunk, first, indent, view.last, end)) return 1;
+  const plain = escape === -1 || escape >= end;
   sink.line(plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape));
   return 1;
 }
@@ -113,7 +120,8 @@ function markedSegment(
     renderSegment(state, chunk.slice(segment, to), out, true);
     flush(state, out, sink);
   } else if (segment < to) {
-    state.emitted += shownLine(sink, chunk, segment, to, chunk.indexOf("\x1b", segment), true);
+    const escape = chunk.indexOf("\x1b", segment);
+    state.emitted += shownLine(sink, state.view, chunk, segment, to, escape, true);
   }
 }
 
@@ -178,7 +186,8 @@ function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: s
       markedLine(state, chunk, from, newline, cr, sink, out);
       cr = chunk.indexOf("\r", newline);
     } else {
-      state.emitted += shownLine(sink, chunk, from, newline, escape, false);
+      state.emitted += shownLine(sink, state.view, chunk, from, newline, escape, false);
+      escape = state.view.escape;
     }
     if (escape !== -1 && escape < newline) escape = chunk.indexOf("\x1b", newline);
     from = newline + 1;

@@ -4,7 +4,7 @@
  * such a line would change nothing in what the reader keeps. Most lines of a long plan log are
  * these: attributes inside resource blocks, heredoc values, the runner's output.
  */
-import { isWordCharacter } from "./plan-text-lines.js";
+import { isWordCharacter, mayBeHeading } from "./plan-text-lines.js";
 import type { PlanTextState } from "./plan-text-state.js";
 
 /**
@@ -92,6 +92,15 @@ function mayEndWith(text: string, first: number, last: number, word: string): bo
 }
 
 /**
+ * Whether the comment line whose text is in `text` from `first` (its `#`) to `end` may be a
+ * heading: by `mayBeHeading`, when no escape sequence stands in it to hide what it says.
+ */
+function mayBeHeadingAt(text: string, first: number, end: number): boolean {
+  const escape = text.indexOf("\x1b", first);
+  return (escape !== -1 && escape < end) || mayBeHeading(text.slice(first, end));
+}
+
+/**
  * Whether the line of `text` that starts at `first - indent` (its `indent` spaces) and ends at
  * `end` can be passed over: read, it would change nothing. `first` is where its first character
  * other than space is (`end` when there is none) and `last` where its last is, not counting the
@@ -117,14 +126,15 @@ export function passesOver(
     // Data while further in than its opener, unless it may be the word that ends it.
     return indent >= state.heredocIndent && code !== heredocEnd.charCodeAt(0);
   }
-  if (code === 0x23) return false; // `#`: a heading or a comment under one
-  const landmark = landmarkFor(code);
+  const comment = code === 0x23; // `#`: a heading, or a comment under one
+  const landmark = comment ? "" : landmarkFor(code);
   if (landmark !== "" && mayStartWith(text, first, end, landmark)) return false;
   const lastCode = text.charCodeAt(last);
   // Space at the end is trimmed before a line is read: read it.
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
   const lineStart = first - indent;
   if (isWordCharacter(lastCode) && holdsAngle(scan, text, lineStart, end)) return false;
+  if (comment && mayBeHeadingAt(text, first, end)) return false;
   if (state.current === undefined) return true;
   // In a resource: its marker line (`resource "type" "name" {`), `# forces replacement`.
   if (lastCode === 0x74 && mayEndWith(text, first, last, "forces replacement")) return false;
