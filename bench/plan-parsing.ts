@@ -196,22 +196,30 @@ ${table(
 Where the time goes: the split finds line ends with one native call per chunk and copies nothing.
 The bot's reader (\`src/tracker/plan-log-reader.ts\`) cleans and parses in one pass and works line
 by line in JavaScript only where it must: for each line without a \`\\r\` the cleaner finds, from the
-chunk itself, where its text starts, how far it is indented and its last character, and the parser
-decides from those whether reading the line could change anything; only those lines are cut out
-and read (about 32 of every 73 in this log; heredoc values and the attributes inside resource
-blocks are passed over). A CPU profile of the reader built to JavaScript (\`node --cpu-prof\`, this
-log at 10 MB, on a shared machine) puts the cleaner alone at 40–44 ms per 10 MB even when the
-parser passes over every line, against 2.9 ms for the newline search: section markers are its
-largest cost (reading them is 13–17% of the whole read; this log has 12 markers in every 73 lines,
-each 0.5–1 µs), then the chunk loop (10–13%), escape sequences (8%), the search for rare control
-characters (5–8%) and the garbage collector (6–9%); the parser's own work on the lines it reads is
-about 8%. Built to JavaScript the reader takes 73–76 ms per 10 MB where the cleaner and the parser
-read line by line took 80–99 ms; under tsx, as \`npm run bench\` runs it, the two are within this
-machine's noise, since tsx's transform makes each use of a binding imported from another module a
-getter call and the reader's hot path crosses modules (the built bot has none). 0.5× leaves clean +
-parse about 27 ms per 10 MB, which the cleaner alone exceeds: the target takes markers and escapes
-read without a loop over their characters, or the runner's sections the parser never uses passed
-over whole, and the rare control characters found in one pass instead of one search each.`;
+chunk itself and in one pass over its escape sequences, where its text starts, how far it is
+indented and its last character, and the parser decides from those (and, for the few lines that
+start like a landmark or end like \`# forces replacement\`, a few more characters) whether reading
+it could change anything; only those lines are cut out and read: 7 of every 73 in this log, the
+headings, the resources' first lines, the attributes that force a replacement and a heredoc's
+opener and end. Section markers are found from the carriage return each ends with and read back
+from there, not by a search for \`section_\` (about 250 ns a search on this machine, as long as
+reading the marker). The sections the markers open are not kept, as the reader never asks for them.
+A CPU profile of the reader built to JavaScript (\`node --cpu-prof\`, this log at 10 MB, its chunks
+made beforehand, on a shared machine under load) puts the whole read at 51–55 ms per 10 MB (it was
+69–72 ms) and the cleaner alone, the parser passing over every line, at 27–28 ms, against 2.6 ms
+for the newline search alone. Of the read: the parser's work on the lines it reads 25% (its
+patterns, and the resources it makes), the chunk loop (one native search per newline, ESC and
+carriage return, and the calls that show each line to the parser) 23%, section markers 17% (12 in
+every 73 lines, each about 350 ns with the text around it), escape sequences 10%, the parser
+deciding which lines to pass over 9%, the garbage collector 8% and the search for rare control
+characters 7%. Two ideas measured and left: one pattern for all the rare control characters takes
+19 ms per 10 MB where 29 native searches take 4 ms, and a sticky pattern passing over whole runs of
+lines the parser would pass over takes 35–42 ms. Under tsx, as \`npm run bench\` runs it, the
+reader now runs as fast as built; it used to be 15–20% slower, most of it, by the profile, tsx
+naming the function the cleaner made for every line with a marker. 0.5× leaves clean + parse about
+20–27 ms per 10 MB (streaming and making the log take the rest), which the cleaner alone just
+meets: the rest takes the parser's reads and the per-line calls cheaper still, or fewer lines shown
+to the parser at all.`;
   return {
     body,
     verdicts: [
