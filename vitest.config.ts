@@ -8,20 +8,30 @@ const LOAD_TEST = "test/integration/load.test.ts";
 /**
  * The files that take longest, longest first: the run lasts at least as long as its longest file,
  * so these start at once rather than whenever their turn comes (on a fresh clone Vitest has no
- * timings yet and starts the largest files first, which are quick unit tests). The crash tests'
- * files alternate with the others: each runs its bots side by side, and a crowd of bots starting
- * together on two cores would answer Slack later than its 3 seconds.
+ * timings yet and starts the largest files first, which are quick unit tests). The three fleet
+ * tests run three bot processes each on PostgreSQL and mostly wait (on a GitLab answering 1.5 s
+ * late, on leases running out) for most of a minute: they start early, taking their workers'
+ * time but little of the cores'. The twenty-request one starts first, beside files that compute
+ * in one process, and the others and the crash tests' files once its burst of commands and forms
+ * (each to be answered within Slack's 3 seconds) is past: each of those runs its bots side by
+ * side, and a crowd of bots starting together on two cores answers Slack later than that.
  */
 const LONGEST_FIRST = [
-  "test/integration/crash-replies.test.ts",
+  "test/integration/fleet.test.ts",
   "test/sandbox/ui/page.test.ts",
-  "test/integration/crash-approve.test.ts",
   "test/views/injection.test.ts",
-  "test/integration/crash.test.ts",
-  "test/examples/gitlab-pipeline.test.ts",
-  "test/integration/crash-destroy.test.ts",
   "test/integration/home.test.ts",
+  "test/integration/authorization.test.ts",
+  "test/terraform/plan-text.property.test.ts",
+  "test/integration/failover.test.ts",
+  "test/integration/pause.test.ts",
+  "test/integration/crash-replies.test.ts",
+  "test/integration/crash-approve.test.ts",
+  "test/integration/crash.test.ts",
+  "test/integration/crash-destroy.test.ts",
+  "test/tracker/tracker.test.ts",
   "test/integration/crash-lease.test.ts",
+  "test/examples/gitlab-pipeline.test.ts",
 ];
 
 /** Vitest's order (timings of earlier runs, else size), with the longest files moved first. */
@@ -47,8 +57,9 @@ export default defineConfig({
     setupFiles: ["test/setup/log-scan.ts"],
     // Most tests wait on sockets, simulated pipelines and child processes rather than compute:
     // more files at once than there are cores keeps the cores busy (Vitest's default is one
-    // worker fewer than the cores, a single one on two).
-    maxWorkers: 4,
+    // worker fewer than the cores, a single one on two). The fleet tests hold three of them for
+    // most of a minute, waiting; the others run everything else beside them.
+    maxWorkers: 5,
     // The tests of a file marked concurrent (the crash tests') running at once: each starts a bot
     // process or two, and the crash tests' files run beside each other and the rest.
     maxConcurrency: 3,
