@@ -576,8 +576,9 @@ describe("fake GitLab: injected failures", () => {
 
   it("delays past the client's timeout, then still creates the pipeline and finishes cleanly", async () => {
     const { fake } = await start();
-    const impatient = new Gitlab({ host: fake.url, token, queryTimeout: 100 });
-    fake.failNext({ path: /\/pipeline$/ }, { delayMs: 300 });
+    // The request has to reach the fake before the client gives up, however busy the machine.
+    const impatient = new Gitlab({ host: fake.url, token, queryTimeout: 1_000 });
+    fake.failNext({ path: /\/pipeline$/ }, { delayMs: 2_000 });
     await expect(createPipeline(impatient, 7, "main", valid)).rejects.toBeInstanceOf(
       GitbeakerTimeoutError,
     );

@@ -29,16 +29,16 @@ afterEach(async () => {
 
 /**
  * A pipeline whose plan a Maintainer ran (GitLab refuses the state lock, and so the plan, to
- * anyone less), waiting on its manual apply; then the token's user has `role`.
+ * anyone less), waiting on its manual apply; then the token's user has `role`. The client given
+ * back gives up after `queryTimeout`; the pipeline is made by one that waits, however busy the
+ * machine.
  */
 async function planned(role: Role = "maintainer", queryTimeout?: number) {
   fake = await startFakeGitlab({ token, projects: [{ ...project, role: "maintainer" }] });
-  const api = new Gitlab({
-    host: fake.url,
-    token,
-    ...(queryTimeout === undefined ? {} : { queryTimeout }),
-  });
-  const created = (await api.Pipelines.create(7, "main", {
+  const patient = new Gitlab({ host: fake.url, token });
+  const api =
+    queryTimeout === undefined ? patient : new Gitlab({ host: fake.url, token, queryTimeout });
+  const created = (await patient.Pipelines.create(7, "main", {
     inputs: { vm_name: "web-01", vm_ip: "192.168.1.50/24" },
   } as never)) as { id: number };
   for (let i = 0; i < 20 && fake.job(created.id, "tf:apply").status !== "manual"; i++) {
@@ -146,8 +146,9 @@ describe("fake GitLab: answers lost after GitLab acted", () => {
   });
 
   it("plays the job, then answers too late for the client", async () => {
-    const { fake, api, id } = await planned("maintainer", 100);
-    fake.failNext({ method: "POST", path: /\/play$/ }, { afterEffect: { delayMs: 400 } });
+    // The play has to reach the fake before the client gives up, however busy the machine.
+    const { fake, api, id } = await planned("maintainer", 1_000);
+    fake.failNext({ method: "POST", path: /\/play$/ }, { afterEffect: { delayMs: 2_000 } });
     await expect(api.Jobs.play(7, fake.job(id, "tf:apply").id)).rejects.toBeInstanceOf(
       GitbeakerTimeoutError,
     );
