@@ -201,16 +201,31 @@ export function readMarker(
   return true;
 }
 
-/** Where a run of characters matching `test` that ends just before `to` starts, not before `from`. */
-function runStart(text: string, from: number, to: number, test: (code: number) => boolean): number {
-  let index = to;
-  while (index > from && test(text.charCodeAt(index - 1))) index -= 1;
-  return index;
-}
-
 /** A character of a marker's options but its brackets: `\w`, `=`, `,` and space. */
 const isOptionCharacter = (code: number) =>
   isWord(code) || code === 0x3d || code === 0x2c || code === 0x20;
+
+/**
+ * The ASCII characters of a class, one byte each (1 for those it holds): a loop over many
+ * characters looks each up in one read rather than through the comparisons of its test.
+ */
+function characterTable(test: (code: number) => boolean): Uint8Array {
+  return new Uint8Array(128).map((_, code) => (test(code) ? 1 : 0));
+}
+
+const NAME_CHARACTERS = characterTable(isNameCharacter);
+const OPTION_CHARACTERS = characterTable(isOptionCharacter);
+const DIGITS = characterTable(isDigit);
+
+/**
+ * Where a run of characters of the class `table` holds, ending just before `to`, starts; not
+ * before `from`.
+ */
+function runStart(text: string, from: number, to: number, table: Uint8Array): number {
+  let index = to;
+  while (index > from && table[text.charCodeAt(index - 1)] === 1) index -= 1;
+  return index;
+}
 
 /**
  * The marker whose `\r\e[0K` starts at `cr`, read back from there to its `section_`, no further
@@ -231,13 +246,13 @@ export function readMarkerBefore(
   let nameEnd = cr;
   if (text.charCodeAt(cr - 1) === 0x5d) {
     // `]`: the options, back to their `[`, then read as `readMarker` reads them.
-    nameEnd = runStart(text, from, cr - 1, isOptionCharacter) - 1;
+    nameEnd = runStart(text, from, cr - 1, OPTION_CHARACTERS) - 1;
     if (nameEnd < from || text.charCodeAt(nameEnd) !== 0x5b) return -1;
     if (optionsEnd(text, nameEnd) !== cr) return -1;
   }
-  const name = runStart(text, from, nameEnd, isNameCharacter);
+  const name = runStart(text, from, nameEnd, NAME_CHARACTERS);
   if (name === nameEnd || text.charCodeAt(name - 1) !== 0x3a) return -1;
-  const digits = runStart(text, from, name - 1, isDigit);
+  const digits = runStart(text, from, name - 1, DIGITS);
   if (digits === name - 1 || text.charCodeAt(digits - 1) !== 0x3a) return -1;
   const kind = digits - 1;
   const start = kind - 13 >= from && holdsAt(text, kind - 13, "section_start");
