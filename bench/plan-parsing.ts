@@ -205,12 +205,12 @@ opener and end. Section markers are found from the carriage return each ends wit
 from there, not by a search for \`section_\` (about 250 ns a search on this machine, as long as
 reading the marker). The sections the markers open are not kept, as the reader never asks for them.
 A CPU profile of the reader built to JavaScript (\`node --cpu-prof\`, this log at 10 MB, its chunks
-made beforehand, on a shared machine under load) puts the whole read at 51–55 ms per 10 MB (it was
-69–72 ms) and the cleaner alone, the parser passing over every line, at 27–28 ms, against 2.6 ms
-for the newline search alone. Of the read: the parser's work on the lines it reads 25% (its
+made beforehand, on a shared machine under load) puts the whole read at 48–53 ms per 10 MB (it was
+69–72 ms) and the cleaner alone, the parser passing over every line, at 26 ms, against 2.6 ms
+for the newline search alone. Of the read: the parser's work on the lines it reads 27% (its
 patterns, and the resources it makes), the chunk loop (one native search per newline, ESC and
-carriage return, and the calls that show each line to the parser) 23%, section markers 17% (12 in
-every 73 lines, each about 350 ns with the text around it), escape sequences 10%, the parser
+carriage return, and the calls that show each line to the parser) 24%, section markers 15% (12 in
+every 73 lines, each about 300 ns with the text around it), escape sequences 11%, the parser
 deciding which lines to pass over 9%, the garbage collector 8% and the search for rare control
 characters 7%. Two ideas measured and left: one pattern for all the rare control characters takes
 19 ms per 10 MB where 29 native searches take 4 ms, and a sticky pattern passing over whole runs of
