@@ -83,13 +83,12 @@ function nodeChoice(
 type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
 
 /**
- * `/vm create [name]`: acknowledges at once, then opens the form with the command's trigger_id
- * before anything else can eat into its three seconds.
+ * `/vm create [name]`, acknowledged already (`commands/vm.ts`): opens the form with the command's
+ * trigger_id before anything else can eat into its three seconds.
  */
 export function createCreateCommand(deps: CreateCommandDeps) {
   const open = createFormOpener(deps);
-  return async ({ command, ack, client, respond }: CommandArgs, name: string | undefined) => {
-    await ack();
+  return async ({ command, client, respond }: CommandArgs, name: string | undefined) => {
     await afterPendingRequests();
     await open({ command, client, respond }, name);
   };

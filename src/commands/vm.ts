@@ -50,15 +50,19 @@ export function createVmCommand(
   const destroy = createDestroyCommand(deps);
   const { unlock } = features;
   return async (args: CommandArgs): Promise<void> => {
+    const { sub, arg } = parseVmCommand(args.command.text);
+    // `/vm create` answers Slack with nothing, so it does so before anything else: a busy store
+    // never holds the acknowledgement past Slack's three seconds, after which the late answer
+    // would fail and the command be lost while its delivery stood recorded.
+    if (sub === "create") await args.ack();
     if (!(await deps.store.firstDelivery(commandKey(args.command), COMMAND_MEMORY_MS))) {
       deps.log.info(
         { user: args.command.user_id, retry: args.context.retryNum },
         "a command delivered again: acknowledged, not repeated",
       );
-      await args.ack();
+      if (sub !== "create") await args.ack();
       return;
     }
-    const { sub, arg } = parseVmCommand(args.command.text);
     switch (sub) {
       case "create":
         await create(args, arg);

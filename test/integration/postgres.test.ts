@@ -1,6 +1,9 @@
+import pg from "pg";
 import { expect, it } from "vitest";
 import {
   APPROVER,
+  CHANNEL,
+  REQUESTER,
   click,
   harnessPerTest,
   planRequest,
@@ -13,6 +16,30 @@ const start = harnessPerTest();
 
 describeWithPostgres("the bot on PostgreSQL (VMBOT_DB=postgres://…)", () => {
   const database = useDatabase();
+
+  it("acknowledges /vm create while the database is still busy recording its delivery, then opens the form", async () => {
+    const h = await start({ db: database.url() });
+    // Another session holds the deliveries table: recording this command waits for it.
+    const holder = new pg.Client({ connectionString: database.url() });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE");
+      const answer = await h.signer.slashCommand({
+        text: "create web-01",
+        userId: REQUESTER,
+        channelId: CHANNEL,
+      });
+      expect(answer).toMatchObject({ status: 200, body: "" });
+      expect(h.slack.callsTo("views.open")).toEqual([]);
+      await holder.query("COMMIT");
+    } finally {
+      await holder.end();
+    }
+    // Recorded once the table is free, the command goes on to its form.
+    const opened = await h.slack.waitFor("views.open");
+    expect(opened.ok).toBe(true);
+  });
 
   it("takes a request from the form to a ready VM, keeping it in the database", async () => {
     const h = await start({ db: database.url() });
