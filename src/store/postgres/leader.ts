@@ -181,35 +181,39 @@ function fences(
 ): Pick<Leader, "fenced" | "confirm"> {
   const { name, replica } = row;
   const { change } = lease;
+  /** The epoch of the lease this replica holds; FencedError when it holds none. */
+  const held = (what: string) => {
+    const epoch = lease.held?.epoch;
+    if (epoch === undefined) throw new FencedError(what, undefined);
+    return epoch;
+  };
+  /** FencedError, and this replica follows, unless the lease row still names its `epoch`. */
+  const stillCurrent = async (
+    what: string,
+    epoch: number,
+    db: Pick<pg.Pool, "query">,
+    lock: "" | " FOR SHARE",
+  ) => {
+    const { rowCount } = await db.query(
+      `SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3${lock}`,
+      [name, replica, epoch],
+    );
+    if (rowCount === 1) return;
+    if (lease.held?.epoch === epoch) change(undefined);
+    throw new FencedError(what, epoch);
+  };
   return {
     async fenced(what, write) {
-      const epoch = lease.held?.epoch;
-      if (epoch === undefined) throw new FencedError(what, undefined);
+      const epoch = held(what);
       return inTransaction(pool, async (client) => {
         // FOR SHARE holds the lease row until this transaction ends: a takeover (an UPDATE of
         // the row) waits for this write to commit, so no write lands after a newer epoch.
-        const { rowCount } = await client.query(
-          "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3 FOR SHARE",
-          [name, replica, epoch],
-        );
-        if (rowCount !== 1) {
-          if (lease.held?.epoch === epoch) change(undefined);
-          throw new FencedError(what, epoch);
-        }
+        await stillCurrent(what, epoch, client, " FOR SHARE");
         return write(client);
       });
     },
     async confirm(what) {
-      const epoch = lease.held?.epoch;
-      if (epoch === undefined) throw new FencedError(what, undefined);
-      const { rowCount } = await pool.query(
-        "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3",
-        [name, replica, epoch],
-      );
-      if (rowCount !== 1) {
-        if (lease.held?.epoch === epoch) change(undefined);
-        throw new FencedError(what, epoch);
-      }
+      await stillCurrent(what, held(what), pool, "");
     },
   };
 }
