@@ -175,7 +175,10 @@ describeWithPostgres("replicas sharing PostgreSQL", () => {
           { timeoutMs: 3 * TTL_MS },
         );
 
-        // The new leader's first passes are done; then the plan finishes with nobody told.
+        // The new leader's passes run only when the test ticks it from here on: its own schedule
+        // (started when it took the lead) is stopped, and its first pass is done. Then the plan
+        // finishes with nobody told.
+        await second.tracker.stop();
         await second.tracker.tick();
         runUntilSettled(h, pipelineId, "tf:plan");
         await h.gitlab.settled();
@@ -198,9 +201,6 @@ describeWithPostgres("replicas sharing PostgreSQL", () => {
 
         // The new leader has changed the request and not yet rendered its message when the
         // paused one passes again: it neither updates the message nor records it rendered.
-        // (The new leader's passes run only when the test ticks it from here on, its own
-        // schedule stopped once the pass under way is done.)
-        await second.tracker.stop();
         const behind = new pg.Pool({ connectionString: db.url(), max: 1 });
         await behind.query(
           "UPDATE requests SET rendered_revision = revision - 1, rendered_hash = 'older' WHERE id = $1",
