@@ -66,8 +66,21 @@ export async function postRequestMessage(
 }
 
 /**
+ * Whether the store has moved on from `request` since it was read: whoever changed it renders
+ * the newer state (or the leader's next pass, which renders every message behind the store), so
+ * sending this one would only show an older state after a newer one. Asked right before the
+ * update leaves, so that a replica paused between reading and sending, or a render overtaken by
+ * a later one, sends nothing when it goes on.
+ */
+async function overtaken(store: AsyncStore, request: RequestRecord): Promise<boolean> {
+  const now = await store.getRequest(request.id);
+  return now !== undefined && now.revision > request.revision;
+}
+
+/**
  * Renders `request` into its message in place. False when Slack refused: the message stays
- * behind the store, and a later pass renders it again.
+ * behind the store, and a later pass renders it again. True also when the store has moved on
+ * since `request` was read: the newer state is rendered by whoever made it.
  */
 export async function renderRequestMessage(
   client: SlackClient,
@@ -78,6 +91,11 @@ export async function renderRequestMessage(
   if (request.messageTs === null) return true;
   const message = renderRequest(request);
   const digest = messageDigest(message);
+  // A store that cannot answer does not keep the message back: the update is sent.
+  if (await overtaken(store, request).catch(() => false)) {
+    log.debug({ requestId: request.id }, "the request changed again; its newer state is shown");
+    return true;
+  }
   try {
     await client.chat.update({ channel: request.channel, ts: request.messageTs, ...message });
   } catch (error) {
