@@ -80,7 +80,8 @@ export interface Leader {
   /**
    * Throws FencedError unless this replica's epoch is still the current one in the database: the
    * check before an effect outside it (a Slack post), which cannot be checked where it lands. As
-   * with `fenced`, the lease row decides, not this replica's clock.
+   * with `fenced`, the lease row decides; and its answer counts only if it is read before the
+   * lease runs out by this replica's clock, since it says who led when the row was read.
    */
   confirm(what: string): Promise<void>;
 }
@@ -178,6 +179,7 @@ function fences(
   pool: pg.Pool,
   row: { name: string; replica: string },
   lease: ReturnType<typeof holding>,
+  clock: Clock,
 ): Pick<Leader, "fenced" | "confirm"> {
   const { name, replica } = row;
   const { change } = lease;
@@ -202,18 +204,35 @@ function fences(
     if (lease.held?.epoch === epoch) change(undefined);
     throw new FencedError(what, epoch);
   };
+  /**
+   * FencedError unless the lease of `epoch` has not run out by this replica's clock. The row
+   * named the epoch when it was read, which may be long before its answer is read here: a
+   * process paused with the answer in its socket resumes into a lease another has taken since.
+   * The renewals, not this check, decide whether it still leads.
+   */
+  const answeredInTime = (what: string, epoch: number) => {
+    const current = lease.held;
+    if (current?.epoch !== epoch || clock().getTime() >= current.until)
+      throw new FencedError(what, epoch);
+  };
   return {
     async fenced(what, write) {
       const epoch = held(what);
-      return inTransaction(pool, async (client) => {
+      const written = await inTransaction(pool, async (client) => {
         // FOR SHARE holds the lease row until this transaction ends: a takeover (an UPDATE of
         // the row) waits for this write to commit, so no write lands after a newer epoch.
         await stillCurrent(what, epoch, client, " FOR SHARE");
         return write(client);
       });
+      // The write stands, made under the lease; what would follow it (a call to GitLab) waits
+      // for the new leader, which finds the write, if the answer came too late.
+      answeredInTime(what, epoch);
+      return written;
     },
     async confirm(what) {
-      await stillCurrent(what, held(what), pool, "");
+      const epoch = held(what);
+      await stillCurrent(what, epoch, pool, "");
+      answeredInTime(what, epoch);
     },
   };
 }
@@ -281,6 +300,6 @@ export function createLeader(options: LeaderOptions): Leader {
     },
     isLeader: leads,
     epoch: () => lease.held?.epoch,
-    ...fences(pool, { name, replica }, lease),
+    ...fences(pool, { name, replica }, lease, clock),
   };
 }

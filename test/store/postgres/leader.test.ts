@@ -140,6 +140,31 @@ describeWithPostgres("leadership with fencing", () => {
     await b.confirm("post to Slack");
   });
 
+  it("refuses a confirmation whose answer is read after its lease ran out by its own clock", async () => {
+    const [a, b] = [leader(0), leader(1)];
+    await a.step();
+    // The row is read while A leads; A pauses before reading the answer, past its lease.
+    const confirming = a.confirm("post to Slack");
+    clock.advance(TTL);
+    await expect(confirming).rejects.toThrow(
+      "refused to post to Slack: this replica's leadership (epoch 1) has passed to another",
+    );
+    // Nobody took the lease meanwhile: A's next renewal finds it still its own, and it confirms.
+    expect(await a.step()).toBe(true);
+    await a.confirm("post to Slack");
+    expect(await b.step()).toBe(false);
+  });
+
+  it("keeps a write whose answer is read after its lease ran out, and refuses what would follow it", async () => {
+    const a = leader(0);
+    await a.step();
+    const writing = write(a, "late");
+    clock.advance(TTL);
+    await expect(writing).rejects.toBeInstanceOf(FencedError);
+    // Made under the lease, the write stands: whoever leads next finds it.
+    expect(await written()).toEqual(["late"]);
+  });
+
   it("gives the lease up when stopped, so another leads at its next step", async () => {
     const [a, b] = [leader(0), leader(1)];
     await a.step();
