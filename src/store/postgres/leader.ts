@@ -55,6 +55,11 @@ export interface LeaderOptions {
   /** A third of the lease unless said: two renewals may fail before the lease runs out. */
   renewEveryMs?: number;
   schedule?: Schedule;
+  /**
+   * Milliseconds on a clock that moves with real time and nothing else (`performance.now` unless
+   * said): how long ago a lease was taken or renewed, whatever the wall clock does meanwhile.
+   */
+  elapsed?: () => number;
   /** Told when this replica starts or stops leading. */
   onChange?: (leading: boolean, epoch: number | undefined) => void;
   /** Told when a renewal could not reach the database (the next one tries again). */
@@ -80,8 +85,8 @@ export interface Leader {
   /**
    * Throws FencedError unless this replica's epoch is still the current one in the database: the
    * check before an effect outside it (a Slack post), which cannot be checked where it lands. As
-   * with `fenced`, the lease row decides; and its answer counts only if it is read before the
-   * lease runs out by this replica's clock, since it says who led when the row was read.
+   * with `fenced`, the lease row decides; and its answer counts only if it is read less than a
+   * lease after the lease was last renewed, in real time, since it says who led when it was read.
    */
   confirm(what: string): Promise<void>;
 }
@@ -90,14 +95,19 @@ interface Held {
   epoch: number;
   /** When the lease runs out by this replica's clock: from before the write that set it. */
   until: number;
+  /** When the write that set it was sent, by `LeaderOptions.elapsed`. */
+  since: number;
 }
+
+/** A lease as the lease row gives it. */
+type Leased = Omit<Held, "since">;
 
 /**
  * The lease row's two writes, renewing the lease held and taking one that has run out, and
  * this replica's liveness (replicas.ts), renewed at each attempt for as long as a lease lasts.
  */
 function leaseRow(pool: pg.Pool, name: string, replica: string, ttlMs: number) {
-  async function renew(now: number, current: Held): Promise<Held | undefined> {
+  async function renew(now: number, current: Held): Promise<Leased | undefined> {
     const { rows } = await pool.query<{ epoch: number }>(
       `UPDATE leadership SET expires_at = $3
      WHERE name = $1 AND holder = $2 AND epoch = $4 AND expires_at > $5 RETURNING epoch`,
@@ -106,7 +116,7 @@ function leaseRow(pool: pg.Pool, name: string, replica: string, ttlMs: number) {
     return rows[0] === undefined ? undefined : { epoch: current.epoch, until: now + ttlMs };
   }
 
-  async function acquire(now: number): Promise<Held | undefined> {
+  async function acquire(now: number): Promise<Leased | undefined> {
     // Only a lease that has run out changes hands, and it does with the next epoch.
     const { rows } = await pool.query<{ epoch: number }>(
       `INSERT INTO leadership (name, holder, epoch, expires_at) VALUES ($1, $2, 1, $3)
@@ -120,7 +130,7 @@ function leaseRow(pool: pg.Pool, name: string, replica: string, ttlMs: number) {
   }
 
   /** One attempt: this replica is alive, and renews the lease it holds or takes one. */
-  async function attempt(now: number, current: Held | undefined): Promise<Held | undefined> {
+  async function attempt(now: number, current: Held | undefined): Promise<Leased | undefined> {
     await renewLiveness(pool, replica, now + ttlMs);
     const renewed = current === undefined ? undefined : await renew(now, current);
     return renewed ?? (await acquire(now));
@@ -177,11 +187,11 @@ function holding(schedule: Schedule, onChange: LeaderOptions["onChange"]) {
  */
 function fences(
   pool: pg.Pool,
-  row: { name: string; replica: string },
+  row: { name: string; replica: string; ttlMs: number },
   lease: ReturnType<typeof holding>,
-  clock: Clock,
+  elapsed: () => number,
 ): Pick<Leader, "fenced" | "confirm"> {
-  const { name, replica } = row;
+  const { name, replica, ttlMs } = row;
   const { change } = lease;
   /** The epoch of the lease this replica holds; FencedError when it holds none. */
   const held = (what: string) => {
@@ -205,14 +215,14 @@ function fences(
     throw new FencedError(what, epoch);
   };
   /**
-   * FencedError unless the lease of `epoch` has not run out by this replica's clock. The row
-   * named the epoch when it was read, which may be long before its answer is read here: a
-   * process paused with the answer in its socket resumes into a lease another has taken since.
-   * The renewals, not this check, decide whether it still leads.
+   * FencedError unless the lease of `epoch` was taken or renewed less than a lease ago, in real
+   * time. The row named the epoch when it was read, which may be long before its answer is read
+   * here: a process paused with the answer in its socket resumes into a lease another has taken
+   * since. The renewals, not this check, decide whether it still leads.
    */
   const answeredInTime = (what: string, epoch: number) => {
     const current = lease.held;
-    if (current?.epoch !== epoch || clock().getTime() >= current.until)
+    if (current?.epoch !== epoch || elapsed() - current.since >= ttlMs)
       throw new FencedError(what, epoch);
   };
   return {
@@ -243,6 +253,7 @@ export function createLeader(options: LeaderOptions): Leader {
   const ttlMs = options.ttlMs ?? DEFAULT_LEADER_TTL_MS;
   const renewEveryMs = options.renewEveryMs ?? Math.floor(ttlMs / 3);
   const schedule = options.schedule ?? timers;
+  const elapsed = options.elapsed ?? (() => performance.now());
   const lease = holding(schedule, options.onChange);
   const { change, expire } = lease;
   let cancel: (() => void) | undefined;
@@ -252,7 +263,9 @@ export function createLeader(options: LeaderOptions): Leader {
 
   async function attempt(): Promise<boolean> {
     try {
-      change(await row.attempt(clock().getTime(), lease.held));
+      const since = elapsed();
+      const leased = await row.attempt(clock().getTime(), lease.held);
+      change(leased === undefined ? undefined : { ...leased, since });
     } catch (error) {
       // Unreachable: keep what is held until it runs out by this replica's clock, not longer.
       options.onError?.(error);
@@ -300,6 +313,6 @@ export function createLeader(options: LeaderOptions): Leader {
     },
     isLeader: leads,
     epoch: () => lease.held?.epoch,
-    ...fences(pool, { name, replica }, lease, clock),
+    ...fences(pool, { name, replica, ttlMs }, lease, elapsed),
   };
 }
