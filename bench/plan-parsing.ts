@@ -195,31 +195,40 @@ ${table(
 
 Where the time goes: the split finds line ends with one native call per chunk and copies nothing.
 The bot's reader (\`src/tracker/plan-log-reader.ts\`) cleans and parses in one pass and works line
-by line in JavaScript only where it must: for each line without a \`\\r\` the cleaner finds, from the
-chunk itself and in one pass over its escape sequences, where its text starts, how far it is
+by line in JavaScript only where it must. The lines before a chunk's next ESC and \`\\r\` are handed
+to the parser in one call (\`passRun\`), which walks their newlines and passes over each by the same
+rules as one at a time, inlined for lines known to hold no escape, up to the first it would read,
+which the cleaner cuts out and hands over. For any other line without a \`\\r\` the cleaner finds,
+from the chunk itself and in one pass over its escape sequences, where its text starts, how far it is
 indented and its last character, and the parser decides from those (and, for the few lines that
 start like a landmark or end like \`# forces replacement\`, a few more characters) whether reading
-it could change anything; only those lines are cut out and read: 7 of every 73 in this log, the
+it could change anything. Only the lines it reads are cut out: 7 of every 73 in this log, the
 headings, the resources' first lines, the attributes that force a replacement and a heredoc's
-opener and end. Section markers are found from the carriage return each ends with and read back
-from there, not by a search for \`section_\` (about 250 ns a search on this machine, as long as
-reading the marker). The sections the markers open are not kept, as the reader never asks for them.
+opener and end; 42 are passed over in runs (12 runs a chunk) and 22 one by one. Section markers are
+found from the carriage return each ends with and read back from there, not by a search for
+\`section_\` (about 250 ns a search on this machine, as long as reading the marker). The sections the
+markers open are not kept, as the reader never asks for them.
 A CPU profile of the reader built to JavaScript (\`node --cpu-prof\`, this log at 10 MB, its chunks
-made beforehand, on a shared machine under load) puts the whole read at 48–53 ms per 10 MB (it was
-69–72 ms) and the cleaner alone, the parser passing over every line, at 26 ms, against 2.6 ms
-for the newline search alone. Of the read: the parser's work on the lines it reads 27% (its
-patterns, and the resources it makes), the chunk loop (one native search per newline, ESC and
-carriage return, and the calls that show each line to the parser) 24%, section markers 15% (12 in
-every 73 lines, each about 300 ns with the text around it), escape sequences 11%, the parser
-deciding which lines to pass over 9%, the garbage collector 8% and the search for rare control
-characters 7%. Two ideas measured and left: one pattern for all the rare control characters takes
-19 ms per 10 MB where 29 native searches take 4 ms, and a sticky pattern passing over whole runs of
-lines the parser would pass over takes 35–42 ms. Under tsx, as \`npm run bench\` runs it, the
-reader now runs as fast as built; it used to be 15–20% slower, most of it, by the profile, tsx
-naming the function the cleaner made for every line with a marker. 0.5× leaves clean + parse about
-20–27 ms per 10 MB (streaming and making the log take the rest), which the cleaner alone just
-meets: the rest takes the parser's reads and the per-line calls cheaper still, or fewer lines shown
-to the parser at all.`;
+made beforehand, on a shared machine under load, the fastest of 30 reads) puts the whole read at
+23–25 ms per 10 MB (25–29 ms before the runs and the resources' listing below), the cleaner alone,
+the parser passing over every line, at 9.5 ms, the split at 3 ms and the newline search alone at 1.5
+ms. Of the read: the parser's work on the lines it reads 28% (its patterns, and the resources it
+makes), section markers 20% (reading them back 11%), the runs of plain lines 13% (about 30 ns a
+line, where the newline search alone takes 9), the lines with escapes shown one at a time 12% and
+the search for rare control characters 9.5%; the garbage collector takes 9–12% of the process. On
+this log the runs gain nothing measurable: they are short (3.5 lines), and the optimizing compiler
+had already inlined the per-line calls into the chunk loop; on a plan whose resources have 30 plain
+attribute lines each they take the read from 21–23 to 18.5–20 ms per 10 MB. Listing the resources
+took 13% of the read, and 100 MB peaked at 26–30 MB, until each copy stopped being made by a spread
+with a property more (\`{ ...resource, reason }\`): V8 gave every such object a hidden class of its
+own, so 4,100 resources took 2–4 ms to list and were slow to read afterwards; they now take 0.2–0.5
+ms, and 100 MB peaks at 21 MB. Two ideas measured and left: one pattern for all the rare control
+characters takes 19 ms per 10 MB where 29 native searches take 4 ms, and a sticky pattern passing
+over whole runs of lines the parser would pass over takes 35–42 ms. 0.5× leaves clean + parse about
+12–14 ms per 10 MB (twice the split's 3 ms, plus the 6–7 ms of making and streaming the log, which
+both sides pay): less than the cleaner alone and the parser's reads take together, so the rest takes
+the lines with escapes, the markers and the rare control characters searched for in fewer passes,
+not only the parser's reads made cheaper.`;
   return {
     body,
     verdicts: [

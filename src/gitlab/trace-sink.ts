@@ -33,6 +33,15 @@ export interface LineSink {
    * sequences may stand anywhere between.
    */
   passes(text: string, first: number, indent: number, last: number, end: number): boolean;
+  /**
+   * Passes over lines in a run, as `passes` would pass each over: the lines of `text` from `from`
+   * on, each ending with a newline before `stop`, where the text from `from` to `stop` holds no
+   * escape sequence and no carriage return (each of those lines is clean as it stands). Returns
+   * where the first line not passed over starts: `from` when none was. A line there that ends
+   * before `stop` is one `passes` would not pass over, and is handed to `line`. Never asked when
+   * the reader wants every line.
+   */
+  passRun(text: string, from: number, stop: number): number;
   /** A clean line to read. */
   line(text: string): void;
 }
@@ -42,6 +51,14 @@ function flush(state: CleanerState, out: string[], sink: LineSink): void {
   for (const line of out) sink.line(line);
   state.emitted += out.length;
   out.length = 0;
+}
+
+/** How many newlines the text of `chunk` from `from` to `to` holds. */
+function linesBetween(chunk: string, from: number, to: number): number {
+  let lines = 0;
+  for (let at = chunk.indexOf("\n", from); at !== -1 && at < to; at = chunk.indexOf("\n", at + 1))
+    lines += 1;
+  return lines;
 }
 
 /**
@@ -181,7 +198,26 @@ function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: s
   sink.begin(chunk);
   let escape = chunk.indexOf("\x1b", from);
   let cr = chunk.indexOf("\r", from);
+  const runs = !sink.wantsEveryLine;
   for (; newline !== -1; newline = chunk.indexOf("\n", from)) {
+    // The lines before the next ESC and `\r` are clean as they stand: the sink passes over as
+    // many of them as it can in one call, and reads the one it stops at if that one is clean too.
+    const clean = Math.min(escape === -1 ? chunk.length : escape, cr === -1 ? chunk.length : cr);
+    if (runs && newline < clean) {
+      const at = sink.passRun(chunk, from, clean);
+      if (at !== from) {
+        if (state.keepSections) state.emitted += linesBetween(chunk, from, at);
+        from = at;
+        newline = chunk.indexOf("\n", from);
+        if (newline === -1) break;
+      }
+      if (newline < clean) {
+        sink.line(chunk.slice(from, newline));
+        state.emitted += 1;
+        from = newline + 1;
+        continue;
+      }
+    }
     if (cr !== -1 && cr < newline) {
       markedLine(state, chunk, from, newline, cr, sink, out);
       cr = chunk.indexOf("\r", newline);

@@ -99,6 +99,14 @@ export interface PlanTextParser {
    * pushed, would change nothing; any other is to be pushed.
    */
   passes(text: string, first: number, indent: number, last: number, end: number): boolean;
+  /**
+   * Passes over the lines of the text last begun from `from` on, as `passes` would pass each
+   * over, while each ends with a newline before `stop`; the text from `from` to `stop` is to hold
+   * no escape sequence and no carriage return. Returns where the first line not passed over
+   * starts (`from` when none was): a line there that ends before `stop` is one `passes` would
+   * not pass over.
+   */
+  passRun(text: string, from: number, stop: number): number;
   /** What has been read so far; may be called at any time. */
   result(): PlanTextResult;
 }

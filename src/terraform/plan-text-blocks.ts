@@ -52,7 +52,8 @@ export function heading(state: PlanTextState, rawAddress: string, phrase: string
   const meaning = HEADING_PHRASES[phrase];
   if (meaning === undefined) return;
   state.headingsSincePlanLine += 1;
-  const deposed = DEPOSED.exec(rawAddress);
+  // A deposed object's address ends with `)`; most end otherwise and are not searched.
+  const deposed = rawAddress.endsWith(")") ? DEPOSED.exec(rawAddress) : null;
   const address = detached(deposed?.[1] ?? rawAddress);
   if (meaning.action === "forget") {
     state.forgotten.push(address);

@@ -56,10 +56,15 @@ const HEADING_ENDS = new Set(
  */
 export function mayBeHeading(text: string): boolean {
   return (
-    HEADING_ENDS.has(text.charCodeAt(text.length - 1)) ||
+    mayEndHeading(text.charCodeAt(text.length - 1)) ||
     text.includes(" has moved to ") ||
     text.includes(" will be invoked")
   );
+}
+
+/** Whether a heading that is not a move's or an action's may end with this character. */
+export function mayEndHeading(code: number): boolean {
+  return HEADING_ENDS.has(code);
 }
 /** Headings that describe something other than a planned action: drift, deferrals, actions. */
 export const OTHER_HEADING =

@@ -4,25 +4,27 @@
  * such a line would change nothing in what the reader keeps. Most lines of a long plan log are
  * these: attributes inside resource blocks, heredoc values, the runner's output.
  */
-import { isWordCharacter, mayBeHeading } from "./plan-text-lines.js";
+import { isWordCharacter, mayEndHeading } from "./plan-text-lines.js";
 import type { PlanTextState } from "./plan-text-state.js";
 
 /**
- * Where the next `<` and `{` of the text being read are: each found by one search that moves on
- * with the lines, never by a search per line. -2: not searched yet; -1: none left.
+ * Where the next `<`, `{` and ESC of the text being read are: each found by one search that moves
+ * on with the lines, never by a search per line. -2: not searched yet; -1: none left.
  */
 export interface LineScan {
   angle: number;
   brace: number;
+  escape: number;
 }
 
 export function createLineScan(): LineScan {
-  return { angle: -2, brace: -2 };
+  return { angle: -2, brace: -2, escape: -2 };
 }
 
 export function beginScan(scan: LineScan): void {
   scan.angle = -2;
   scan.brace = -2;
+  scan.escape = -2;
 }
 
 /** Whether the line from `from` to `end` holds a `<`. */
@@ -35,6 +37,31 @@ function holdsAngle(scan: LineScan, text: string, from: number, end: number): bo
 function holdsBrace(scan: LineScan, text: string, from: number, end: number): boolean {
   if (scan.brace !== -1 && scan.brace < from) scan.brace = text.indexOf("{", from);
   return scan.brace !== -1 && scan.brace < end;
+}
+
+/** Whether the line from `from` to `end` holds an ESC. */
+function holdsEscape(scan: LineScan, text: string, from: number, end: number): boolean {
+  if (scan.escape !== -1 && scan.escape < from) scan.escape = text.indexOf("\x1b", from);
+  return scan.escape !== -1 && scan.escape < end;
+}
+
+const FORCES = "forces replacement";
+const MOVED = " has moved to ";
+const INVOKED = " will be invoked";
+
+/**
+ * Whether the text from `from` to `end` holds ` has moved to ` or ` will be invoked`: what
+ * `mayBeHeading` searches a comment for, looked for in place. A search of the text would go on
+ * past the line's end to the end of the chunk: a comment is a few dozen characters, a chunk
+ * thousands.
+ */
+function holdsHeadingWords(text: string, from: number, end: number): boolean {
+  for (let at = text.indexOf(" ", from); at !== -1 && at < end; at = text.indexOf(" ", at + 1)) {
+    const next = text.charCodeAt(at + 1);
+    if (next === 0x68 && at + MOVED.length <= end && text.startsWith(MOVED, at)) return true;
+    if (next === 0x77 && at + INVOKED.length <= end && text.startsWith(INVOKED, at)) return true;
+  }
+  return false;
 }
 
 /**
@@ -80,9 +107,18 @@ function mayStartWith(text: string, first: number, end: number, word: string): b
  * false only where a character differs, read back from `last`, while nothing between `first` and
  * `last` is an escape sequence (read back, the end of one cannot be told from text).
  */
-function mayEndWith(text: string, first: number, last: number, word: string): boolean {
-  const escape = text.indexOf("\x1b", first);
-  if (escape !== -1 && escape < last) return true;
+function mayEndWith(
+  scan: LineScan,
+  text: string,
+  first: number,
+  last: number,
+  word: string,
+): boolean {
+  return holdsEscape(scan, text, first, last) || plainMayEndWith(text, first, last, word);
+}
+
+/** `mayEndWith` of a line that holds no escape sequence. */
+function plainMayEndWith(text: string, first: number, last: number, word: string): boolean {
   for (let index = 1; index <= word.length; index += 1) {
     const at = last + 1 - index;
     if (at < first) return true;
@@ -95,9 +131,24 @@ function mayEndWith(text: string, first: number, last: number, word: string): bo
  * Whether the comment line whose text is in `text` from `first` (its `#`) to `end` may be a
  * heading: by `mayBeHeading`, when no escape sequence stands in it to hide what it says.
  */
-function mayBeHeadingAt(text: string, first: number, end: number): boolean {
-  const escape = text.indexOf("\x1b", first);
-  return (escape !== -1 && escape < end) || mayBeHeading(text.slice(first, end));
+function mayBeHeadingAt(scan: LineScan, text: string, first: number, end: number): boolean {
+  return holdsEscape(scan, text, first, end) || plainMayBeHeading(text, first, end);
+}
+
+/**
+ * `mayBeHeading` of the comment from `first` to `end`, which holds no escape sequence, read where
+ * it stands rather than cut out.
+ */
+function plainMayBeHeading(text: string, first: number, end: number): boolean {
+  return mayEndHeading(text.charCodeAt(end - 1)) || holdsHeadingWords(text, first, end);
+}
+
+/**
+ * Whether every line is to be read as things stand: in a diagnostic, the actions list of Terraform
+ * before 0.12, the outputs list, or between a heading and its marker line.
+ */
+function readsEveryLine(state: PlanTextState): boolean {
+  return state.diagnostic !== undefined || state.inActions || state.inOutputs || state.afterHeading;
 }
 
 /**
@@ -115,8 +166,7 @@ export function passesOver(
   last: number,
   end: number,
 ): boolean {
-  if (state.diagnostic !== undefined || state.inActions || state.inOutputs || state.afterHeading)
-    return false;
+  if (readsEveryLine(state)) return false;
   if (first >= end) return true; // a blank line
   const code = text.charCodeAt(first);
   // Tabs and other white space, non-ASCII text (frames, Unicode spaces): read.
@@ -134,9 +184,77 @@ export function passesOver(
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
   const lineStart = first - indent;
   if (isWordCharacter(lastCode) && holdsAngle(scan, text, lineStart, end)) return false;
-  if (comment && mayBeHeadingAt(text, first, end)) return false;
+  if (comment && mayBeHeadingAt(scan, text, first, end)) return false;
   if (state.current === undefined) return true;
   // In a resource: its marker line (`resource "type" "name" {`), `# forces replacement`.
-  if (lastCode === 0x74 && mayEndWith(text, first, last, "forces replacement")) return false;
+  if (lastCode === 0x74 && mayEndWith(scan, text, first, last, FORCES)) return false;
   return !holdsBrace(scan, text, lineStart, end);
+}
+
+/**
+ * Whether the plain line of `text` from `start` to `end` (no escape sequence, no carriage return)
+ * whose first character other than space is at `first` (`first < end`) can be passed over:
+ * `passesOver`'s rules for such a line, while no diagnostic, actions list, outputs list or
+ * heading's comments are being read.
+ */
+function passesPlain(
+  state: PlanTextState,
+  scan: LineScan,
+  text: string,
+  start: number,
+  first: number,
+  end: number,
+): boolean {
+  const code = text.charCodeAt(first);
+  if (code <= 0x20 || code >= 0x7f) return false;
+  const heredocEnd = state.heredocEnd;
+  if (heredocEnd !== undefined) {
+    return first - start >= state.heredocIndent && code !== heredocEnd.charCodeAt(0);
+  }
+  const comment = code === 0x23;
+  if (!comment && mayBeLandmark(text, code, first, end)) return false;
+  const lastCode = text.charCodeAt(end - 1);
+  if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
+  if (isWordCharacter(lastCode) && holdsAngle(scan, text, start, end)) return false;
+  if (comment && plainMayBeHeading(text, first, end)) return false;
+  if (state.current === undefined) return true;
+  if (lastCode === 0x74 && plainMayEndWith(text, first, end - 1, FORCES)) return false;
+  return !holdsBrace(scan, text, start, end);
+}
+
+/** Whether the plain line whose text is from `first` to `end` may start like a landmark. */
+function mayBeLandmark(text: string, code: number, first: number, end: number): boolean {
+  // Most lines start with none of the landmarks' letters.
+  if (code < 0x43 || code > 0x57) return false;
+  const landmark = landmarkFor(code);
+  return landmark !== "" && mayStartWith(text, first, end, landmark);
+}
+
+/**
+ * Passes over the lines of `text` from `from` on while `passesOver` would pass each over, every
+ * one of them a line whose newline stands before `stop`, where the text from `from` to `stop`
+ * holds no escape sequence and no carriage return. Returns where the first line not passed over
+ * starts: `from` when none was passed over.
+ *
+ * The same rules as `passesOver`, for lines known to be plain, in one loop over the newlines: a
+ * long log's lines are mostly of such runs, and a call per line costs more than the rules.
+ */
+export function passRun(
+  state: PlanTextState,
+  scan: LineScan,
+  text: string,
+  from: number,
+  stop: number,
+): number {
+  if (readsEveryLine(state)) return from;
+  let start = from;
+  for (let end = text.indexOf("\n", start); end !== -1 && end < stop;) {
+    let first = start;
+    // The newline at `end` ends the indentation.
+    while (text.charCodeAt(first) === 0x20) first += 1;
+    if (first < end && !passesPlain(state, scan, text, start, first, end)) return start;
+    start = end + 1;
+    end = text.indexOf("\n", start);
+  }
+  return start;
 }

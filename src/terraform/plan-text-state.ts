@@ -223,13 +223,27 @@ function resultNotes(state: PlanTextState): string[] {
   return notes;
 }
 
+/**
+ * A copy of a resource as the result lists it, with its reason. Built from one literal, its other
+ * properties added in one order, rather than spread: V8 gives every object made by a spread with
+ * more properties (`{ ...resource, reason }`) a hidden class of its own, a few hundred bytes and
+ * some microseconds each, and leaves code reading thousands of such objects looking each property
+ * up as in a dictionary.
+ */
+function listedResource(resource: PlanResource, reason: string | undefined): PlanResource {
+  const listed: PlanResource = { address: resource.address, action: resource.action };
+  if (resource.replaceOrder !== undefined) listed.replaceOrder = resource.replaceOrder;
+  if (reason !== undefined) listed.reason = reason;
+  if (resource.deposed !== undefined) listed.deposed = resource.deposed;
+  if (resource.importing !== undefined) listed.importing = resource.importing;
+  return listed;
+}
+
 /** What has been read so far; the state is left as it is, so reading can go on. */
 export function planTextResult(state: PlanTextState): PlanTextResult {
-  const listed = state.resources.map((resource): PlanResource => {
-    const reason = resourceReason(resource);
-    // In one literal: a property added to a copy afterwards costs each copy a change of shape.
-    return reason === undefined ? { ...resource.resource } : { ...resource.resource, reason };
-  });
+  const listed = state.resources.map((resource) =>
+    listedResource(resource.resource, resourceReason(resource)),
+  );
   const allErrors = [...state.errors];
   if (state.diagnostic?.kind === "Error") allErrors.push(finishDiagnostic(state.diagnostic));
   const derivedCounts = deriveCounts(listed);

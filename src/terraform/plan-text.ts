@@ -47,7 +47,7 @@ import {
   planTextResult,
   type PlanTextState,
 } from "./plan-text-state.js";
-import { beginScan, createLineScan, passesOver } from "./plan-text-skip.js";
+import { beginScan, createLineScan, passesOver, passRun } from "./plan-text-skip.js";
 
 export * from "./plan-summary.js";
 export { isSpace } from "./plan-text-lines.js";
@@ -259,6 +259,7 @@ export function createPlanTextParser(): PlanTextParser {
     },
     passes: (text, first, indent, last, end) =>
       passesOver(state, scan, text, first, indent, last, end),
+    passRun: (text, from, stop) => passRun(state, scan, text, from, stop),
     result: () => planTextResult(state),
   };
 }

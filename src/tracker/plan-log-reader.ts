@@ -48,6 +48,7 @@ export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLog
         wantsEveryLine: true,
         begin: () => undefined,
         passes: () => false,
+        passRun: (_text, from) => from,
         line: (line) => {
           kept.push(line);
           readKept(line);
@@ -59,6 +60,7 @@ export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLog
           parser.begin(text);
         },
         passes: (text, first, indent, last, end) => parser.passes(text, first, indent, last, end),
+        passRun: (text, from, stop) => parser.passRun(text, from, stop),
         line: (line) => {
           parser.push(line);
         },

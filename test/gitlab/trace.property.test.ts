@@ -40,7 +40,7 @@ function clean(pieces: readonly string[], options: TraceCleanerOptions = {}): Cl
 
 /**
  * `clean`, the lines handed to a sink: each one it is shown is read (made) or, with `passAll`,
- * passed over, and then only the sections are kept.
+ * passed over, one by one or in runs, and then only the sections are kept.
  */
 function cleanTo(pieces: readonly string[], overwritten: "hide" | "keep", passAll: boolean) {
   const cleaner = createTraceCleaner({ overwritten });
@@ -49,6 +49,10 @@ function cleanTo(pieces: readonly string[], overwritten: "hide" | "keep", passAl
     wantsEveryLine: false,
     begin: () => undefined,
     passes: () => passAll,
+    passRun: (text: string, from: number, stop: number) => {
+      const newline = text.lastIndexOf("\n", stop - 1);
+      return passAll && newline >= from ? newline + 1 : from;
+    },
     line: (line: string) => lines.push(line),
   };
   for (const piece of pieces) cleaner.pushTo(piece, sink);

@@ -44,6 +44,17 @@ function read(pieces: readonly string[], overwritten: Overwritten, keepLines: bo
   return { plan: reader.result(), lines };
 }
 
+/**
+ * The pieces after a first line of their own read as the reference reads them, lines kept or not:
+ * the cleaner's shortcuts start once a first line has shown the log has no timestamps.
+ */
+function readsAfterAFirstLine(parts: readonly string[], overwritten: Overwritten): void {
+  const apart = ["Running with gitlab-runner 18.2.0\n", ...parts];
+  const expected = reference(apart, overwritten);
+  expect(read(apart, overwritten, false).plan).toEqual(expected.plan);
+  expect(read(apart, overwritten, true)).toEqual(expected);
+}
+
 const word = fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/);
 
 /** Lines of a plan job's log: Terraform's, the runner's, and text that only looks like them. */
@@ -67,6 +78,13 @@ const planLine = fc.oneof(
     "      + script  = <<EOT\n          # data, not a heading\n        EOT\n      ~ id = 1 # forces replacement",
     '  # local_file.r must be replaced\n-/+ resource "local_file" "r" {\n      ~ data = <<-EOT\n        EOT\n      ~ size = 2 # forces replacement\n    }',
     "          + just a line",
+    "      + tags    = {",
+    "      + b       = x<",
+    "      + c       = 1 <",
+    "  #",
+    "#",
+    "        ",
+    "  # action.a.b will be invoked",
     "        EOT",
     "EOT",
     "    }",
@@ -150,10 +168,22 @@ describe("reading a plan job's log", () => {
     // The cleaner's shortcuts start once a first line has shown the log has no timestamps.
     fc.assert(
       fc.property(pieces, overwrittenMode, (parts, overwritten) => {
-        const apart = ["Running with gitlab-runner 18.2.0\n", ...parts];
-        const expected = reference(apart, overwritten);
-        expect(read(apart, overwritten, false).plan).toEqual(expected.plan);
-        expect(read(apart, overwritten, true)).toEqual(expected);
+        readsAfterAFirstLine(parts, overwritten);
+      }),
+      RUNS,
+    );
+  });
+
+  it("reads a log cut only where its lines end as the cleaner's lines read one by one", () => {
+    // Each piece then begins with a line of its own: runs of plain lines start at a chunk's start
+    // and end at its end, with no line held over from the piece before.
+    const cutAtLineEnds = withEnd.chain((log) => {
+      const ends = [...log.matchAll(/\n/g)].map((match) => match.index + 1);
+      return fc.subarray(ends).map((cuts) => splitAt(log, cuts));
+    });
+    fc.assert(
+      fc.property(cutAtLineEnds, overwrittenMode, (parts, overwritten) => {
+        readsAfterAFirstLine(parts, overwritten);
       }),
       RUNS,
     );
