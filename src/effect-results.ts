@@ -20,6 +20,16 @@ export const PipelineCreatedSchema = z.object({
   ...watched,
 });
 
+/**
+ * `create_pipeline` ended as failed: the error's code, what the requester is told (whichever
+ * replica tells them), and how long a pipeline whose creation was in flight is looked for.
+ */
+export const PipelineFailedSchema = z.object({
+  failed: z.string(),
+  words: z.string().optional(),
+  ...watched,
+});
+
 /** `record_pipeline`: the pipeline the request now names, recorded and audited once. */
 export const PipelineRecordedSchema = z.object({ pipelineId: z.number().int() });
 

@@ -25,6 +25,15 @@ export interface EffectPlan<T extends EffectResult> {
   /** Kept with the intent, for finishing the effect after a restart. */
   detail?: Record<string, unknown>;
   /**
+   * What a failed act ends the step with: recorded as its result (done) in place of giving up the
+   * claim, so that a run waiting for the step (another replica's, or this one's led work) finds
+   * it failed (EffectFailedError) rather than taking it over and acting again. Undefined, or no
+   * `settle`, leaves the step to be taken over and tried again.
+   */
+  settle?: (error: unknown) => Promise<EffectResult | undefined>;
+  /** The schema of what `settle` records. */
+  failure?: z.ZodType<EffectResult>;
+  /**
    * The intent was recorded by this process a moment ago (together with a status move), not
    * left by a crash: nothing to reconcile.
    */
@@ -59,7 +68,22 @@ export interface EffectsOptions {
   onCrashPoint?: (point: CrashPoint) => void;
 }
 
-/** A result read back from the store, checked against the step's schema. */
+/** A step that ended as failed (`EffectPlan.settle`), found so by a run that did not act. */
+export class EffectFailedError extends Error {
+  override name = "EffectFailedError";
+  constructor(
+    readonly step: string,
+    /** What the failed run recorded, checked against the step's `failure` schema. */
+    readonly result: EffectResult,
+  ) {
+    super(`${step} ended as failed`);
+  }
+}
+
+/**
+ * A result read back from the store, checked against the step's schema; EffectFailedError when
+ * it is the failure the step records instead.
+ */
 function recordedResult<T extends EffectResult>(
   subject: string,
   step: string,
@@ -67,6 +91,8 @@ function recordedResult<T extends EffectResult>(
   plan: EffectPlan<T>,
 ): T {
   const parsed = plan.result.safeParse(result ?? {});
+  const failure = parsed.success ? undefined : plan.failure?.safeParse(result ?? {});
+  if (failure?.success === true) throw new EffectFailedError(step, failure.data);
   if (!parsed.success) {
     throw new Error(`the recorded result of ${step} for ${subject} is not one that step writes`, {
       cause: parsed.error,
@@ -116,8 +142,10 @@ export function createEffects(options: EffectsOptions): Effects {
     try {
       result = await plan.act();
     } catch (error) {
+      const ended = await plan.settle?.(error);
+      if (ended !== undefined) await store.complete(subject, step, ended);
       // Not done here: another replica may try (reconciling first) without waiting for the claim.
-      await options.release?.(subject, step).catch(() => undefined);
+      else await options.release?.(subject, step).catch(() => undefined);
       throw error;
     }
     point(step, "after");

@@ -1,6 +1,6 @@
 import type { webApi } from "@slack/bolt";
 import type { Config } from "../config.js";
-import type { Effects } from "../effects.js";
+import { EffectFailedError, type Effects } from "../effects.js";
 import { VmbotError } from "../errors.js";
 import { userMessage } from "../views/errors.js";
 import type { GitlabPort } from "../gitlab/gitlab.js";
@@ -22,6 +22,7 @@ import {
 } from "../slack/request-message.js";
 import {
   PipelineCreatedSchema,
+  PipelineFailedSchema,
   PipelineRecordedSchema,
   PostedResultSchema,
 } from "../effect-results.js";
@@ -227,6 +228,22 @@ async function recordPipeline(
   return (await store.getRequest(request.id)) ?? request;
 }
 
+/** What a failed create ends its step with: the error, and a watch for a late pipeline. */
+async function pipelineFailure(attempt: CreateAttempt, error: unknown) {
+  const code = error instanceof VmbotError ? error.code : "internal";
+  return {
+    failed: code,
+    words: userMessage(error),
+    // GitLab may still create it: the tracker cancels one that lands late.
+    ...(attempt.leftInFlight || UNCERTAIN.has(code) ? await attempt.watch() : {}),
+  };
+}
+
+/**
+ * The request failed: by this run's create, or by another's that ended the step as failed
+ * (EffectFailedError; a replica that acted, perhaps gone before it said so). The move and its
+ * audit entry are one conditional write, so whichever run gets there first tells it, once.
+ */
 async function pipelineFailed(
   deps: StarterDeps,
   request: RequestRecord,
@@ -234,20 +251,34 @@ async function pipelineFailed(
   error: unknown,
 ): Promise<RequestRecord> {
   const { store } = deps;
-  const code = error instanceof VmbotError ? error.code : "internal";
-  deps.log.error({ err: error, code }, "could not create the pipeline");
-  // GitLab may still create it: the tracker cancels one that lands late.
-  await store.complete(request.id, "create_pipeline", {
-    failed: code,
-    ...(attempt.leftInFlight || UNCERTAIN.has(code) ? await attempt.watch() : {}),
-  });
-  await store.audit({ requestId: request.id, actor: "vmbot", action: "failed", detail: { code } });
-  // Withdrawn meanwhile: the request keeps that end.
-  return (
-    (await store.transition(request.id, ["queued"], "failed", { error: userMessage(error) })) ??
-    (await store.getRequest(request.id)) ??
-    request
+  const elsewhere =
+    error instanceof EffectFailedError ? PipelineFailedSchema.safeParse(error.result) : undefined;
+  const ended =
+    elsewhere?.success === true ? elsewhere.data : await pipelineFailure(attempt, error);
+  if (elsewhere === undefined) {
+    deps.log.error({ err: error, code: ended.failed }, "could not create the pipeline");
+  }
+  // A failure outside the act (the store, a look-up) has not ended the step yet.
+  if ((await store.effect(request.id, "create_pipeline"))?.state !== "done") {
+    await store.complete(request.id, "create_pipeline", ended);
+  }
+  const entry = { actor: "vmbot", action: "failed", detail: { code: ended.failed } };
+  const failed = await store.transition(
+    request.id,
+    ["queued"],
+    "failed",
+    { error: ended.words ?? userMessage(error) },
+    undefined,
+    entry,
   );
+  if (failed !== undefined) return failed;
+  const current = (await store.getRequest(request.id)) ?? request;
+  // Withdrawn meanwhile: the request keeps that end, and the run that acted still audits that
+  // the pipeline failed.
+  if (elsewhere === undefined && current.status !== "failed") {
+    await store.audit({ requestId: request.id, ...entry });
+  }
+  return current;
 }
 
 async function createPipeline(deps: StarterDeps, request: RequestRecord): Promise<RequestRecord> {
@@ -257,6 +288,9 @@ async function createPipeline(deps: StarterDeps, request: RequestRecord): Promis
       result: PipelineCreatedSchema,
       reconcile: attempt.find,
       act: () => triggerPipeline(deps, request, attempt),
+      // Ended here, not left for the led work waiting on the claim to try again.
+      settle: (error) => pipelineFailure(attempt, error),
+      failure: PipelineFailedSchema,
     });
     return await recordPipeline(deps, request, pipeline);
   } catch (error) {

@@ -4,8 +4,9 @@
  * reconciled with the outside world first.
  */
 import { afterEach, expect, it } from "vitest";
+import { z } from "zod";
 import { PostedResultSchema } from "../../../src/effect-results.js";
-import { createEffects } from "../../../src/effects.js";
+import { createEffects, EffectFailedError } from "../../../src/effects.js";
 import { createLeader } from "../../../src/store/postgres/leader.js";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/store.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
@@ -21,6 +22,28 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
   afterEach(async () => {
     for (const store of opened.splice(0)) await store.close();
   });
+
+  /** Two replicas whose claims would hold longer than a test: only a release or a result frees one. */
+  const holdingPair = async (names: [string, string]) => {
+    const open = async (name: string) => {
+      const store = await openPostgresStore(database.url(), { replica: name });
+      opened.push(store);
+      const options = { store, claim: store.claim, release: store.release, claimHoldMs: 600_000 };
+      return createEffects(options);
+    };
+    return [await open(names[0]), await open(names[1])] as const;
+  };
+  /** An act that fails when `fail` is called, and the acts attempted, by who attempted them. */
+  const failingAct = () => {
+    let fail: (error: Error) => void = () => undefined;
+    const failing = new Promise<never>((_, reject) => {
+      fail = reject;
+    });
+    const failNow = (error: Error) => {
+      fail(error);
+    };
+    return { failing, fail: failNow, attempts: [] as string[] };
+  };
 
   it("acts once for three replicas reaching one effect at once, each getting its result", async () => {
     const replicas = await Promise.all(["a", "b", "c"].map((name) => replica(`claim-${name}`)));
@@ -47,19 +70,9 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
   });
 
   it("lets another replica act at once when the one holding the claim failed to, without waiting for the claim to lapse", async () => {
-    const open = async (name: string) => {
-      const store = await openPostgresStore(database.url(), { replica: name });
-      opened.push(store);
-      // A claim that would hold longer than the test: only its release lets the other act.
-      const options = { store, claim: store.claim, release: store.release, claimHoldMs: 600_000 };
-      return createEffects(options);
-    };
-    const [first, second] = [await open("release-a"), await open("release-b")];
-    let fail: (error: Error) => void = () => undefined;
-    const failing = new Promise<never>((_, reject) => {
-      fail = reject;
-    });
-    const attempts: string[] = [];
+    // Only the claim's release lets the other act.
+    const [first, second] = await holdingPair(["release-a", "release-b"]);
+    const { failing, fail, attempts } = failingAct();
     const plan = (who: string, act: () => Promise<{ ts: string }>) => ({
       result: PostedResultSchema,
       reconcile: () => Promise.resolve(undefined),
@@ -69,7 +82,7 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
       },
     });
     const failed = first.once(
-      "R3",
+      "R-release",
       "reply:ready",
       plan("a", () => failing),
     );
@@ -84,6 +97,44 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
     await expect(failed).rejects.toThrow("Slack did not answer");
     expect(await retried).toEqual({ ts: "1700000000.000300" });
     expect(attempts).toEqual(["a", "b"]);
+  });
+
+  it("ends the step where the act failed when the plan settles it: a replica waiting for it finds it failed and does not act", async () => {
+    const [first, second] = await holdingPair(["settle-a", "settle-b"]);
+    const { failing, fail, attempts } = failingAct();
+    const plan = (who: string, act: () => Promise<{ ts: string }>) => ({
+      result: PostedResultSchema,
+      failure: z.object({ failed: z.string() }),
+      reconcile: () => Promise.resolve(undefined),
+      act: () => {
+        attempts.push(who);
+        return act();
+      },
+      settle: (error: unknown) =>
+        Promise.resolve({ failed: error instanceof Error ? error.message : "?" }),
+    });
+    const failed = first.once(
+      "R-settle",
+      "reply:ready",
+      plan("a", () => failing),
+    );
+    await expect.poll(() => attempts).toEqual(["a"]);
+    const waiting = second.once(
+      "R-settle",
+      "reply:ready",
+      plan("b", () => Promise.resolve({ ts: "1700000000.000400" })),
+    );
+    fail(new Error("GitLab answered 500"));
+    await expect(failed).rejects.toThrow("GitLab answered 500");
+    const found = await waiting.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(found).toBeInstanceOf(EffectFailedError);
+    expect((found as EffectFailedError).result).toEqual({ failed: "GitLab answered 500" });
+    expect(attempts).toEqual(["a"]);
+    const effect = await opened[0]!.effect("R-settle", "reply:ready");
+    expect(effect).toMatchObject({ state: "done", result: { failed: "GitLab answered 500" } });
   });
 
   it("takes over an intent whose replica stopped, reconciling before it acts", async () => {
