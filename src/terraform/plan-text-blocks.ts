@@ -5,20 +5,23 @@
  */
 import type { PlanCounts, PlanResource } from "./plan-summary.js";
 import {
-  ATTRIBUTE_NAME,
   DEPOSED,
   detached,
-  FORCES_REPLACEMENT,
   HEADING_PHRASES,
   LEGACY_SYMBOLS,
-  MARKER,
-  mayBeMarker,
   OUTPUT_ENTRY,
   OUTPUT_SYMBOLS,
   REASON_COMMENT,
   WARNING_COMMENT,
   type ResourceState,
 } from "./plan-text-lines.js";
+import {
+  attributeName,
+  forcesReplacement,
+  holdsTypeAndName,
+  markerReplaces,
+  readMarker,
+} from "./plan-text-chars.js";
 import { leaveResource, type PlanTextState } from "./plan-text-state.js";
 
 /**
@@ -126,12 +129,15 @@ export function outputsLine(
   return blank;
 }
 
-/** The marker line under a heading (`-/+ resource "type" "name" {`), which may give the order. */
-function marker(read: ResourceState, symbol: string | undefined): void {
+/**
+ * The marker line under a heading (`-/+ resource "type" "name" {`, its text from `start`), which
+ * may give the order.
+ */
+function marker(read: ResourceState, text: string, start: number): void {
   const resource = read.resource;
-  if (symbol === "-/+" || symbol === "+/-") {
+  if (markerReplaces(text, start)) {
     resource.action = "replace";
-    resource.replaceOrder = symbol === "-/+" ? "delete-first" : "create-first";
+    resource.replaceOrder = text.charCodeAt(start) === 0x2d ? "delete-first" : "create-first";
   }
   // Any other marker agrees with its heading, which is the more explicit of the two; a replace
   // from the heading is never downgraded.
@@ -157,11 +163,10 @@ export function resourceLine(
       return;
     }
   }
-  const mark = mayBeMarker(text, start) ? MARKER.exec(text) : null;
-  if (mark !== null) {
-    const [, symbol, , type, name] = mark;
-    if (state.afterHeading && current.resource.address.includes(`${type ?? ""}.${name ?? ""}`)) {
-      marker(current, symbol);
+  const span = state.markerSpan;
+  if (readMarker(text, start, span)) {
+    if (state.afterHeading && holdsTypeAndName(current.resource.address, text, span)) {
+      marker(current, text, start);
     }
     state.afterHeading = false;
     return;
@@ -169,10 +174,9 @@ export function resourceLine(
   state.afterHeading = false;
   if (
     text.charCodeAt(text.length - 1) === 0x74 && // `t`
-    text.endsWith("forces replacement") &&
-    FORCES_REPLACEMENT.test(text)
+    forcesReplacement(text)
   ) {
-    current.forcedBy.push(detached(ATTRIBUTE_NAME.exec(text)?.[1] ?? ""));
+    current.forcedBy.push(detached(attributeName(text, start)));
     if (current.resource.action !== "replace") current.resource.action = "replace";
   }
 }

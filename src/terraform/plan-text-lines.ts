@@ -29,14 +29,52 @@ export const HEADING_PHRASES: Record<
   "will be removed from Terraform state, but will not be destroyed": { action: "forget" },
 };
 
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** The heading phrases, longest first: where one ends another, a heading holds the longer. */
+const PHRASES_LONGEST_FIRST = Object.keys(HEADING_PHRASES).sort((a, b) => b.length - a.length);
 
-export const HEADING = new RegExp(
-  `^\\s*# (.+?) (${Object.keys(HEADING_PHRASES)
-    .sort((a, b) => b.length - a.length)
-    .map(escapeRegExp)
-    .join("|")})$`,
-);
+/**
+ * Where the text of a comment line (`  # ...`) starts, after its indentation (white space as
+ * `\s` reads it), `#` and one space; -1 when the line does not start so.
+ */
+export function commentTextStart(text: string): number {
+  let at = 0;
+  while (isSpace(text.charCodeAt(at))) at += 1;
+  return text.charCodeAt(at) === 0x23 && text.charCodeAt(at + 1) === 0x20 ? at + 2 : -1;
+}
+
+/**
+ * The phrase of the heading `text` (`  # <address> will be created`) whose address starts at
+ * `from` (its `commentTextStart`); undefined when the line is no heading. What the pattern
+ * `^\s*# (.+?) (<the phrases, longest first>)$` reads, without its backtracking: its lazy address
+ * stops at the first place where a space and a whole phrase end the line, which is before the
+ * longest phrase the line ends with, if that leaves an address of at least one character; `.`
+ * takes no line terminator into the address.
+ */
+export function headingPhrase(text: string, from: number): string | undefined {
+  for (const phrase of PHRASES_LONGEST_FIRST) {
+    const space = text.length - phrase.length - 1;
+    if (space <= from || text.charCodeAt(space) !== 0x20 || !text.endsWith(phrase)) continue;
+    // A shorter phrase leaves a longer address, holding the same line terminator.
+    return holdsLineTerminator(text, from, space) ? undefined : phrase;
+  }
+  return undefined;
+}
+
+/** Whether the text from `from` to `to` holds a line terminator, which `.` does not match. */
+function holdsLineTerminator(text: string, from: number, to: number): boolean {
+  for (let at = from; at < to; at += 1) {
+    const code = text.charCodeAt(at);
+    if (code === 0x0a || code === 0x0d || code === 0x2028 || code === 0x2029) return true;
+  }
+  return false;
+}
+
+/** Whether the line is a heading, `  # <address> <phrase>`, as `headingPhrase` reads it. */
+export function isHeading(text: string): boolean {
+  const from = commentTextStart(text);
+  return from !== -1 && headingPhrase(text, from) !== undefined;
+}
+
 export const MOVED_HEADING = /^\s*# (.+?) has moved to (.+)$/;
 /**
  * The last characters a heading can end with, but for a move's and an action's
@@ -72,10 +110,6 @@ export const OTHER_HEADING =
 export const DEPOSED = /^(.+) \(deposed object ([^)\s]+)\)$/;
 export const REASON_COMMENT = /^\s*#\s*\((.+)\)$/;
 export const WARNING_COMMENT = /^\s*#\s*Warning: (.+)$/;
-export const MARKER = /^\s*(?:(-\/\+|\+\/-|<=|[+~-])\s+)?(resource|data) "([^"]+)" "([^"]+)" \{/;
-export const FORCES_REPLACEMENT = /#\s*forces replacement\s*$/;
-export const ATTRIBUTE_NAME =
-  /^\s*(?:(?:-\/\+|\+\/-|[+~-])\s+)?("(?:[^"\\]|\\.)*"|[\w.-]+)\s*(?:=|\{)/;
 export const PLAN_LINE =
   /^\s*Plan: (?:(\d+) to import, )?(\d+) to add, (\d+) to change, (\d+) to destroy(?:, (\d+) to forget)?\./;
 export const NO_CHANGES = /^\s*No changes\./;
@@ -162,24 +196,6 @@ export function isSpace(code: number): boolean {
     code === 0x3000 ||
     code === 0xfeff
   );
-}
-
-/**
- * Whether the line may be a `MARKER` line, whose text begins `resource` or `data` after its
- * indentation and an optional symbol and spaces (`-/+ resource "type" "name" {`).
- */
-export function mayBeMarker(text: string, start: number): boolean {
-  let at = start;
-  let code = text.charCodeAt(at);
-  if (code === 0x2d || code === 0x2b || code === 0x3c || code === 0x7e) {
-    // `-`, `+`, `<`, `~`: a symbol, then spaces.
-    while (at < text.length && !isSpace(text.charCodeAt(at))) at += 1;
-    const symbolEnd = at;
-    while (at < text.length && isSpace(text.charCodeAt(at))) at += 1;
-    if (at === symbolEnd) return false;
-    code = text.charCodeAt(at);
-  }
-  return (code === 0x72 || code === 0x64) && text.includes('" {');
 }
 
 /**

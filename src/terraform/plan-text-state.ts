@@ -11,10 +11,11 @@ import {
   type PlanResource,
   type PlanTextResult,
 } from "./plan-summary.js";
+import { createMarkerSpan, type MarkerSpan } from "./plan-text-chars.js";
 import {
   BOX_CONTENT,
   finishDiagnostic,
-  HEADING,
+  isHeading,
   MAX_DETAIL_CHARS,
   MAX_DETAIL_LINES,
   NO_CHANGES,
@@ -52,6 +53,8 @@ export interface PlanTextState {
   heredocEnd: string | undefined;
   /** The indentation of the line that opened it: its value is printed further in, never less. */
   heredocIndent: number;
+  /** Where the last marker line's type and name were: written over by the next. */
+  markerSpan: MarkerSpan;
 }
 
 export function createPlanTextState(): PlanTextState {
@@ -74,6 +77,7 @@ export function createPlanTextState(): PlanTextState {
     inActions: false,
     heredocEnd: undefined,
     heredocIndent: 0,
+    markerSpan: createMarkerSpan(),
   };
 }
 
@@ -178,7 +182,7 @@ function unframedLine(state: PlanTextState, diagnostic: DiagnosticState, line: s
     PLAIN_DIAGNOSTIC.test(line) ||
     line.trim() === "╷" ||
     PLAN_LINE.test(line) ||
-    HEADING.test(line) ||
+    isHeading(line) ||
     NO_CHANGES.test(line) ||
     OUTPUTS_HEADER.test(line)
   ) {

@@ -17,8 +17,10 @@
 import type { PlanTextParser, PlanTextResult } from "./plan-summary.js";
 import {
   BOX_CONTENT,
-  HEADING,
+  commentTextStart,
+  headingPhrase,
   HEREDOC_OPEN,
+  isHeading,
   isSpace,
   isWordCharacter,
   LEGACY_ACTIONS_HEADER,
@@ -177,9 +179,11 @@ function landmarkLine(state: PlanTextState, text: string, start: number, first: 
  */
 function headingLine(state: PlanTextState, text: string): boolean {
   if (!mayBeHeading(text)) return false;
-  const found = HEADING.exec(text);
-  if (found !== null) {
-    heading(state, found[1] ?? "", found[2] ?? "");
+  const from = commentTextStart(text);
+  if (from === -1) return false;
+  const phrase = headingPhrase(text, from);
+  if (phrase !== undefined) {
+    heading(state, text.slice(from, text.length - phrase.length - 1), phrase);
     return true;
   }
   const moved = MOVED_HEADING.exec(text);
@@ -207,9 +211,9 @@ function readLine(state: PlanTextState, raw: string, indent?: number): void {
   // The line patterns are anchored at the start, most after optional indentation: the first
   // character that is not space decides which of them can match at all, so most lines of a plan
   // (attributes, runner output) are ruled out without running them. Where the text starts is
-  // kept as an index. `trimStart` finds it natively, faster than a loop over the indentation, and
-  // its copy of the rest is dropped at once.
-  const start = text.length - text.trimStart().length;
+  // kept as an index, found without a copy of the rest (`trimStart`'s) to collect.
+  let start = 0;
+  while (isSpace(text.charCodeAt(start))) start += 1;
   const first = text.charCodeAt(start);
   if (mayOpen(first) || state.inActions || state.inOutputs) {
     if (diagnosticStart(state, text, start, first)) return;
@@ -281,5 +285,5 @@ export function parsePlanText(text: string): PlanTextResult {
 /** A text's last line, without its newline, that reads as a heading and may be one cut short. */
 export function mayBeCutHeading(lastLine: string): boolean {
   const last = lastLine.trimEnd();
-  return HEADING.test(last) || MOVED_HEADING.test(last);
+  return isHeading(last) || MOVED_HEADING.test(last);
 }

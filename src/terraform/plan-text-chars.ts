@@ -1,0 +1,186 @@
+/**
+ * The lines of a resource block the plan text reader reads by character codes rather than by
+ * patterns: its marker line (`-/+ resource "type" "name" {`) and an attribute that forces a
+ * replacement (`~ content = (sensitive value) # forces replacement`). Each reads what its pattern
+ * would, with none of the pattern's backtracking and none of the match arrays and captured copies
+ * a pattern makes for every line it reads.
+ */
+import { isSpace, isWordCharacter } from "./plan-text-lines.js";
+
+/**
+ * Where a marker line's type and name stand in it: the type from `typeFrom` to `typeTo`, the name
+ * from `nameFrom` to `nameTo`. One per reader, written over for each marker line.
+ */
+export interface MarkerSpan {
+  typeFrom: number;
+  typeTo: number;
+  nameFrom: number;
+  nameTo: number;
+}
+
+export function createMarkerSpan(): MarkerSpan {
+  return { typeFrom: 0, typeTo: 0, nameFrom: 0, nameTo: 0 };
+}
+
+/** The length of the symbol at `at` (`-/+`, `+/-`, `+`, `~`, `-`, and `<=` with `read`), or 0. */
+function symbolLength(text: string, at: number, read: boolean): number {
+  const code = text.charCodeAt(at);
+  if (code === 0x2d || code === 0x2b) {
+    // `-/+` or `+/-`, else `-` or `+` alone.
+    const other = code === 0x2d ? 0x2b : 0x2d;
+    return text.charCodeAt(at + 1) === 0x2f && text.charCodeAt(at + 2) === other ? 3 : 1;
+  }
+  if (code === 0x7e) return 1;
+  return read && code === 0x3c && text.charCodeAt(at + 1) === 0x3d ? 2 : 0;
+}
+
+/**
+ * Where the text after the symbol at `at` (of `length` characters) and the white space after it
+ * starts; -1 when no white space follows the symbol.
+ */
+function afterSymbol(text: string, at: number, length: number): number {
+  let after = at + length;
+  while (isSpace(text.charCodeAt(after))) after += 1;
+  return after === at + length ? -1 : after;
+}
+
+/**
+ * Whether the line whose text starts at `start` (after its white space) is a marker line, as
+ * `^\s*(?:(-\/\+|\+\/-|<=|[+~-])\s+)?(resource|data) "([^"]+)" "([^"]+)" \{` reads it; if it is,
+ * `span` holds where its type and name are. A symbol must have white space after it, and a type
+ * and a name run each from its `"` to the next, holding at least one character.
+ */
+export function readMarker(text: string, start: number, span: MarkerSpan): boolean {
+  let at = start;
+  const symbol = symbolLength(text, at, true);
+  if (symbol > 0) {
+    at = afterSymbol(text, at, symbol);
+    if (at === -1) return false;
+  }
+  if (text.startsWith('resource "', at)) at += 10;
+  else if (text.startsWith('data "', at)) at += 6;
+  else return false;
+  const typeTo = text.indexOf('"', at);
+  if (typeTo <= at || text.charCodeAt(typeTo + 1) !== 0x20 || text.charCodeAt(typeTo + 2) !== 0x22)
+    return false;
+  const nameFrom = typeTo + 3;
+  const nameTo = text.indexOf('"', nameFrom);
+  if (nameTo <= nameFrom || text.charCodeAt(nameTo + 1) !== 0x20) return false;
+  if (text.charCodeAt(nameTo + 2) !== 0x7b) return false;
+  span.typeFrom = at;
+  span.typeTo = typeTo;
+  span.nameFrom = nameFrom;
+  span.nameTo = nameTo;
+  return true;
+}
+
+/** Whether the marker line's symbol, at `start`, is one of a replacement: `-/+` or `+/-`. */
+export function markerReplaces(text: string, start: number): boolean {
+  return symbolLength(text, start, false) === 3;
+}
+
+/** Longer than this, a type and name are looked for in an address by `includes`. */
+const SHORT_NAME = 64;
+
+/**
+ * Whether `address` holds the marker's `type.name` (`span`, in `text`) anywhere, as
+ * `address.includes(`${type}.${name}`)` finds it, without joining the two. Searched for by its
+ * type and compared after it for a name of the usual length; a longer one (a hostile line) by the
+ * joined text, whose search takes time linear in the address.
+ */
+export function holdsTypeAndName(address: string, text: string, span: MarkerSpan): boolean {
+  const { typeFrom, typeTo, nameFrom, nameTo } = span;
+  if (typeTo - typeFrom + nameTo - nameFrom > SHORT_NAME) {
+    return address.includes(`${text.slice(typeFrom, typeTo)}.${text.slice(nameFrom, nameTo)}`);
+  }
+  const type = text.slice(typeFrom, typeTo);
+  const nameLength = nameTo - nameFrom;
+  for (let at = address.indexOf(type); at !== -1; at = address.indexOf(type, at + 1)) {
+    const dot = at + type.length;
+    if (address.charCodeAt(dot) !== 0x2e || dot + 1 + nameLength > address.length) continue;
+    let index = 0;
+    while (
+      index < nameLength &&
+      address.charCodeAt(dot + 1 + index) === text.charCodeAt(nameFrom + index)
+    )
+      index += 1;
+    if (index === nameLength) return true;
+  }
+  return false;
+}
+
+const FORCES = "forces replacement";
+
+/**
+ * Whether the line, without white space at its end, ends with a comment that the attribute
+ * forces a replacement: what `#\s*forces replacement\s*$` finds in it.
+ */
+export function forcesReplacement(text: string): boolean {
+  if (!text.endsWith(FORCES)) return false;
+  let at = text.length - FORCES.length - 1;
+  while (at >= 0 && isSpace(text.charCodeAt(at))) at -= 1;
+  return text.charCodeAt(at) === 0x23;
+}
+
+/** `[\w.-]`. */
+function isNameCharacter(code: number): boolean {
+  return isWordCharacter(code) || code === 0x2e || code === 0x2d;
+}
+
+/**
+ * Where the quoted name whose `"` is at `at` ends, after its closing `"`, as
+ * `"(?:[^"\\]|\\.)*"` reads it: a backslash takes the character after it, but for a line
+ * terminator; -1 when it does not end.
+ */
+function quotedEnd(text: string, at: number): number {
+  let index = at + 1;
+  for (;;) {
+    if (index >= text.length) return -1;
+    const code = text.charCodeAt(index);
+    if (code === 0x22) return index + 1;
+    if (code === 0x5c) {
+      const next = text.charCodeAt(index + 1);
+      if (index + 1 >= text.length || next === 0x0a || next === 0x0d) return -1;
+      if (next === 0x2028 || next === 0x2029) return -1;
+      index += 2;
+    } else {
+      index += 1;
+    }
+  }
+}
+
+/**
+ * Where the attribute name at `at` ends, a quoted one or one of `[\w.-]`, when white space and
+ * `=` or `{` follow it; -1 when none does.
+ */
+function nameEnd(text: string, at: number): number {
+  let end = at;
+  if (text.charCodeAt(at) === 0x22) {
+    end = quotedEnd(text, at);
+    if (end === -1) return -1;
+  } else {
+    while (isNameCharacter(text.charCodeAt(end))) end += 1;
+    if (end === at) return -1;
+  }
+  let after = end;
+  while (isSpace(text.charCodeAt(after))) after += 1;
+  const code = text.charCodeAt(after);
+  return code === 0x3d || code === 0x7b ? end : -1;
+}
+
+/**
+ * The name of the attribute on the line whose text starts at `start` (after its white space), as
+ * `^\s*(?:(?:-\/\+|\+\/-|[+~-])\s+)?("(?:[^"\\]|\\.)*"|[\w.-]+)\s*(?:=|\{)` captures it: after a
+ * symbol and white space if a name follows them, else from the start (`- = 1` names `-`); "" when
+ * the line names none.
+ */
+export function attributeName(text: string, start: number): string {
+  const symbol = symbolLength(text, start, false);
+  if (symbol > 0) {
+    const at = afterSymbol(text, start, symbol);
+    const end = at === -1 ? -1 : nameEnd(text, at);
+    if (end !== -1) return text.slice(at, end);
+  }
+  const end = nameEnd(text, start);
+  return end === -1 ? "" : text.slice(start, end);
+}
