@@ -130,6 +130,16 @@ export function outputsLine(
 }
 
 /**
+ * `list` with `item` added. A first item makes a list of one, where a push into an empty list
+ * makes room for seventeen: a resource keeps its reasons to the end of the log, and most have one.
+ */
+function added(list: string[], item: string): string[] {
+  if (list.length === 0) return [item];
+  list.push(item);
+  return list;
+}
+
+/**
  * The marker line under a heading (`-/+ resource "type" "name" {`, its text from `start`), which
  * may give the order.
  */
@@ -159,7 +169,7 @@ export function resourceLine(
     if (reason !== undefined) {
       if (/^imported from |^will be imported first$/.test(reason))
         current.resource.importing = true;
-      current.comments.push(detached(reason));
+      current.comments = added(current.comments, detached(reason));
       return;
     }
   }
@@ -176,7 +186,7 @@ export function resourceLine(
     text.charCodeAt(text.length - 1) === 0x74 && // `t`
     forcesReplacement(text)
   ) {
-    current.forcedBy.push(detached(attributeName(text, start)));
+    current.forcedBy = added(current.forcedBy, detached(attributeName(text, start)));
     if (current.resource.action !== "replace") current.resource.action = "replace";
   }
 }

@@ -1,11 +1,12 @@
 /**
  * The lines of a resource block the plan text reader reads by character codes rather than by
- * patterns: its marker line (`-/+ resource "type" "name" {`) and an attribute that forces a
- * replacement (`~ content = (sensitive value) # forces replacement`). Each reads what its pattern
+ * patterns: its marker line (`-/+ resource "type" "name" {`), an attribute that forces a
+ * replacement (`~ content = (sensitive value) # forces replacement`) and one that opens a heredoc
+ * value (`~ content = <<-EOT`). Each reads what its pattern
  * would, with none of the pattern's backtracking and none of the match arrays and captured copies
  * a pattern makes for every line it reads.
  */
-import { isSpace, isWordCharacter } from "./plan-text-lines.js";
+import { holdsLineTerminator, isSpace, isWordCharacter } from "./plan-text-lines.js";
 
 /**
  * Where a marker line's type and name stand in it: the type from `typeFrom` to `typeTo`, the name
@@ -82,29 +83,35 @@ export function markerReplaces(text: string, start: number): boolean {
 /** Longer than this, a type and name are looked for in an address by `includes`. */
 const SHORT_NAME = 64;
 
+/** Whether `text` holds, at `at`, the `length` characters of `source` from `from`. */
+function sameAt(text: string, at: number, source: string, from: number, length: number): boolean {
+  for (let index = 0; index < length; index += 1) {
+    if (text.charCodeAt(at + index) !== source.charCodeAt(from + index)) return false;
+  }
+  return true;
+}
+
 /**
  * Whether `address` holds the marker's `type.name` (`span`, in `text`) anywhere, as
- * `address.includes(`${type}.${name}`)` finds it, without joining the two. Searched for by its
- * type and compared after it for a name of the usual length; a longer one (a hostile line) by the
- * joined text, whose search takes time linear in the address.
+ * `address.includes(`${type}.${name}`)` finds it, compared where it stands rather than cut out and
+ * joined: for a type and name of the usual length. Longer ones (a hostile line) are joined and
+ * searched for, a search that takes time linear in the address.
  */
 export function holdsTypeAndName(address: string, text: string, span: MarkerSpan): boolean {
   const { typeFrom, typeTo, nameFrom, nameTo } = span;
-  if (typeTo - typeFrom + nameTo - nameFrom > SHORT_NAME) {
+  const typeLength = typeTo - typeFrom;
+  const nameLength = nameTo - nameFrom;
+  if (typeLength + nameLength > SHORT_NAME) {
     return address.includes(`${text.slice(typeFrom, typeTo)}.${text.slice(nameFrom, nameTo)}`);
   }
-  const type = text.slice(typeFrom, typeTo);
-  const nameLength = nameTo - nameFrom;
-  for (let at = address.indexOf(type); at !== -1; at = address.indexOf(type, at + 1)) {
-    const dot = at + type.length;
-    if (address.charCodeAt(dot) !== 0x2e || dot + 1 + nameLength > address.length) continue;
-    let index = 0;
-    while (
-      index < nameLength &&
-      address.charCodeAt(dot + 1 + index) === text.charCodeAt(nameFrom + index)
+  const last = address.length - typeLength - 1 - nameLength;
+  for (let at = 0; at <= last; at += 1) {
+    if (
+      sameAt(address, at, text, typeFrom, typeLength) &&
+      address.charCodeAt(at + typeLength) === 0x2e &&
+      sameAt(address, at + typeLength + 1, text, nameFrom, nameLength)
     )
-      index += 1;
-    if (index === nameLength) return true;
+      return true;
   }
   return false;
 }
@@ -183,4 +190,39 @@ export function attributeName(text: string, start: number): string {
   }
   const end = nameEnd(text, start);
   return end === -1 ? "" : text.slice(start, end);
+}
+
+/** `[A-Za-z_]`: a character a heredoc's word can start with. */
+function isWordStart(code: number): boolean {
+  return isWordCharacter(code) && (code < 0x30 || code > 0x39);
+}
+
+/**
+ * Whether white space, then a comment running to the end of the line, follow `at`: what
+ * `\s+#.*$` matches there (`.` takes no line terminator).
+ */
+function commentToEnd(text: string, at: number): boolean {
+  let index = at;
+  while (isSpace(text.charCodeAt(index))) index += 1;
+  if (index === at || text.charCodeAt(index) !== 0x23) return false;
+  return !holdsLineTerminator(text, index + 1, text.length);
+}
+
+/**
+ * The word that ends the heredoc the line opens (`<<EOT`, `<<-EOT`, `<<~EOT`, perhaps with a
+ * comment after), as `<<[-~]?([A-Za-z_]\w*)(?:\s+#.*)?$` captures it: after the first `<<` whose
+ * word ends the line or is followed by white space and a comment to its end; undefined when the
+ * line opens none.
+ */
+export function heredocOpener(text: string): string | undefined {
+  for (let at = text.indexOf("<<"); at !== -1; at = text.indexOf("<<", at + 1)) {
+    let from = at + 2;
+    const code = text.charCodeAt(from);
+    if (code === 0x2d || code === 0x7e) from += 1;
+    if (!isWordStart(text.charCodeAt(from))) continue;
+    let to = from + 1;
+    while (isWordCharacter(text.charCodeAt(to))) to += 1;
+    if (to === text.length || commentToEnd(text, to)) return text.slice(from, to);
+  }
+  return undefined;
 }

@@ -61,7 +61,7 @@ export function headingPhrase(text: string, from: number): string | undefined {
 }
 
 /** Whether the text from `from` to `to` holds a line terminator, which `.` does not match. */
-function holdsLineTerminator(text: string, from: number, to: number): boolean {
+export function holdsLineTerminator(text: string, from: number, to: number): boolean {
   for (let at = from; at < to; at += 1) {
     const code = text.charCodeAt(at);
     if (code === 0x0a || code === 0x0d || code === 0x2028 || code === 0x2029) return true;
@@ -125,8 +125,6 @@ export const UNFRAMED_BULLET = /^[*-] /;
 export const LEGACY_RESOURCE =
   /^ {0,2}(-\/\+|\+\/-|<=|[+~-]) ([A-Za-z][\w-]*(?:\[[^\]]*\])?(?:\.[\w-]+(?:\[[^\]]*\])?)+)((?: \([^)]*\))*)$/;
 export const LEGACY_ACTIONS_HEADER = /^\s*Terraform will perform the following actions:\s*$/;
-/** An attribute value that opens a heredoc: `<<EOT`, `<<-EOT`, `<<~EOT`, perhaps with a comment after. */
-export const HEREDOC_OPEN = /<<[-~]?([A-Za-z_]\w*)(?:\s+#.*)?$/;
 
 export const MAX_DETAIL_LINES = 200;
 export const MAX_DETAIL_CHARS = 10_000;

@@ -19,7 +19,6 @@ import {
   BOX_CONTENT,
   commentTextStart,
   headingPhrase,
-  HEREDOC_OPEN,
   isHeading,
   isSpace,
   isWordCharacter,
@@ -49,6 +48,7 @@ import {
   planTextResult,
   type PlanTextState,
 } from "./plan-text-state.js";
+import { heredocOpener } from "./plan-text-chars.js";
 import { beginScan, createLineScan, passesOver, passRun } from "./plan-text-skip.js";
 
 export * from "./plan-summary.js";
@@ -57,33 +57,36 @@ export { isSpace } from "./plan-text-lines.js";
 /**
  * Whether the line is skipped as part of a heredoc attribute value, which is data (a cloud-init
  * file, a script): nothing in it is read. A line that opens one is read, and what follows skipped.
+ * Its text starts at `start`, after its white space.
  */
-function heredocLine(state: PlanTextState, text: string, indent: number | undefined): boolean {
+function heredocLine(
+  state: PlanTextState,
+  text: string,
+  start: number,
+  indent: number | undefined,
+): boolean {
   const end = state.heredocEnd;
   if (end !== undefined) {
-    const inner = text.trimStart();
     // Terraform prints a value further in than the line that opened it: a line printed less far
     // in (a resource's heading, the Plan: line) is no longer data, whatever the value held, and
     // is read, so that a `<<WORD` that never ends cannot hide what follows it. The indentation
     // is the written line's: a part after a carriage return is as far in as its line.
-    if (inner !== "" && (indent ?? text.length - inner.length) < state.heredocIndent) {
+    if (start < text.length && (indent ?? start) < state.heredocIndent) {
       state.heredocEnd = undefined;
       return false;
     }
-    if (
-      inner.startsWith(end) &&
-      (inner.length === end.length || inner.charAt(end.length) === " ")
-    ) {
+    const after = start + end.length;
+    if (text.startsWith(end, start) && (after === text.length || text.charCodeAt(after) === 0x20)) {
       state.heredocEnd = undefined;
     }
     return true;
   }
   // An opener ends in its word or a comment: most lines end otherwise and are not searched.
-  if (isWordCharacter(text.charCodeAt(text.length - 1)) && text.includes("<<")) {
-    const opens = HEREDOC_OPEN.exec(text);
-    if (opens !== null) {
-      state.heredocEnd = opens[1];
-      state.heredocIndent = text.length - text.trimStart().length;
+  if (isWordCharacter(text.charCodeAt(text.length - 1))) {
+    const word = heredocOpener(text);
+    if (word !== undefined) {
+      state.heredocEnd = word;
+      state.heredocIndent = start;
     }
   }
   return false;
@@ -206,14 +209,14 @@ function readLine(state: PlanTextState, raw: string, indent?: number): void {
   // trimEnd also drops the `\r` of a `\r\n` line end; most lines end in something else.
   const text = isSpace(raw.charCodeAt(raw.length - 1)) ? raw.trimEnd() : raw;
   if (state.diagnostic !== undefined && diagnosticLine(state, text)) return;
-  if (heredocLine(state, text, indent)) return;
-
   // The line patterns are anchored at the start, most after optional indentation: the first
   // character that is not space decides which of them can match at all, so most lines of a plan
   // (attributes, runner output) are ruled out without running them. Where the text starts is
   // kept as an index, found without a copy of the rest (`trimStart`'s) to collect.
   let start = 0;
   while (isSpace(text.charCodeAt(start))) start += 1;
+  if (heredocLine(state, text, start, indent)) return;
+
   const first = text.charCodeAt(start);
   if (mayOpen(first) || state.inActions || state.inOutputs) {
     if (diagnosticStart(state, text, start, first)) return;

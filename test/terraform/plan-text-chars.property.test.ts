@@ -4,6 +4,7 @@ import {
   attributeName,
   createMarkerSpan,
   forcesReplacement,
+  heredocOpener,
   holdsTypeAndName,
   markerReplaces,
   readMarker,
@@ -30,6 +31,7 @@ const HEADING = new RegExp(
 );
 const MARKER = /^\s*(?:(-\/\+|\+\/-|<=|[+~-])\s+)?(resource|data) "([^"]+)" "([^"]+)" \{/;
 const FORCES_REPLACEMENT = /#\s*forces replacement\s*$/;
+const HEREDOC_OPEN = /<<[-~]?([A-Za-z_]\w*)(?:\s+#.*)?$/;
 const ATTRIBUTE_NAME = /^\s*(?:(?:-\/\+|\+\/-|[+~-])\s+)?("(?:[^"\\]|\\.)*"|[\w.-]+)\s*(?:=|\{)/;
 
 /** Where a line's text starts after its white space, as the reader finds it. */
@@ -91,6 +93,15 @@ const piece = fc.oneof(
     "has moved to",
     "x",
     "é",
+    "<<",
+    "<<-",
+    "<<~",
+    "<<<",
+    "EOT",
+    "_9",
+    "9",
+    " # x",
+    "#",
   ),
   fc.constantFrom(...Object.keys(HEADING_PHRASES)),
   fc.constantFrom(...Object.keys(HEADING_PHRASES)).map((phrase) => ` ${phrase}`),
@@ -261,6 +272,56 @@ describe("reading a resource's marker line and forcing attributes by character c
       "<= a = 1",
     ]) {
       expect(attributeName(text, textStart(text)), text).toBe(ATTRIBUTE_NAME.exec(text)?.[1] ?? "");
+    }
+  });
+});
+
+describe("finding where a heredoc value opens by character codes", () => {
+  const openerLike = fc
+    .tuple(
+      fc.array(piece, { maxLength: 4 }),
+      fc.constantFrom("<<", "<<-", "<<~", "<<<", "<", "<<+"),
+      fc.constantFrom("EOT", "_x9", "9x", "", "E", "EOT-1"),
+      fc.constantFrom(
+        "",
+        " # comment",
+        "  #",
+        "#x",
+        " x",
+        "\u2028# x",
+        " # a\u2028b",
+        " # a\nb",
+        "\t#",
+      ),
+      fc.array(piece, { maxLength: 2 }),
+    )
+    .map((parts) => parts.map((part) => (Array.isArray(part) ? part.join("") : part)).join(""));
+
+  it("finds the word the heredoc pattern captures, or none where it finds none", () => {
+    fc.assert(
+      fc.property(fc.oneof(openerLike, line), (text) => {
+        expect(heredocOpener(text)).toBe(HEREDOC_OPEN.exec(text)?.[1]);
+      }),
+      RUNS,
+    );
+  });
+
+  it("takes the first opener that ends the line, past ones that do not", () => {
+    for (const text of [
+      "a = <<EOT",
+      "a = <<-EOT # forces replacement",
+      "a = <<~EOT",
+      "<<x <<EOT",
+      "<<<EOT",
+      "<<-~EOT",
+      "<<-",
+      "<<9EOT",
+      "a = <<EOT #",
+      "a = <<EOT#",
+      "a = <<EOT # a\u2028b",
+      "a = <<EOT\n# x",
+    ]) {
+      expect(heredocOpener(text), text).toBe(HEREDOC_OPEN.exec(text)?.[1]);
     }
   });
 });
