@@ -208,27 +208,36 @@ opener and end; 42 are passed over in runs (12 runs a chunk) and 22 one by one. 
 found from the carriage return each ends with and read back from there, not by a search for
 \`section_\` (about 250 ns a search on this machine, as long as reading the marker). The sections the
 markers open are not kept, as the reader never asks for them.
-A CPU profile of the reader built to JavaScript (\`node --cpu-prof\`, this log at 10 MB, its chunks
-made beforehand, on a shared machine under load, the fastest of 30 reads) puts the whole read at
-23–25 ms per 10 MB (25–29 ms before the runs and the resources' listing below), the cleaner alone,
-the parser passing over every line, at 9.5 ms, the split at 3 ms and the newline search alone at 1.5
-ms. Of the read: the parser's work on the lines it reads 28% (its patterns, and the resources it
-makes), section markers 20% (reading them back 11%), the runs of plain lines 13% (about 30 ns a
-line, where the newline search alone takes 9), the lines with escapes shown one at a time 12% and
-the search for rare control characters 9.5%; the garbage collector takes 9–12% of the process. On
-this log the runs gain nothing measurable: they are short (3.5 lines), and the optimizing compiler
-had already inlined the per-line calls into the chunk loop; on a plan whose resources have 30 plain
-attribute lines each they take the read from 21–23 to 18.5–20 ms per 10 MB. Listing the resources
-took 13% of the read, and 100 MB peaked at 26–30 MB, until each copy stopped being made by a spread
-with a property more (\`{ ...resource, reason }\`): V8 gave every such object a hidden class of its
-own, so 4,100 resources took 2–4 ms to list and were slow to read afterwards; they now take 0.2–0.5
-ms, and 100 MB peaks at 21 MB. Two ideas measured and left: one pattern for all the rare control
-characters takes 19 ms per 10 MB where 29 native searches take 4 ms, and a sticky pattern passing
-over whole runs of lines the parser would pass over takes 35–42 ms. 0.5× leaves clean + parse about
-12–14 ms per 10 MB (twice the split's 3 ms, plus the 6–7 ms of making and streaming the log, which
-both sides pay): less than the cleaner alone and the parser's reads take together, so the rest takes
-the lines with escapes, the markers and the rare control characters searched for in fewer passes,
-not only the parser's reads made cheaper.`;
+The lines the parser reads are read by character codes, not by patterns: a heading's phrase is the
+longest one its line ends with (what the lazy heading pattern, with its twelve alternatives, found
+by backtracking), and a marker line's symbol, type and name, the name of an attribute that forces a
+replacement and a heredoc's word are found where they stand, each held by a property test to the
+pattern it replaced. With no match arrays, captured copies or joined strings, reading a 10 MB log
+allocates 3.1 MB where it allocated 6.6 MB (this log) and 7.5 MB where it allocated 15 MB (one plan
+of 8,900 resources in a job log, the plan's blocks repeated under new names); on the latter the
+lines the parser reads, read alone, take 13–15 ms per 10 MB where they took 16.5–17.5 (the fastest
+of 40 reads, taken alternately). A CPU profile of the reader built to JavaScript
+(\`node --cpu-prof\`, this log at 10 MB, on a shared machine under load) puts the whole read, its
+chunks made beforehand, at 21–22 ms per 10 MB at the fastest of 40 reads (22–23.5 before), the
+cleaner alone, the parser passing over every line, at 9.5 ms, the split at 3 ms and the newline
+search alone at 1.5 ms; read back to back with the reader before, the read takes 0.84–0.89 of its
+time (the median of 40 pairs, three runs; 0.67–0.83 on the plan of 8,900 resources), most of the
+gain being the garbage collector's. Made one at a time as the benchmark makes them (2.5 ms per 10
+MB), fresh chunks take the split 4–7 ms rather than 3, and the read 25–26 ms. Of that read: the
+parser's reads of the 7 lines a chunk it does not pass over 26% (the headings and the objects made
+for them 7.5%), the garbage collector 15%, the chunk loop 9%, the runs of plain lines 9% (about 30
+ns a line, where the newline search alone takes 9), reading section markers back 8%, escape
+sequences 7.5% and the search for rare control characters 5.5%. On this log the runs are short (3.5
+lines); on a plan whose resources have 30 plain attribute lines each they take the read from 21–23
+to 18.5–20 ms per 10 MB. Listing the resources took 13% of the read, and 100 MB peaked at 26–30 MB,
+until each copy stopped being made by a spread with a property more (\`{ ...resource, reason }\`):
+V8 gave every such object a hidden class of its own. Ideas measured and left: one pattern for all
+the rare control characters takes 9.5–10.4 ms per 10 MB, and one anchored negated class
+(\`^[^...]*$\`) 6.5–7.8 ms, where 27 native searches take 2.5 ms; a sticky pattern passing over
+whole runs of lines the parser would pass over takes 35–42 ms. 0.5× leaves clean + parse about twice
+the split's time plus what making and streaming the log costs both sides: the profile is flat, the
+cleaner's part (the chunk loop, markers, escapes and rare control characters, 30%) about as large as
+the parser's (35%), so no one change of those measured gets there.`;
   return {
     body,
     verdicts: [
