@@ -32,8 +32,8 @@ const ROOT = resolve(import.meta.dirname, "../..");
 /**
  * JavaScript source with every character beyond ASCII written as its `\u` escape: esbuild
  * escapes them in strings but leaves them in regular expressions (`/│/`), where the escape means
- * the same. A file of ASCII alone is read by test/support/code-cache.ts as one byte a character,
- * without decoding UTF-8.
+ * the same. Node decodes a file of ASCII alone about twice as fast as one with a few characters
+ * beyond it: reading the bot's bundle takes about 30 ms, against 56–60 ms with them.
  */
 function asciiOnly(code: string): string {
   return code.replace(

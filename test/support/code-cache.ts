@@ -9,7 +9,6 @@
  * changes: the entry runs as its own module, with its own `require`, the arguments after it and
  * `import.meta.url` its file's URL.
  */
-import { isAscii } from "node:buffer";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import Module, { createRequire } from "node:module";
 import { dirname } from "node:path";
@@ -33,18 +32,8 @@ function cached(): Buffer | undefined {
   }
 }
 
-/**
- * The entry's source. The bundle is plain ASCII (bot-bundle.ts makes it so): read as Latin-1, it
- * becomes a string of one byte a character at the speed of a copy, where decoding six megabytes as
- * UTF-8 takes tens of milliseconds; a file that is not ASCII is decoded as UTF-8 as ever.
- */
-function source(file: string): string {
-  const bytes = readFileSync(file);
-  return bytes.toString(isAscii(bytes) ? "latin1" : "utf8");
-}
-
 const cachedData = cached();
-const script = new Script(Module.wrap(source(entry)), {
+const script = new Script(Module.wrap(readFileSync(entry, "utf8")), {
   filename: entry,
   cachedData,
 });
