@@ -36,8 +36,14 @@ export const NODE_LIST_BUDGET_MS = 1_200;
  * and is updated in place a moment later, so a slow Proxmox never slows the form.
  */
 const STALE_LIST_BUDGET_MS = 0;
-/** How many forms are updated with a late node list at once (see `createLane`). */
-const FORM_UPDATES_AT_ONCE = 4;
+/**
+ * How many forms are updated with a late node list at once (see `createLane`): one. A Proxmox
+ * answer completes every form that opened while it was awaited, and a command that comes meanwhile
+ * waits behind the turns of as many updates as run at once; with 4 at once, forms opened with a
+ * stale list every 100 ms saw a p99 1.58–2.24× a bare Bolt app's, with one 1.40–1.89× (four
+ * alternating runs of `npm run bench`'s command section).
+ */
+const FORM_UPDATES_AT_ONCE = 1;
 
 type NodeAnswer = ProxmoxNode[] | "late" | { failed: unknown } | { stale: ProxmoxNode[]; at: Date };
 
