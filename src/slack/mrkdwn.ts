@@ -18,8 +18,13 @@ export function link(url: string, label: string): string {
  */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
-  const kept = text.slice(0, max - 1).replace(/&[a-z]{0,3}$/, "");
-  return `${/[\ud800-\udbff]$/.test(kept) ? kept.slice(0, -1) : kept}…`;
+  // A high surrogate left at the end is half of a character cut in two, or one that had no other
+  // half in the text: either way nothing a person can read, and invalid where it ends the text.
+  const kept = text
+    .slice(0, max - 1)
+    .replace(/&[a-z]{0,3}$/, "")
+    .replace(/[\ud800-\udbff]+$/, "");
+  return `${kept}…`;
 }
 
 /** Undoes the `&amp;`, `&lt;` and `&gt;` Slack puts in slash-command text. */

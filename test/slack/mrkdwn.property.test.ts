@@ -59,6 +59,13 @@ describe("link", () => {
 });
 
 describe("truncate", () => {
+  it("leaves no high surrogate before its mark, paired or lone", () => {
+    expect(truncate("ab\u{1f600}cd", 4)).toBe("ab…");
+    // The random search found this one: a lone high surrogate before a cut one.
+    expect(truncate("\ud800\ud800KK", 3)).toBe("…");
+    expect(truncate("a\ud800\ud800KK", 4)).toBe("a…");
+  });
+
   it("keeps a text within the limit, marking any cut, and never adds to what it keeps", () => {
     fc.assert(
       fc.property(text, fc.integer({ min: 1, max: 300 }), (raw, max) => {
