@@ -45,8 +45,9 @@ function asciiOnly(code: string): string {
 
 /**
  * Runs an entry point once, as far as loading everything it imports, so that its code cache is
- * there for the first test that starts it: an unknown `VMBOT_MODE` stops every entry right after
- * its modules are loaded, and the process leaves the code V8 compiled as it exits. Without it the
+ * there for the first test that starts it: without the settings to start (an unknown `VMBOT_MODE`,
+ * and for the crash tests' entry no crash point) every entry stops right after its modules are
+ * loaded, and the process leaves the code V8 compiled as it exits. Without it the
  * crash tests' own entry, killed at its crash point within a second or two, would seldom live long
  * enough to leave one, and every crash test would compile it again.
  */
@@ -100,7 +101,7 @@ export default async function bundleBot(project: TestProject): Promise<() => voi
     external: ["better-sqlite3"],
     platform: "node",
     target: "node20",
-    // Without comments and indentation the bundle is a third smaller to read and compile; names
+    // Without comments and indentation the bundle is 30% smaller to read and compile; names
     // stay as written, for the stacks a failing test prints.
     minifyWhitespace: true,
     legalComments: "none",
