@@ -3,6 +3,7 @@ import type { RequestRecord, RequestStatus } from "../store/store.js";
 import { REQUEST_ACTIONS_BLOCK, REQUEST_WITHDRAW } from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 import { nextStepButton, plannedAgainWords } from "./failure.js";
+import { wholeNumberWords } from "./numbers.js";
 
 type KnownBlock = types.KnownBlock;
 
@@ -120,7 +121,7 @@ export function statusLine(request: RequestRecord): string {
 /** A VM's memory (MiB, as Proxmox takes it) in GiB, the unit every message uses. */
 export function memoryWords(mib: number): string {
   const gib = mib / 1024;
-  return `${Number.isInteger(gib) ? gib.toLocaleString("en-US") : gib.toFixed(2)} GiB`;
+  return `${Number.isInteger(gib) ? wholeNumberWords(gib) : gib.toFixed(2)} GiB`;
 }
 
 /** The line under a request message's header: who asked, when, and the request's ID. */
@@ -154,7 +155,7 @@ export function requestHead(request: RequestRecord): KnownBlock[] {
         field("Template", `${escapeMrkdwn(spec.templateName)} (${spec.templateId})`),
         field("CPU", `${spec.cores} cores`),
         field("Memory", memoryWords(spec.memoryMb)),
-        field("Disk", `${spec.diskGb.toLocaleString("en-US")} GiB`),
+        field("Disk", `${wholeNumberWords(spec.diskGb)} GiB`),
         field("Address", `${escapeMrkdwn(spec.ip)} via ${escapeMrkdwn(spec.gateway)}`),
         field("DNS", escapeMrkdwn(spec.dns)),
         field("VM ID", spec.vmId === 0 ? "auto" : String(spec.vmId)),

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { VmTemplate } from "../config.js";
 import type { CreateField } from "../ids.js";
 import { inSubnet, isIpv4, parseIpv4Cidr, type Ipv4Cidr } from "../net/ipv4.js";
+import { wholeNumberWords } from "../views/numbers.js";
 
 /** A validated VM request: what the pipeline is asked to build. */
 export const VmSpecSchema = z.object({
@@ -49,8 +50,6 @@ export const LIMITS = {
   vmId: { min: 100, max: 999_999_999 },
   vlan: { min: 1, max: 4094 },
 } as const;
-
-const fmt = (n: number) => n.toLocaleString("en-US");
 
 function wholeNumber(
   raw: string | undefined,
@@ -161,12 +160,15 @@ function checkSizing(form: FormFields, fail: Fail) {
   if (memoryMb === undefined) {
     fail(
       "memory",
-      `Memory must be a whole number of MiB from ${fmt(LIMITS.memoryMb.min)} to ${fmt(LIMITS.memoryMb.max)}.`,
+      `Memory must be a whole number of MiB from ${wholeNumberWords(LIMITS.memoryMb.min)} to ${wholeNumberWords(LIMITS.memoryMb.max)}.`,
     );
   }
   const diskGb = wholeNumber(form.disk, LIMITS.diskGb);
   if (diskGb === undefined) {
-    fail("disk", `Disk must be a whole number of GiB from 1 to ${fmt(LIMITS.diskGb.max)}.`);
+    fail(
+      "disk",
+      `Disk must be a whole number of GiB from 1 to ${wholeNumberWords(LIMITS.diskGb.max)}.`,
+    );
   }
   return { cores, memoryMb, diskGb };
 }
@@ -197,7 +199,7 @@ function checkIds(form: FormFields, fail: Fail) {
   if (vmId === undefined) {
     fail(
       "vmId",
-      `The VM ID must be blank (or 0) for automatic, or a whole number from 100 to ${fmt(LIMITS.vmId.max)}.`,
+      `The VM ID must be blank (or 0) for automatic, or a whole number from 100 to ${wholeNumberWords(LIMITS.vmId.max)}.`,
     );
   }
   const vlanId = optionalId(form.vlan, LIMITS.vlan);

@@ -1,6 +1,11 @@
-import { Gitlab, GitbeakerRequestError, GitbeakerRetryError } from "@gitbeaker/rest";
+import { Gitlab, GitbeakerRequestError, GitbeakerRetryError, Projects } from "@gitbeaker/rest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createRequester, retryAfterMs } from "../../src/gitlab/requester.js";
+import {
+  createRateLimiters,
+  getMatchingRateLimiter,
+  type RateLimiters,
+} from "@gitbeaker/requester-utils";
+import { createRequester, rateLimitFor, retryAfterMs } from "../../src/gitlab/requester.js";
 import {
   startFakeGitlab,
   VM_PIPELINE_INPUTS,
@@ -30,6 +35,20 @@ const create = async () =>
   (await api.Pipelines.create("infra/vms", "main", {
     inputs: { vm_name: "web-01", vm_ip: "192.168.1.50/24" },
   } as Parameters<typeof api.Pipelines.create>[2])) as unknown as { id: number };
+/** The limits gitbeaker's resources take when none are given (its DEFAULT_RATE_LIMITS). */
+const DEFAULT_LIMITS = (() => {
+  let limits: Record<string, unknown> = {};
+  new Projects({
+    host: "http://gitlab.invalid",
+    token: "-",
+    requesterFn: (options: { rateLimits?: Record<string, unknown> }) => {
+      limits = options.rateLimits ?? {};
+      return {} as never;
+    },
+  });
+  return limits as Parameters<typeof createRateLimiters>[0];
+})();
+
 const creates = () => gitlab.requestsTo("POST", /\/pipeline$/);
 
 describe("the GitLab requester", () => {
@@ -82,5 +101,58 @@ describe("retryAfterMs", () => {
     );
     expect(retryAfterMs(null)).toBeUndefined();
     expect(retryAfterMs("soon")).toBeUndefined();
+  });
+});
+
+describe("rateLimitFor", () => {
+  const own = (limiters: RateLimiters) =>
+    new Set(
+      Object.values(limiters).map((limit) => (typeof limit === "function" ? limit : limit.limit)),
+    );
+  const ENDPOINTS = [
+    "projects/42/pipeline",
+    "projects/43/pipeline",
+    "projects/infra%2Fvms/pipeline",
+    "projects/42/pipelines/17",
+    "projects/42/pipelines/17/jobs",
+    "projects/42/jobs",
+    "projects/42/jobs/5/play",
+    "projects/42/jobs/5/trace",
+    "projects/42/jobs/6/trace",
+    "projects/42/issues/3/notes",
+    "projects/42/export",
+    "projects/42/repository/archive.zip",
+    "groups/7/members",
+    "metadata",
+    "projects/4a2/jobs",
+  ];
+
+  it.each([
+    ["gitbeaker's own limits", createRateLimiters(DEFAULT_LIMITS)],
+    [
+      "limits that name numbers",
+      createRateLimiters({ "**": 10, "projects/42/**": 5, "projects/*/jobs/5/*": 2 }),
+    ],
+  ])("takes the limiter gitbeaker's lookup takes, with %s", (_, limiters) => {
+    expect(Object.keys(limiters).length).toBeGreaterThan(2);
+    for (const method of ["GET", "POST"]) {
+      for (const endpoint of ENDPOINTS) {
+        const cached = rateLimitFor(endpoint, limiters, method);
+        const looked = getMatchingRateLimiter(endpoint, limiters, method);
+        if (own(limiters).has(looked)) expect(cached, `${method} ${endpoint}`).toBe(looked);
+        // gitbeaker's fallback, made anew for each lookup: kept once for the endpoint's shape.
+        else expect(own(limiters).has(cached), `${method} ${endpoint}`).toBe(false);
+        expect(rateLimitFor(endpoint, limiters, method)).toBe(cached);
+      }
+    }
+  });
+
+  it("shares one limiter between endpoints that differ only by their numbers", () => {
+    const limiters = createRateLimiters({
+      "projects/*/issues/*/notes": { method: "post", limit: 1 },
+    });
+    const a = rateLimitFor("projects/42/issues/3/notes", limiters, "GET");
+    expect(rateLimitFor("projects/43/issues/9/notes", limiters, "GET")).toBe(a);
+    expect(rateLimitFor("projects/43/issues/9/notes", limiters, "POST")).not.toBe(a);
   });
 });
