@@ -60,18 +60,17 @@ interface Size {
   vmbot: BurstResult;
 }
 
-/** Each of `counts` in one round, and the last, the largest, in `rounds`. */
+/** Each of `counts` in `rounds` rounds. */
 async function measureSizes(counts: readonly number[], rounds: number): Promise<Size[]> {
   const bound = DEFAULT_LIMITS.maxConnectionsPerClient;
   const sizes: Size[] = [];
-  for (const [index, count] of counts.entries()) {
-    const of = index === counts.length - 1 ? rounds : 1;
-    for (let round = 1; round <= of; round += 1) {
+  for (const count of counts) {
+    for (let round = 1; round <= rounds; round += 1) {
       const bareFirst = sizes.length % 2 === 0;
       const first = await burst(bareFirst ? { app: "bare" } : { app: "vmbot", bound }, count);
       const second = await burst(bareFirst ? { app: "vmbot", bound } : { app: "bare" }, count);
       const [bare, vmbot] = bareFirst ? [first, second] : [second, first];
-      sizes.push({ count, round, rounds: of, bare, vmbot });
+      sizes.push({ count, round, rounds, bare, vmbot });
     }
   }
   return sizes;
@@ -194,7 +193,7 @@ export async function loadSection(): Promise<Section> {
   const body = `N signed \`/vm create\` commands are posted at once, each with its own trigger_id, from one
 client address (as Slack's traffic arrives through one load balancer); then N forms are submitted,
 all at once (those opened, and for any that Slack refused to open, a copy of the first, which is a
-form of its own to the bot). N is ${[...new Set(sizes.map((s) => s.count))].join(" and ")}; N = ${count} runs
+form of its own to the bot). N is ${[...new Set(sizes.map((s) => s.count))].join(" and ")}, each in
 ${plural(largest.rounds, "round")}, as one burst on two shared cores lands either side of the targets by chance.
 
 Each burst meets a fresh server in a process of its own, started with the same Node options, and
@@ -220,8 +219,11 @@ What vmbot does before it acknowledges: for a command, one write recording its d
 a command delivered twice acts once); for a submission, its checks in order (fields and node, the
 name and address matched against the requests that hold them by the store, access, the policy,
 adding up what people hold only when the policy has a quota) and one write of the request with
-its audit entry. The form, the request message and the pipeline come after, once the requests
-already received have been acknowledged. Everything here shares the machine's two cores with the
+its audit entry. The form, the request message and the pipeline come after, at the first turn of
+the event loop that brings no new Slack request and leaves none unanswered, or after 1 s
+(\`src/slack/after-ack.ts\`): a burst reaches the bot over many turns, and the work of its first
+requests, run between the arrivals of the later ones, made theirs the last and latest
+acknowledgements when the work waited for one turn only. Everything here shares the machine's two cores with the
 simulators and the benchmark, and with whatever else runs on it: at the load average above, each
 process gets a fraction of a core, and Slack's three seconds (for the acknowledgement, which Bolt
 answers with 404 when it has not come, and for the trigger_id of \`views.open\`) are missed by

@@ -15,6 +15,7 @@ import type { GitlabPort } from "./gitlab/gitlab.js";
 import { watchStore } from "./home/changes.js";
 import { createHomePublisher, type HomePublisher } from "./home/publisher.js";
 import { registerListeners } from "./listeners/index.js";
+import { createRequestTurns, type RequestTurns } from "./slack/after-ack.js";
 import { boltLevel, boltLogger, type Logger } from "./logger.js";
 import type { PolicySource } from "./policy/source.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
@@ -76,6 +77,8 @@ export interface VmbotApp {
   ledClient: App["client"];
   /** Publishes the Home tabs. */
   home: HomePublisher;
+  /** The Slack requests received and unanswered, whose turn comes before the work after an ack. */
+  turns: RequestTurns;
   /** Resolves when every event being handled has finished. */
   drain(): Promise<void>;
 }
@@ -234,7 +237,8 @@ export function createApp(appDeps: AppDeps): VmbotApp {
   changes.sink = (change) => {
     home.changed(change);
   };
-  registerListeners(app, { ...deps, access, starter, unlock, home });
+  const turns = createRequestTurns();
+  registerListeners(app, { ...deps, access, starter, unlock, home, turns });
   return {
     app,
     slackEvents: http?.requestListener,
@@ -246,6 +250,7 @@ export function createApp(appDeps: AppDeps): VmbotApp {
     ledStore,
     ledClient,
     home,
+    turns,
     drain,
   };
 }

@@ -10,7 +10,7 @@ import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { AsyncStore } from "../store/async.js";
 import type { RequestStarter } from "../tracker/starter.js";
-import { afterPendingRequests } from "../slack/after-ack.js";
+import type { RequestTurns } from "../slack/after-ack.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest } from "../policy/request-check.js";
@@ -101,6 +101,8 @@ export interface CreateSubmitDeps {
   nodes?: NodeDirectory | undefined;
   /** Posts the request message and creates the pipeline, each exactly once. */
   starter: RequestStarter;
+  /** Slack requests first: the request message and the pipeline wait for their turn. */
+  turns: RequestTurns;
 }
 
 /** How long a submission waits for Proxmox's node list (it is usually cached from the form). */
@@ -177,7 +179,7 @@ export function createCreateSubmission(deps: CreateSubmitDeps) {
       log.info({ requestId: request.id }, "repeated submission of a form already handled");
       return;
     }
-    await afterPendingRequests();
+    await deps.turns.afterPending();
     await deps.starter.start(request);
   };
 }

@@ -14,7 +14,7 @@ import {
 } from "../views/create-modal.js";
 import { FORM_NOT_OPENED, NODE_HINTS, staleNodesHint } from "../views/create-words.js";
 import { encodeCreateMetadata } from "../actions/create-submit.js";
-import { afterPendingRequests } from "../slack/after-ack.js";
+import type { RequestTurns } from "../slack/after-ack.js";
 import { createLane } from "../slack/lane.js";
 import { leaseChoices } from "../vm/lease.js";
 
@@ -24,6 +24,8 @@ export interface CreateCommandDeps {
   log: Logger;
   /** Live nodes from Proxmox, when PROXMOX_URL is set. */
   nodes?: NodeDirectory | undefined;
+  /** Slack requests first: the form waits for their turn. */
+  turns: RequestTurns;
 }
 
 /**
@@ -95,7 +97,7 @@ type CommandArgs = SlackCommandMiddlewareArgs & AllMiddlewareArgs;
 export function createCreateCommand(deps: CreateCommandDeps) {
   const open = createFormOpener(deps);
   return async ({ command, client, respond }: CommandArgs, name: string | undefined) => {
-    await afterPendingRequests();
+    await deps.turns.afterPending();
     await open({ command, client, respond }, name);
   };
 }
@@ -113,7 +115,7 @@ export interface FormAsk {
  * the same checks, within the trigger's three seconds.
  */
 export function createFormOpener(deps: CreateCommandDeps) {
-  const updates = createLane(FORM_UPDATES_AT_ONCE);
+  const updates = createLane(FORM_UPDATES_AT_ONCE, deps.turns);
   return async ({ command, client, respond }: FormAsk, name: string | undefined) => {
     const log = deps.log.child({ user: command.user_id, command: "create" });
     const live = deps.nodes?.nodes().then(

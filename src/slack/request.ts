@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 import { millisOf, systemClock, type Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
+import type { RequestTurns } from "./after-ack.js";
 
 /** Slack refuses to act on a signed request more than five minutes from now, either way. */
 export const SIGNATURE_WINDOW_SECONDS = 5 * 60;
@@ -140,9 +141,12 @@ export function createSlackEventsHandler(options: {
   maxBodyBytes: number;
   /** What time it is, for the signature's five minutes; the machine's clock by default. */
   clock?: Clock;
+  /** Counts each request until it is answered, so that work after acknowledgements waits. */
+  turns?: RequestTurns;
 }): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const now = millisOf(options.clock ?? systemClock);
   return async (req, res) => {
+    options.turns?.received(res);
     try {
       const signature = header(req, "x-slack-signature");
       const timestamp = header(req, "x-slack-request-timestamp");

@@ -45,6 +45,7 @@ export function createServer(deps: ServeDeps, options: ServeOptions = {}): Serve
           bolt,
           log: log.child({ component: "http" }),
           maxBodyBytes: limits.maxBodyBytes,
+          turns: deps.vmbot.turns,
           ...(options.clock === undefined ? {} : { clock: options.clock }),
         });
   const health =

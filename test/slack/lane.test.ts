@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createRequestTurns } from "../../src/slack/after-ack.js";
 import { createLane } from "../../src/slack/lane.js";
 
 /** A task that records how many ran at once and finishes when `release` is called. */
@@ -10,7 +11,7 @@ function gate() {
 
 describe("a lane for follow-up work", () => {
   it("runs at most its width at once, the rest in the order they came", async () => {
-    const lane = createLane(2);
+    const lane = createLane(2, createRequestTurns());
     const gates = Array.from({ length: 5 }, gate);
     const started: number[] = [];
     let running = 0;
@@ -34,7 +35,7 @@ describe("a lane for follow-up work", () => {
   });
 
   it("starts a task only after the work already waiting for the event loop has had its turn", async () => {
-    const lane = createLane(1);
+    const lane = createLane(1, createRequestTurns());
     const order: string[] = [];
     // Stands for a request already received: its callback is queued before the task is given.
     setImmediate(() => order.push("request"));
@@ -49,7 +50,7 @@ describe("a lane for follow-up work", () => {
   });
 
   it("passes a failure on and frees its place for the next task", async () => {
-    const lane = createLane(1);
+    const lane = createLane(1, createRequestTurns());
     const failed = lane(() => Promise.reject(new Error("views.update refused")));
     const next = lane(() => Promise.resolve("updated"));
     await expect(failed).rejects.toThrow("views.update refused");
