@@ -19,8 +19,10 @@ export const MOST_WAIT_MS = 1_000;
  * 1.23–1.48× a bare Bolt app's; waiting for a quiet turn, 200 of 200 in each of three rounds,
  * 0.83–0.91×).
  *
- * Counted by the HTTP server's Slack route (`received`). In Socket Mode nothing is counted, and
- * the work waits for one turn.
+ * Counted by the HTTP server's Slack route (`received`), once a request's body is read and its
+ * signature checked: a client that sends a body slowly, or floods the route with unsigned
+ * requests, cannot hold the work back. In Socket Mode nothing is counted, and the work waits for
+ * one turn.
  */
 export interface RequestTurns {
   /** A Slack request arrived; it is unanswered until its response closes. */

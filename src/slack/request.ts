@@ -141,12 +141,11 @@ export function createSlackEventsHandler(options: {
   maxBodyBytes: number;
   /** What time it is, for the signature's five minutes; the machine's clock by default. */
   clock?: Clock;
-  /** Counts each request until it is answered, so that work after acknowledgements waits. */
+  /** Counts each signed request until it is answered, so that work after acknowledgements waits. */
   turns?: RequestTurns;
 }): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const now = millisOf(options.clock ?? systemClock);
   return async (req, res) => {
-    options.turns?.received(res);
     try {
       const signature = header(req, "x-slack-signature");
       const timestamp = header(req, "x-slack-request-timestamp");
@@ -167,6 +166,9 @@ export function createSlackEventsHandler(options: {
         nowSeconds: Math.floor(now() / 1000),
       });
       checkSlackBody(header(req, "content-type"), body);
+      // Counted once it is known to be Slack's: a request refused here, or one whose body is
+      // still coming (a client sending it a byte at a time), holds back no work.
+      options.turns?.received(res);
       // Bolt takes a request whose body was already read as `rawBody`, and verifies it again.
       Object.assign(req, { rawBody: body });
       options.bolt(req, res);
