@@ -42,6 +42,8 @@ export interface CommandLatencyResults {
 const SLOW_DELAY_MS = 2_000;
 /** The node directory's freshness (`createNodeDirectory`'s default): older lists are read again. */
 const NODE_LIST_MAX_AGE_MS = 15_000;
+/** Forms opened with the older list that a p99 of them needs (the 99th of 100 is the second-worst). */
+const MIN_OLDER_LIST = 100;
 
 interface RunningService {
   /** What the bot's environment needs to use it. */
@@ -250,10 +252,11 @@ export async function commandLatencySection(): Promise<Section> {
     [`\`/vm create\` → \`views.open\`, ${paced}`, "requests", "p50", "p99", "p99 ÷ baseline's"],
     [
       row(staleBare, staleBare, "bare Bolt app (baseline)"),
+      row(stale, staleBare, `vmbot, ${slowly}, node list stale (every form)`),
       row(
-        stale,
+        stale.withOlderList,
         staleBare,
-        `vmbot, ${slowly}, node list stale (${stale.olderList} of ${stale.samples} forms opened with the older list)`,
+        `vmbot, ${slowly}, node list stale: the ${stale.olderList} of ${stale.samples} forms that opened with the older list`,
       ),
     ],
   );
@@ -291,8 +294,10 @@ the list for no time at all (\`nodeListMaxAgeMs: 0\`, a start option for tests a
 every form finds it older than its freshness, opens with it and asks Proxmox again (one read at a
 time, shared by the forms that come while it runs), then updates itself when Proxmox answers. It
 and the bare Bolt app take turns, ${paced} whatever the answer's time, ${plural(stale.samples, "command")} each
-after ${WARM_UP} not counted; the p99 is over all of them. The last column counts the forms that
-really opened with the older list.
+after ${WARM_UP} not counted. A Proxmox answer that lands in the same instant as a command
+gives that form the new list (1 or 2 forms in 300, in runs before and after forms began to wait for
+the requests' turns): the first vmbot row is every form, the second, which the target is judged
+by, only those that opened with the older list (at least ${MIN_OLDER_LIST}, for a p99).
 
 ${staleTable}
 
@@ -318,8 +323,8 @@ ${submitTable}`;
       },
       {
         target: `\`/vm create\` p99 within 1.5× bare Bolt, ${slowly}, node list stale (both ${paced})`,
-        figure: `p99 ${ms(stale.p99)} against ${ms(staleBare.p99)} over ${stale.samples} each: ${ratio(stale.p99, staleBare.p99)}`,
-        met: stale.p99 <= 1.5 * staleBare.p99 && stale.olderList === stale.samples,
+        figure: `p99 ${ms(stale.withOlderList.p99)} over the ${stale.olderList} of ${stale.samples} forms opened with the older list, against ${ms(staleBare.p99)} over ${staleBare.samples}: ${ratio(stale.withOlderList.p99, staleBare.p99)}`,
+        met: stale.olderList >= MIN_OLDER_LIST && stale.withOlderList.p99 <= 1.5 * staleBare.p99,
       },
     ],
   };
