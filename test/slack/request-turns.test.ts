@@ -62,16 +62,23 @@ function head(body: string, { signed = true, length = Buffer.byteLength(body) } 
 
 /** Whether the work after an acknowledgement runs within `count` turns of the event loop. */
 async function runsWithin(count: number): Promise<boolean> {
-  let ran = false;
-  void turns.afterPending().then(() => (ran = true));
-  for (let i = 0; i < count && !ran; i += 1) {
+  const work = { ran: false };
+  void turns.afterPending().then(() => {
+    work.ran = true;
+  });
+  for (let i = 0; i < count && !work.ran; i += 1) {
     await new Promise((resolve) => setImmediate(resolve));
   }
-  return ran;
+  return work.ran;
 }
 
 /** Resolves once the server has seen the next request's head. */
-const nextRequest = () => new Promise<void>((resolve) => server.once("request", () => resolve()));
+const nextRequest = () =>
+  new Promise<void>((resolve) => {
+    server.once("request", () => {
+      resolve();
+    });
+  });
 
 describe("the Slack requests whose turn comes first", () => {
   it("holds the work while a signed request is with Bolt, and lets it run once it is answered", async () => {
