@@ -66,15 +66,37 @@ export async function postRequestMessage(
 }
 
 /**
+ * How long an answer from the store stays news: one that took longer may have waited in the
+ * socket while the process was paused (a stopped container, a long pause of the runtime), and
+ * says what the request was then, not now.
+ */
+export const FRESH_ANSWER_MS = 1_000;
+
+/** How many times a late answer is asked again before the update is sent anyway. */
+const MOST_ASKS = 3;
+
+/** Milliseconds on a clock that moves with real time and nothing else. */
+export type Elapsed = () => number;
+
+/**
  * Whether the store has moved on from `request` since it was read: whoever changed it renders
  * the newer state (or the leader's next pass, which renders every message behind the store), so
  * sending this one would only show an older state after a newer one. Asked right before the
- * update leaves, so that a replica paused between reading and sending, or a render overtaken by
- * a later one, sends nothing when it goes on.
+ * update leaves, and asked again when the answer came late, so that a replica paused between
+ * reading and sending (even with the answer waiting in its socket), or a render overtaken by a
+ * later one, sends nothing when it goes on.
  */
-async function overtaken(store: AsyncStore, request: RequestRecord): Promise<boolean> {
-  const now = await store.getRequest(request.id);
-  return now !== undefined && now.revision > request.revision;
+async function overtaken(
+  store: AsyncStore,
+  request: RequestRecord,
+  elapsed: Elapsed,
+): Promise<boolean> {
+  for (let asked = 1; ; asked += 1) {
+    const sent = elapsed();
+    const now = await store.getRequest(request.id);
+    if (now !== undefined && now.revision > request.revision) return true;
+    if (elapsed() - sent < FRESH_ANSWER_MS || asked === MOST_ASKS) return false;
+  }
 }
 
 /**
@@ -87,12 +109,13 @@ export async function renderRequestMessage(
   store: AsyncStore,
   request: RequestRecord,
   log: Logger,
+  elapsed: Elapsed = () => performance.now(),
 ): Promise<boolean> {
   if (request.messageTs === null) return true;
   const message = renderRequest(request);
   const digest = messageDigest(message);
   // A store that cannot answer does not keep the message back: the update is sent.
-  if (await overtaken(store, request).catch(() => false)) {
+  if (await overtaken(store, request, elapsed).catch(() => false)) {
     log.debug({ requestId: request.id }, "the request changed again; its newer state is shown");
     return true;
   }

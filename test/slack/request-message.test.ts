@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { createLogger } from "../../src/logger.js";
 import { createRedactor } from "../../src/redact.js";
-import { renderRequestMessage } from "../../src/slack/request-message.js";
+import { FRESH_ANSWER_MS, renderRequestMessage } from "../../src/slack/request-message.js";
 import { asAsyncStore, type AsyncStore } from "../../src/store/async.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import type { RequestRecord } from "../../src/store/store.js";
@@ -75,6 +75,53 @@ describe("rendering a request's message", () => {
     expect(await renderRequestMessage(client, store, newer, log)).toBe(true);
     expect(slack.calls.slice(mark).map((call) => call.method)).toEqual(["chat.update"]);
     expect((await store.getRequest(older.id))?.renderedRevision).toBe(newer.revision);
+  });
+
+  it("asks again when the store's answer came late, and sends nothing once it has moved on", async () => {
+    const older = await posted();
+    // The first answer is read as it was when asked, after a pause of five seconds in which
+    // another replica moved the request on: as a process stopped with the answer in its socket.
+    let now = 0;
+    let asked = 0;
+    const paused: AsyncStore = {
+      ...store,
+      getRequest: async (id) => {
+        asked += 1;
+        const answer = await store.getRequest(id);
+        if (asked === 1) {
+          now += 5_000;
+          await store.transition(older.id, [older.status], "planning");
+        }
+        return answer;
+      },
+    };
+    const mark = slack.calls.length;
+    expect(await renderRequestMessage(client, paused, older, log, () => now)).toBe(true);
+    expect(asked).toBe(2);
+    expect(slack.calls.slice(mark)).toEqual([]);
+  });
+
+  it("sends after a late answer once asked again in time, and after three late answers", async () => {
+    const request = await posted();
+    for (const [late, asks] of [
+      [1, 2],
+      [5, 3],
+    ] as const) {
+      let now = 0;
+      let asked = 0;
+      const slow: AsyncStore = {
+        ...store,
+        getRequest: (id) => {
+          asked += 1;
+          if (asked <= late) now += FRESH_ANSWER_MS;
+          return store.getRequest(id);
+        },
+      };
+      const mark = slack.calls.length;
+      expect(await renderRequestMessage(client, slow, request, log, () => now)).toBe(true);
+      expect(asked).toBe(asks);
+      expect(slack.calls.slice(mark).map((call) => call.method)).toEqual(["chat.update"]);
+    }
   });
 
   it("still sends when the store cannot say whether the request moved on", async () => {
