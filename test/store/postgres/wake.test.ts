@@ -84,11 +84,17 @@ describeWithPostgres("waking the leader across replicas", () => {
 
   it("leaves a wake alone on a replica that does not lead, until it leads", async () => {
     let leading = false;
-    const follower = await listen("replica-a", () => leading);
+    // Each wake the follower hears asks whether it leads: a wake heard is a question asked.
+    let asked = 0;
+    const follower = await listen("replica-a", () => {
+      asked += 1;
+      return leading;
+    });
     const other = await listen("replica-b");
     await notifyFrom(0)(1);
-    // The other replica heard it: so did this one, which did not lead then.
+    // Both heard it, each on its own connection and in its own time; this one did not lead then.
     await waitFor(() => (other.woken.includes(1) ? true : undefined), "replica-b to hear 1");
+    await waitFor(() => (asked >= 1 ? true : undefined), "replica-a to hear 1");
     leading = true;
     await notifyFrom(1)(2);
     await waitFor(() => (follower.woken.includes(2) ? true : undefined), "replica-a to hear 2");
