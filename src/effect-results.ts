@@ -71,6 +71,18 @@ export const UploadedResultSchema = z.union([
   z.object({ ts: z.string() }),
 ]);
 
-/** `unlock:<lockedAt>`: done, or `gone` when the lock was found gone after a restart. */
-export const UnlockedResultSchema = z.object({ gone: z.boolean().optional() });
+/**
+ * `unlock:<lockedAt>`: done, or `gone` when the lock was found gone after a restart. Never a
+ * failure's record, which would otherwise read as done with nothing to say.
+ */
+export const UnlockedResultSchema = z.object({
+  gone: z.boolean().optional(),
+  failed: z.never().optional(),
+});
 export type UnlockedResult = z.infer<typeof UnlockedResultSchema>;
+
+/**
+ * An unlock that failed, and was told so: GitLab's error code, or `unknown` when vmbot could not
+ * tell whether the lock was removed. No restart tries it again; the admin may confirm again.
+ */
+export const UnlockFailedSchema = z.object({ failed: z.string() });

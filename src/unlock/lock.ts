@@ -1,3 +1,4 @@
+import { UnlockFailedSchema } from "../effect-results.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
@@ -15,10 +16,13 @@ import {
 
 /** What the unlock needs of GitLab: the states with their locks, and removing one. */
 export type StatesPort = Pick<GitlabPort, "terraformStates" | "unlockTerraformState">;
-/** What the unlock needs of the store: the audit log, the requests' states, its pending effects. */
+/**
+ * What the unlock needs of the store: the audit log, the requests' states, its effects in the
+ * journal.
+ */
 export type UnlockStore = Pick<
   AsyncStore,
-  "audit" | "requestsForVm" | "pendingEffects" | "complete"
+  "audit" | "requestsForVm" | "pendingEffects" | "complete" | "effect"
 >;
 export type { Effects };
 
@@ -39,6 +43,32 @@ export async function findState(gitlab: StatesPort, name: string) {
 export class UnlockOutcomeUnknown extends Error {
   constructor(cause: unknown) {
     super("the unlock's outcome is unknown", { cause });
+  }
+}
+
+/** What an unlock that failed records: see `UnlockFailedSchema`. */
+export function unlockFailure(error: unknown): { failed: string } {
+  if (error instanceof UnlockOutcomeUnknown) return { failed: "unknown" };
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return { failed: typeof code === "string" ? code : "internal" };
+}
+
+/**
+ * The journal's step for an unlock of the lock taken at `lockedAt`: the lock's own, or after
+ * unlocks of it that failed (each recorded, and told), the next attempt's, so that an admin who
+ * confirms again is not answered with the failure before.
+ */
+export async function unlockStep(
+  store: Pick<UnlockStore, "effect">,
+  subject: string,
+  lockedAt: string,
+): Promise<string> {
+  for (let attempt = 1; ; attempt += 1) {
+    const step = attempt === 1 ? `unlock:${lockedAt}` : `unlock:${lockedAt}:${attempt}`;
+    const recorded = await store.effect(subject, step);
+    const failed =
+      recorded?.state === "done" && UnlockFailedSchema.safeParse(recorded.result).success;
+    if (!failed) return step;
   }
 }
 

@@ -1,15 +1,21 @@
 import { z } from "zod";
-import { UnlockedResultSchema, type UnlockedResult } from "../effect-results.js";
+import {
+  UnlockedResultSchema,
+  UnlockFailedSchema,
+  type UnlockedResult,
+} from "../effect-results.js";
 import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import { FencedError } from "../store/postgres/leader.js";
 import { STATE_NAME } from "../vm/state-name.js";
-import { unlockedNotice, type Reply } from "../views/unlock.js";
+import { userMessage } from "../views/errors.js";
+import { resumedUnlockFailed, unlockedNotice, type Reply } from "../views/unlock.js";
 import {
   confirmUnlock,
   findState,
   lockedState,
   removeLock,
+  unlockFailure,
   type StatesPort,
   type UnlockStore,
 } from "./lock.js";
@@ -57,6 +63,29 @@ export async function resumeUnlocks(deps: RecoveryDeps): Promise<void> {
   }
 }
 
+/** An interrupted unlock that failed when finished: the audit log and the channel say so. */
+async function resumeFailed(
+  deps: RecoveryDeps,
+  pending: z.infer<typeof PendingUnlockSchema>,
+  error: unknown,
+  log: Logger,
+): Promise<void> {
+  const { state, lockedAt, holder, user, channel } = pending;
+  log.warn({ err: error }, "an unlock interrupted by a restart failed when finished");
+  await deps.store.audit({
+    requestId: null,
+    actor: user,
+    action: "unlock_failed",
+    detail: { state, holder, lockedAt, foundAfterRestart: true, ...unlockFailure(error) },
+  });
+  if (channel === null) return;
+  await deps
+    .announce(channel, resumedUnlockFailed(user, state, userMessage(error)))
+    .catch((announceError: unknown) => {
+      log.warn({ err: announceError }, "could not tell the channel about a failed resumed unlock");
+    });
+}
+
 async function resumeOne(
   deps: RecoveryDeps,
   effect: { subject: string; step: string },
@@ -64,17 +93,35 @@ async function resumeOne(
   log: Logger,
 ): Promise<void> {
   const { state: name, lockedAt, holder, user, channel } = pending;
-  const result = await deps.effects.once<UnlockedResult>(effect.subject, effect.step, {
-    result: UnlockedResultSchema,
-    reconcile: async () => {
-      const current = lockedState((await findState(deps.gitlab, name)).state);
-      return current?.lockedAt === lockedAt ? undefined : { gone: true };
-    },
-    act: async () => {
-      await removeLock(deps.gitlab, name, lockedAt, log);
-      return {};
-    },
-  });
+  // The unlock's own failure, once recorded: anything else (the store) is left for the next start.
+  let failed: { error: unknown } | undefined;
+  const result = await deps.effects
+    .once<UnlockedResult>(effect.subject, effect.step, {
+      result: UnlockedResultSchema,
+      reconcile: async () => {
+        const current = lockedState((await findState(deps.gitlab, name)).state);
+        return current?.lockedAt === lockedAt ? undefined : { gone: true };
+      },
+      act: async () => {
+        await removeLock(deps.gitlab, name, lockedAt, log);
+        return {};
+      },
+      // Tried once more after the restart, and told: not again at every restart after it.
+      settle: (error) => {
+        failed = { error };
+        return Promise.resolve(unlockFailure(error));
+      },
+      failure: UnlockFailedSchema,
+    })
+    .catch((error: unknown) => {
+      if (failed === undefined) throw error;
+      return undefined;
+    });
+  if (failed !== undefined) {
+    await resumeFailed(deps, pending, failed.error, log);
+    return;
+  }
+  if (result === undefined) return;
   const locked = { name, lockedAt, lockedBy: holder };
   if (result.gone === true) {
     await deps.store.audit({

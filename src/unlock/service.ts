@@ -1,5 +1,5 @@
 import type { Access } from "../access.js";
-import { UnlockedResultSchema } from "../effect-results.js";
+import { UnlockedResultSchema, UnlockFailedSchema } from "../effect-results.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../views/errors.js";
 import type { Logger } from "../logger.js";
@@ -27,7 +27,9 @@ import {
   findState,
   lockedState,
   removeLock,
+  unlockFailure,
   UnlockOutcomeUnknown,
+  unlockStep,
   type StatesPort,
   type UnlockStore,
 } from "./lock.js";
@@ -149,13 +151,17 @@ async function forceUnlock(
   }
   const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
   await deps.store.audit({ requestId: null, actor: user, action: "unlock_requested", detail });
-  await deps.effects.once(`unlock:${name}`, `unlock:${locked.lockedAt}`, {
+  const subject = `unlock:${name}`;
+  await deps.effects.once(subject, await unlockStep(deps.store, subject, locked.lockedAt), {
     result: UnlockedResultSchema,
     detail: { ...detail, user, channel: channel ?? null },
     act: async () => {
       await removeLock(deps.gitlab, name, locked.lockedAt, log);
       return {};
     },
+    // The admin is told it failed: no restart removes the lock later behind their back.
+    settle: (error) => Promise.resolve(unlockFailure(error)),
+    failure: UnlockFailedSchema,
   });
   const outcome = await confirmUnlock(deps, locked, user, log);
   return {

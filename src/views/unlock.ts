@@ -200,6 +200,13 @@ export function failure(message: string): Reply {
   return { text, blocks: [section(text)] };
 }
 
+/** An unlock a restart interrupted, which failed when vmbot finished it: the channel is told. */
+export function resumedUnlockFailed(admin: string, state: string, reason: string): Reply {
+  return failure(
+    `The force-unlock of ${code(state)} that <@${admin}> confirmed before vmbot restarted did not go through: ${reason} Run \`/vm unlock ${escapeMrkdwn(state)}\` to see the lock, and confirm again to retry.`,
+  );
+}
+
 /** GitLab did not answer the unlock, nor the read that followed: say so, and how to find out. */
 export function unlockUnknown(state: string, reason: string): string {
   return `GitLab did not answer the unlock of ${code(state)}, nor when vmbot read the lock again, so vmbot cannot tell whether it was removed. Run \`/vm unlock ${escapeMrkdwn(state)}\` in a minute to see. ${reason}`;

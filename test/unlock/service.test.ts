@@ -60,15 +60,21 @@ async function world() {
 function service(
   w: Awaited<ReturnType<typeof world>>,
   announced: { channel: string; message: Reply }[] = [],
+  options: { store?: Store; onCrashPoint?: (point: string) => void } = {},
 ): { unlock: UnlockService; store: Store } {
-  const store = openSqliteStore(":memory:");
-  closers.push(() => {
-    store.close();
-  });
+  const store = options.store ?? openSqliteStore(":memory:");
+  if (options.store === undefined) {
+    closers.push(() => {
+      store.close();
+    });
+  }
   const unlock = createUnlockService({
     gitlab: w.gitlab,
     store: asAsyncStore(store),
-    effects: createEffects({ store: asAsyncStore(store) }),
+    effects: createEffects({
+      store: asAsyncStore(store),
+      ...(options.onCrashPoint === undefined ? {} : { onCrashPoint: options.onCrashPoint }),
+    }),
     access: { may: (_action, user) => Promise.resolve(user === ADMIN), who: () => [ADMIN] },
     log: createLogger({
       level: "info",
@@ -134,5 +140,80 @@ describe("the unlock service", () => {
     ]);
     release();
     await first;
+  });
+
+  it("records a refused unlock as failed: a restart does not try it again, a second confirmation does", async () => {
+    const w = await world();
+    const announced: { channel: string; message: Reply }[] = [];
+    const { unlock, store } = service(w, announced);
+    w.fake.failNext({ method: "DELETE", path: LOCK }, { status: 403 });
+    const target = { state: "general", lockedAt: w.lockedAt };
+
+    const refused = await unlock.unlock(ADMIN, target, "C1");
+    expect(refused.reply.text).toMatch(/^:warning: /);
+    expect(refused.notice).toBeUndefined();
+    expect(store.pendingEffects()).toEqual([]);
+
+    // A restart finds nothing left to finish: the lock the admin was told is still there stays.
+    await unlock.resume();
+    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(1);
+    expect(announced).toEqual([]);
+    expect((await w.gitlab.terraformStates())[0]?.lockedAt).toBe(w.lockedAt);
+
+    // The admin confirms again: a new attempt, not the failure before.
+    const again = await unlock.unlock(ADMIN, target, "C1");
+    expect(again.notice).toBeDefined();
+    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(2);
+    expect(store.listAudit().map((entry) => entry.action)).toEqual([
+      "unlock_requested",
+      "unlock_failed",
+      "unlock_requested",
+      "unlocked",
+    ]);
+  });
+
+  it("tells the channel once when an unlock a restart interrupted fails as it is finished", async () => {
+    const w = await world();
+    const store = openSqliteStore(":memory:");
+    closers.push(() => {
+      store.close();
+    });
+    // The bot stops (here: throws) with the unlock intended and not yet sent.
+    const crashed = service(w, [], {
+      store,
+      onCrashPoint: (point) => {
+        if (point === "unlock:before") throw new Error("the bot stopped");
+      },
+    });
+    const target = { state: "general", lockedAt: w.lockedAt };
+    await crashed.unlock.unlock(ADMIN, target, "C1");
+    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(0);
+    expect(store.pendingEffects()).toHaveLength(1);
+
+    const announced: { channel: string; message: Reply }[] = [];
+    const restarted = service(w, announced, { store });
+    w.fake.failNext({ method: "DELETE", path: LOCK }, { status: 403 });
+    await restarted.unlock.resume();
+    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(1);
+    expect(announced.map((a) => [a.channel, a.message.text])).toEqual([
+      [
+        "C1",
+        expect.stringMatching(
+          /^:warning: The force-unlock of `general` that <@U0ADMIN> confirmed before vmbot restarted did not go through: /,
+        ),
+      ],
+    ]);
+    const audited = store.listAudit().at(-1);
+    expect(audited).toMatchObject({
+      action: "unlock_failed",
+      detail: { state: "general", foundAfterRestart: true },
+    });
+    expect(audited?.detail.failed).toBe("gitlab_forbidden");
+
+    // Told once: the next start does not try again.
+    await restarted.unlock.resume();
+    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(1);
+    expect(announced).toHaveLength(1);
+    expect(store.pendingEffects()).toEqual([]);
   });
 });
