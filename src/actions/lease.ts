@@ -1,12 +1,19 @@
 import type { App, BlockButtonAction } from "@slack/bolt";
 import { z } from "zod";
-import { checkDestroy, openDestroyRequest, type DestroyDeps } from "../commands/destroy.js";
+import {
+  checkDestroy,
+  inFlight,
+  openDestroyRequest,
+  type DestroyDeps,
+} from "../commands/destroy.js";
 import { LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
 import { destroyAskedReply, inFlightReply } from "../views/destroy.js";
 import {
   DESTROY_NOT_RECORDED,
   LEASE_VM_GONE,
   leaseAtMaximumWords,
+  leaseDestroyUnderWayWords,
+  leaseVmMarkedGoneWords,
   leaseExtendedWords,
   NO_CHANNEL_TO_ASK,
   notLeaseOwnerWords,
@@ -42,6 +49,10 @@ export async function extendLease(
   const vm = name.success ? await deps.store.inventory.get(name.data) : undefined;
   if (vm === undefined) return LEASE_VM_GONE;
   if (vm.owner !== user) return notLeaseOwnerWords(vm.name, vm.owner);
+  if (vm.status !== "live") return leaseVmMarkedGoneWords(vm.name);
+  // A destroy under way (one the lease's end opened, say) goes on whatever the lease says.
+  const busy = await inFlight(deps.store, vm.name);
+  if (busy?.kind === "destroy") return leaseDestroyUnderWayWords(vm.name, busy);
   const until = extendedEnd(deps.config.lease, now());
   if (until === null || (vm.leaseUntil !== null && until <= vm.leaseUntil)) {
     // Where the policy lets the owner ask for more, the answer says how.

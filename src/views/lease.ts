@@ -2,6 +2,7 @@ import type { types } from "@slack/bolt";
 import { LEASE_ASK_LONGER, LEASE_DESTROY, LEASE_EXTEND } from "../ids.js";
 import { escapeMrkdwn, truncate } from "../slack/mrkdwn.js";
 import type { VmRecord } from "../store/inventory.js";
+import type { RequestRecord } from "../store/store.js";
 import { askLongerButton } from "./extend.js";
 
 type KnownBlock = types.KnownBlock;
@@ -89,6 +90,16 @@ export const LEASE_EXPIRED_REASON = "lease expired";
 
 /** Extend on a reminder of a VM vmbot no longer lists. */
 export const LEASE_VM_GONE = "vmbot no longer lists this VM: there is no lease to extend.";
+
+/** Extend on a reminder of a VM marked gone: its state left GitLab, nothing is leased. */
+export function leaseVmMarkedGoneWords(vm: string): string {
+  return `${escapeMrkdwn(vm)} is marked gone (its Terraform state is no longer in GitLab): there is no lease to extend.`;
+}
+
+/** Extend while a destroy of the VM is in progress: the lease would not stop it. */
+export function leaseDestroyUnderWayWords(vm: string, request: RequestRecord): string {
+  return `:hourglass_flowing_sand: A destroy of ${escapeMrkdwn(vm)} is in progress (\`${request.id}\`, ${request.status.replace("_", " ")}), so its lease was not extended. To keep the VM, withdraw that request from its message in <#${escapeMrkdwn(request.channel)}> before it is applied.`;
+}
 
 /** Extend by someone other than the VM's owner. */
 export function notLeaseOwnerWords(vm: string, owner: string): string {

@@ -335,4 +335,79 @@ describe("leases", () => {
     );
     expect(h.gitlab.pipelines).toHaveLength(pipelines + 1);
   });
+
+  /** web-01 with its reminder in the owner's direct messages, its lease 20 s from its end. */
+  async function reminded() {
+    const h = await leasedVm();
+    await h.bot.store.inventory.setLease("web-01", inSeconds(20));
+    await h.bot.tracker.tick();
+    const dm = h.slack.messages.find((m) => m.channel === REQUESTER || m.channel.startsWith("D"));
+    if (dm === undefined) throw new Error("no reminder");
+    return { h, dm };
+  }
+
+  it("Extend while the destroy its lease's end opened is in progress extends nothing, and says how to keep the VM", async () => {
+    const { h, dm } = await reminded();
+    const ended = inSeconds(-1);
+    await h.bot.store.inventory.setLease("web-01", ended);
+    await h.bot.tracker.tick();
+    const destroy = await waitFor(
+      async () => (await h.bot.store.listActive()).find((r) => r.kind === "destroy"),
+      "the destroy request",
+    );
+
+    await click(h, dm, REQUESTER, "lease_extend");
+    const answer = await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("A destroy of web-01 is in progress"),
+    );
+    expect(answer.body.text).toContain(`\`${destroy.id}\``);
+    expect(answer.body.text).toContain("withdraw that request");
+    expect((await h.bot.store.inventory.get("web-01"))?.leaseUntil).toBe(ended);
+    const actions = (await h.bot.store.listAudit()).map((e) => e.action);
+    expect(actions).not.toContain("lease_extended");
+  });
+
+  it("a lease the owner extends while a pass holds the VM list is not ended by that pass", async () => {
+    const { h, dm } = await reminded();
+    await h.bot.store.inventory.setLease("web-01", inSeconds(-1));
+    // The pass reads the VMs, lease ended; the owner's Extend lands before it acts on them.
+    const inventory = h.bot.store.inventory;
+    const list = inventory.list.bind(inventory);
+    // The store's own object, its `list` swapped for this one pass.
+    const seam: { list: typeof list } = inventory;
+    seam.list = async () => {
+      const vms = await list();
+      seam.list = list;
+      await click(h, dm, REQUESTER, "lease_extend");
+      await h.slack.waitForResponse((post) =>
+        String(post.body.text).includes("The lease of web-01 now ends"),
+      );
+      return vms;
+    };
+    await h.bot.tracker.tick();
+    expect(inventory.list).toBe(list);
+
+    expect((await h.bot.store.listActive()).filter((r) => r.kind === "destroy")).toEqual([]);
+    const actions = (await h.bot.store.listAudit()).map((e) => e.action);
+    expect(actions).toContain("lease_extended");
+    expect(actions).not.toContain("lease_expired");
+    expect(Date.parse((await inventory.get("web-01"))?.leaseUntil ?? "")).toBeGreaterThan(
+      Date.now(),
+    );
+  });
+
+  it("Extend on a VM marked gone extends nothing, and says why", async () => {
+    const { h, dm } = await reminded();
+    const before = (await h.bot.store.inventory.get("web-01"))?.leaseUntil;
+    await h.bot.store.inventory.mark(
+      "web-01",
+      "gone",
+      "its Terraform state is no longer in GitLab",
+    );
+    await click(h, dm, REQUESTER, "lease_extend");
+    await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("web-01 is marked gone"),
+    );
+    expect((await h.bot.store.inventory.get("web-01"))?.leaseUntil).toBe(before);
+  });
 });
