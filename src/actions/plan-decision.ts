@@ -1,3 +1,4 @@
+import { APPROVE_VALUE } from "../ids.js";
 import { oneAtATime } from "../requests/one-at-a-time.js";
 import type { AllMiddlewareArgs, BlockButtonAction, SlackActionMiddlewareArgs } from "@slack/bolt";
 import { z } from "zod";
@@ -21,6 +22,7 @@ import {
   applySupersededWords,
   checkingWords,
   PIPELINE_CANCELED_WORDS,
+  PLAN_REPLACED_WORDS,
   PLAN_RUN_AGAIN_WORDS,
   playConfirmedWords,
   playNotStartedWords,
@@ -197,10 +199,26 @@ export function createApproveAction(deps: PlanDecisionDeps) {
   const now = deps.now ?? (() => new Date());
   return async (args: ButtonArgs) => {
     await args.ack();
-    const found = await checkDecision(deps, args, "approve");
+    const value = APPROVE_VALUE.exec(args.action.value ?? "");
+    const { body, client } = args;
+    const user = body.user.id;
+    const found = await checkDecisionBy(
+      deps,
+      client,
+      user,
+      body.channel?.id ?? "",
+      value?.[1],
+      "approve",
+    );
     if (!found) return;
-    const user = args.body.user.id;
     const log = deps.log.child({ requestId: found.id, user, command: "approve" });
+    // The message showed another plan than the one waiting: this click approves neither.
+    const shown = value?.[2] === undefined ? undefined : Number(value[2]);
+    if (shown !== undefined && shown !== found.review?.planJobId) {
+      await tell(client, body.channel?.id ?? "", user, PLAN_REPLACED_WORDS);
+      await render(client, deps.store, found, log);
+      return;
+    }
     // The policy's approval rule: this click may be one of several the plan needs.
     const approval = await oneAtATime(deps.store, found.id, () =>
       recordApproval(deps, found, user, now()),

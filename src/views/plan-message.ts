@@ -1,5 +1,5 @@
 import type { types } from "@slack/bolt";
-import { PLAN_ACTIONS_BLOCK, PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
+import { approveValue, PLAN_ACTIONS_BLOCK, PLAN_APPROVE, PLAN_REJECT } from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
 import type { RequestRecord } from "../store/store.js";
 import type { PlanResource, PlanSummary, ResourceAction } from "../terraform/plan-text.js";
@@ -304,7 +304,7 @@ function approvalBlocks(
         },
         // Destroying is not the safe default: the button says so in red.
         style: total > 0 ? "danger" : "primary",
-        value: request.id,
+        value: window === null ? request.id : approveValue(request.id, window.planJobId),
         ...(total > 0 ? { confirm: approveConfirmation(destroyed, total, request.spec.name) } : {}),
       },
       {
@@ -322,7 +322,7 @@ function approvalBlocks(
 
 /**
  * The request message once Terraform has planned: what will change, what would be destroyed,
- * the nodes' load, links, and the Approve and Reject buttons (which carry only the request ID).
+ * the nodes' load, links, and the Approve and Reject buttons (Approve names the plan it shows too).
  */
 export function planMessage(
   request: RequestRecord,

@@ -350,4 +350,39 @@ describe("many clicks at once", () => {
       );
     }
   });
+
+  it("approves nothing from a message that showed an older plan than the one waiting, and says so", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    // The message as a person's Slack still shows it: the first plan's.
+    const stale = structuredClone(message());
+    h.gitlab.retryJob(pipelineId, "tf:plan");
+    await click(h, message(), APPROVER, "plan_approve");
+    await ephemeralTo(h, APPROVER);
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    const replanned = (await h.bot.store.getRequest(requestId))!;
+    expect(replanned.status).toBe("awaiting_approval");
+    const mark = h.slack.calls.length;
+
+    await click(h, stale, APPROVER, "plan_approve");
+    await h.slack.waitFor(
+      "chat.postEphemeral",
+      (call) =>
+        typeof call.args.text === "string" && call.args.text.startsWith("Terraform planned again"),
+    );
+    expect(h.gitlab.requestsTo("POST", /\/play$/)).toHaveLength(0);
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "awaiting_approval",
+      decision: null,
+      review: { planJobId: replanned.review?.planJobId },
+    });
+    expect(h.slack.calls.slice(mark).map((call) => call.method)).not.toContain("chat.postMessage");
+
+    // The message as it is now approves the plan it shows.
+    await click(h, message(), APPROVER, "plan_approve");
+    await waitFor(
+      () => (h.gitlab.requestsTo("POST", /\/play$/).length === 1 ? true : undefined),
+      "the apply job to be played",
+    );
+  });
 });
