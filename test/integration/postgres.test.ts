@@ -1,5 +1,5 @@
 import pg from "pg";
-import { expect, it } from "vitest";
+import { expect, it, onTestFinished } from "vitest";
 import {
   APPROVER,
   CHANNEL,
@@ -9,7 +9,8 @@ import {
   planRequest,
   runUntilSettled,
 } from "../support/harness.js";
-import { describeWithPostgres, useDatabase } from "../support/postgres.js";
+import { NOT_FINISHED } from "../../src/actions/store-failure.js";
+import { describeWithPostgres, freshDatabase, useDatabase } from "../support/postgres.js";
 import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
@@ -73,5 +74,38 @@ describeWithPostgres("the bot on PostgreSQL (VMBOT_DB=postgres://…)", () => {
       database: { engine: "postgres", reachable: true },
       leadership: { leader: true, replica: expect.stringMatching(/^.+-[0-9a-f]{6}$/) as string },
     });
+  });
+
+  it("answers an Approve click it cannot finish, the database unreachable, and plays nothing", async () => {
+    // A database of its own: the file's holds the forms and the VM of the tests before.
+    const own = await freshDatabase();
+    // Dropped once the harness has stopped the bot (after the file's afterEach).
+    onTestFinished(() => own.drop());
+    const h = await start({ db: own.url });
+    const { requestId, message } = await planRequest(h);
+    // The database refuses every connection, and drops the bot's.
+    const name = new URL(own.url).pathname.slice(1);
+    const server = new URL(own.url);
+    server.pathname = "/postgres";
+    const admin = new pg.Client({ connectionString: server.toString() });
+    await admin.connect();
+    try {
+      await admin.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        [name],
+      );
+      await click(h, message(), APPROVER, "plan_approve");
+      const answer = await h.slack.waitFor(
+        "chat.postEphemeral",
+        (call) => call.args.user === APPROVER,
+      );
+      expect(answer.args).toMatchObject({ channel: CHANNEL, text: NOT_FINISHED });
+      expect(h.gitlab.requestsTo("POST", /\/jobs\/\d+\/play$/)).toHaveLength(0);
+    } finally {
+      await admin.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
+      await admin.end();
+    }
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("awaiting_approval");
   });
 });
