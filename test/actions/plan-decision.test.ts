@@ -385,4 +385,24 @@ describe("many clicks at once", () => {
       "the apply job to be played",
     );
   });
+
+  it("still approves from a message posted before Approve named its plan (the request ID alone)", async () => {
+    const { h, requestId, message } = await planned();
+    const earlier = structuredClone(message());
+    const blocks = JSON.stringify(earlier.blocks).replace(
+      new RegExp(`"${requestId}:\\d+"`),
+      `"${requestId}"`,
+    );
+    expect(blocks).not.toBe(JSON.stringify(earlier.blocks));
+    earlier.blocks = JSON.parse(blocks) as typeof earlier.blocks;
+    await click(h, earlier, APPROVER, "plan_approve");
+    await waitFor(
+      () => (h.gitlab.requestsTo("POST", /\/play$/).length === 1 ? true : undefined),
+      "the apply job to be played",
+    );
+    expect((await h.bot.store.getRequest(requestId))?.decision).toMatchObject({
+      kind: "approved",
+      by: APPROVER,
+    });
+  });
 });
