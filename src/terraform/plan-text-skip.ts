@@ -144,12 +144,22 @@ function plainMayBeHeading(text: string, first: number, end: number): boolean {
 }
 
 /**
- * Whether every line is to be read as things stand: in a diagnostic, the actions list of Terraform
- * before 0.12, the outputs list, or between a heading and its marker line.
+ * Whether every line is to be read as things stand: in a diagnostic, the outputs list, or between
+ * a heading and its marker line.
  */
 function readsEveryLine(state: PlanTextState): boolean {
-  return state.diagnostic !== undefined || state.inActions || state.inOutputs || state.afterHeading;
+  return state.diagnostic !== undefined || state.inOutputs || state.afterHeading;
 }
+
+/**
+ * Whether a line indented `indent` spaces is to be read because it may be a resource line of
+ * Terraform before 0.12 (`  + aws_instance.web`, indented two spaces at most). Under "Terraform
+ * will perform the following actions:", which every plan prints, until its `Plan:` line: a line
+ * further in (an attribute, a heredoc's value, a block's end) is passed over by the rules for any
+ * other line. Reading every line there read nearly all of a plan's.
+ */
+const mayBeLegacyResource = (state: PlanTextState, indent: number) =>
+  state.inActions && indent <= 2;
 
 /**
  * Whether the line of `text` that starts at `first - indent` (its `indent` spaces) and ends at
@@ -168,6 +178,7 @@ export function passesOver(
 ): boolean {
   if (readsEveryLine(state)) return false;
   if (first >= end) return true; // a blank line
+  if (mayBeLegacyResource(state, indent)) return false;
   const code = text.charCodeAt(first);
   // Tabs and other white space, non-ASCII text (frames, Unicode spaces): read.
   if (code <= 0x20 || code >= 0x7f) return false;
@@ -194,8 +205,8 @@ export function passesOver(
 /**
  * Whether the plain line of `text` from `start` to `end` (no escape sequence, no carriage return)
  * whose first character other than space is at `first` (`first < end`) can be passed over:
- * `passesOver`'s rules for such a line, while no diagnostic, actions list, outputs list or
- * heading's comments are being read.
+ * `passesOver`'s rules for such a line, while no diagnostic, outputs list or heading's comments
+ * are being read.
  */
 function passesPlain(
   state: PlanTextState,
@@ -205,6 +216,7 @@ function passesPlain(
   first: number,
   end: number,
 ): boolean {
+  if (mayBeLegacyResource(state, first - start)) return false;
   const code = text.charCodeAt(first);
   if (code <= 0x20 || code >= 0x7f) return false;
   const heredocEnd = state.heredocEnd;

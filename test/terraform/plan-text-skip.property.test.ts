@@ -215,4 +215,35 @@ describe("passing over a run of plain lines", () => {
       expect(passRun(read, scan, text, 0, text.length)).toBe(text.indexOf("\n") + 1);
     }
   });
+
+  it("under the actions header every plan prints, reads only what may be a resource line of Terraform before 0.12", () => {
+    const read = createPlanTextState();
+    read.inActions = true;
+    read.current = {
+      resource: { address: "local_file.a", action: "update" },
+      comments: [],
+      forcedBy: [],
+    };
+    const passed = (line: string) => {
+      const scan = createLineScan();
+      beginScan(scan);
+      const text = `${line}\n`;
+      let first = 0;
+      while (text.charCodeAt(first) === 0x20) first += 1;
+      return passesOver(read, scan, text, first, first, text.length - 2, text.length - 1);
+    };
+    // Inside a resource block of Terraform 0.12 and later: passed over.
+    expect(passed('      ~ content_md5 = "80080f5c" -> (known after apply)')).toBe(true);
+    expect(passed("          + just a line")).toBe(true);
+    expect(passed("        # (3 unchanged attributes hidden)")).toBe(true);
+    expect(passed("    }")).toBe(true);
+    expect(passed("")).toBe(true);
+    // Two spaces in or fewer: a resource line of Terraform before 0.12 may stand there.
+    expect(passed("  + aws_instance.web")).toBe(false);
+    expect(passed(" ~ aws_instance.web")).toBe(false);
+    expect(passed("-/+ aws_instance.db (tainted) (new resource required)")).toBe(false);
+    // The same line outside the actions list is passed over by the other rules.
+    read.inActions = false;
+    expect(passed("  + aws_instance.web")).toBe(true);
+  });
 });
