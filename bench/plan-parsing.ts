@@ -294,15 +294,16 @@ ${table(
 The one-job log is the harder of the two: its plan is all resource blocks, about 880 resources
 a megabyte where the repeated jobs hold 410, and this plan's blocks are replacements whose lines
 the parser must read (the attributes that force the replacement, a heredoc's opener and end) far
-more often than a plan of updates. A CPU profile of its reads at 100 MB (\`node --cpu-prof\`,
-this benchmark's own loop, two rounds) puts the parser's reads of lines at about half the read
-(headings 18% of them, the line dispatch 16%, resource bodies 10%, heredocs 6%), the cleaner's
-chunk loop, with the runs of plain lines inlined into it, at a quarter, and the garbage collector,
-mostly scavenges of the resources kept, at a quarter. Timed on their own, the chunks made
-beforehand as flat strings (30 MB, 479k lines, 26,600 resources): clean + parse 215–223 ms, the
-split 42–56 ms, the cleaner with the parser passing over every line unread 22 ms, and keeping no
-resource at all 0.85× the time. Nine tenths of the read is the parser reading the lines it must,
-about 7 µs a resource: not the cleaner, and not mainly the memory kept. Every line is already read
+more often than a plan of updates. Timed on their own, the chunks made beforehand as flat strings
+(30 MB, 479k lines, 26,600 resources, 20 rounds alternating), clean + parse takes 120–142 ms
+against the split's 50–53 ms (0.37–0.41×). The parser used to read every line under "Terraform
+will perform the following actions:", which every plan prints, for fear of a resource line of
+Terraform before 0.12; only lines two spaces in or fewer can be one. It read all 479k lines and
+took 180–219 ms (0.24–0.28×), and now reads 93k: the heading, the marker line, the attribute that
+forces the replacement and the heredoc's end of each resource. What is left, about 4.5 µs a
+resource, is reading those lines (the heading's phrase, its address copied out, the objects made
+for it), the runs of plain lines between them and the collector's scavenges of what is kept. The
+cleaner alone, the parser passing over every line unread, takes 22 ms. Every line is already read
 by character codes, as below; 0.5× would take reading a resource block another way, not tuning.
 
 Where the time goes on the repeated jobs: the split finds line ends with one native call per chunk and copies nothing.
