@@ -7,7 +7,7 @@ import {
 } from "@slack/bolt";
 import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
-import { answerStoreFailures } from "./actions/store-failure.js";
+import { answerListenerFailures } from "./actions/store-failure.js";
 import type { Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import type { Effects } from "./effects.js";
@@ -208,7 +208,7 @@ export function createApp(appDeps: AppDeps): VmbotApp {
   });
   redactAcks(app, redact);
   const drain = trackInflight(app);
-  app.use(answerStoreFailures(log));
+  app.use(answerListenerFailures(log));
   app.error(async (error) => {
     log.error({ err: error }, "unhandled error in a Slack listener");
     return Promise.resolve();

@@ -33,11 +33,11 @@ export function storeWriteFailure(error: unknown): StoreWriteError | undefined {
 }
 
 /**
- * A listener whose store write failed (a click on Approve, Reject or an unlock button, a
- * command) is answered privately that it did not count, and one whose store read failed that it
- * could not be finished: never left in silence.
+ * A listener that failed is never left in silence: one whose store write failed (a click on
+ * Approve, Reject or an unlock button, a command) is answered privately that it did not count,
+ * and one that failed otherwise (its store could not be read, say) that it could not be finished.
  */
-export function answerStoreFailures(log: Logger): Middleware<AnyMiddlewareArgs> {
+export function answerListenerFailures(log: Logger): Middleware<AnyMiddlewareArgs> {
   return async ({ next, body, client }) => {
     try {
       await next();
