@@ -33,9 +33,10 @@ export const REQUEST_EVENT_TYPE = "vmbot_request";
 /** Message metadata event type for a request's thread replies, with the request ID and step. */
 export const STEP_EVENT_TYPE = "vmbot_request_step";
 
-/** The plan message's buttons; each carries the request ID as its value (Approve: see `approveValue`). */
+/** The plan message's buttons; each carries the request ID (Approve: see `approveValue`). */
 export const PLAN_ACTIONS_BLOCK = "plan_actions";
 export const PLAN_APPROVE = "plan_approve";
+export const PLAN_REJECT = "plan_reject";
 
 /**
  * Approve's value: the request, and the plan job its message showed, so that a click on a message
@@ -44,7 +45,6 @@ export const PLAN_APPROVE = "plan_approve";
  */
 export const approveValue = (requestId: string, planJobId: number) => `${requestId}:${planJobId}`;
 export const APPROVE_VALUE = /^(vm-[a-z0-9]+-[0-9a-f]{8})(?::([1-9][0-9]{0,15}))?$/;
-export const PLAN_REJECT = "plan_reject";
 
 /** The requester's Withdraw button, on the request message until the apply starts. */
 export const REQUEST_ACTIONS_BLOCK = "request_actions";

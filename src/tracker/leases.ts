@@ -92,8 +92,8 @@ async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
   const { store, config, log } = deps;
   if ((await inFlight(store, vm.name)) !== undefined) return;
   // The pass read the VMs before: the owner may have extended the lease since.
-  const now = await store.inventory.get(vm.name);
-  if (now?.status !== "live" || now.leaseUntil !== until) return;
+  const current = await store.inventory.get(vm.name);
+  if (current?.status !== "live" || current.leaseUntil !== until) return;
   const channel = config.slack.channel ?? (await store.getRequest(vm.requestId))?.channel;
   if (channel === undefined) {
     log.warn({ name: vm.name }, "a lease ended, but vmbot knows no channel to ask in");

@@ -112,11 +112,11 @@ export const UNKNOWN_REQUEST = "This button belongs to a request vmbot does not 
 export const PIPELINE_CANCELED_WORDS =
   "This plan can no longer be applied: its pipeline was canceled in GitLab. Run /vm create again for a fresh plan.";
 
-/** An approval of a plan that was run again in GitLab after it was posted. */
 /** Approve on a message that showed an older plan than the one waiting now. */
 export const PLAN_REPLACED_WORDS =
   "Terraform planned again after this message showed its plan, so this approval does not count: the message now shows the new plan. Review it, and approve it if it is right.";
 
+/** An approval of a plan that was run again in GitLab after it was posted. */
 export const PLAN_RUN_AGAIN_WORDS =
   "The plan was run again in GitLab after this one was posted, so this approval does not count: vmbot posts the new plan for approval when it is ready.";
 
