@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { CREATE_FIELDS } from "../../src/ids.js";
 import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/gitlab/index.js";
@@ -616,10 +616,26 @@ describe("GitLab refusing the pipeline", () => {
 });
 
 /** A loopback port that nothing listens on. */
+/**
+ * A port nothing listens on, and nothing will while the test runs: below the ephemeral range
+ * (32768 and up on Linux), from which every server of the suite takes its port (`listen(0)`).
+ * A port taken from that range and closed again went to another file's simulator now and then,
+ * which answered where GitLab was to be unreachable.
+ */
 async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const server = createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      server.once("error", () => {
+        resolve(false);
+      });
+      server.listen(port, "127.0.0.1", () => {
+        resolve(true);
+      });
+    });
+    if (!free) continue;
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  }
 }
