@@ -76,6 +76,41 @@ export interface OmittedCounts {
   notes: number;
 }
 
+/**
+ * Where a plan reader puts each resource once it has read it whole, in the plan's order: a list
+ * that keeps them all (`everyResource`), or one that keeps only what the result's reader needs,
+ * so that a plan of 100,000 resources is not held in memory to show its first ten.
+ */
+export interface ResourceList {
+  /**
+   * A resource read whole, as the result lists it. Its text is still part of the log's: what is
+   * kept is `copy()`, called once at most, for a resource kept.
+   */
+  add(resource: Readonly<PlanResource>, copy: () => PlanResource): void;
+  /**
+   * The resources kept, with `last` (the one still being read) as if it had been added, and how
+   * many of those with a change were left out; the list itself is left as it is.
+   */
+  list(last: PlanResource | undefined): KeptResources;
+}
+
+export interface KeptResources {
+  resources: PlanResource[];
+  /** Left out of `resources`; undefined when nothing was. */
+  omitted?: Pick<OmittedCounts, "changing" | "destroying">;
+}
+
+/** A list that keeps every resource. */
+export function everyResource(): ResourceList {
+  const resources: PlanResource[] = [];
+  return {
+    add(_resource, copy) {
+      resources.push(copy());
+    },
+    list: (last) => ({ resources: last === undefined ? [...resources] : [...resources, last] }),
+  };
+}
+
 export interface PlanTextResult extends PlanSummary {
   /** How many `Plan:` lines were counted (several projects give several). */
   planLines: number;
@@ -111,31 +146,43 @@ export interface PlanTextParser {
   result(): PlanTextResult;
 }
 
-/** Counts from the resources: a replace adds one and destroys one. */
-export function deriveCounts(resources: readonly PlanResource[]): DerivedCounts {
-  const counts: DerivedCounts = { add: 0, change: 0, destroy: 0, replace: 0, import: 0 };
-  for (const resource of resources) {
-    if (resource.importing === true) counts.import += 1;
-    switch (resource.action) {
-      case "create":
-        counts.add += 1;
-        break;
-      case "update":
-        counts.change += 1;
-        break;
-      case "delete":
-        counts.destroy += 1;
-        break;
-      case "replace":
-        counts.add += 1;
-        counts.destroy += 1;
-        counts.replace += 1;
-        break;
-      case "read":
-      case "no-op":
-        break;
-    }
+/** No resources counted yet. */
+export const noCounts = (): DerivedCounts => ({
+  add: 0,
+  change: 0,
+  destroy: 0,
+  replace: 0,
+  import: 0,
+});
+
+/** Adds one resource to `counts`: a replace adds one and destroys one. */
+export function countResource(counts: DerivedCounts, resource: PlanResource): void {
+  if (resource.importing === true) counts.import += 1;
+  switch (resource.action) {
+    case "create":
+      counts.add += 1;
+      break;
+    case "update":
+      counts.change += 1;
+      break;
+    case "delete":
+      counts.destroy += 1;
+      break;
+    case "replace":
+      counts.add += 1;
+      counts.destroy += 1;
+      counts.replace += 1;
+      break;
+    case "read":
+    case "no-op":
+      break;
   }
+}
+
+/** Counts from the resources. */
+export function deriveCounts(resources: readonly PlanResource[]): DerivedCounts {
+  const counts = noCounts();
+  for (const resource of resources) countResource(counts, resource);
   return counts;
 }
 

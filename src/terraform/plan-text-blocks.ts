@@ -22,7 +22,7 @@ import {
   markerReplaces,
   readMarker,
 } from "./plan-text-chars.js";
-import { leaveResource, type PlanTextState } from "./plan-text-state.js";
+import { addResource, leaveResource, type PlanTextState } from "./plan-text-state.js";
 
 /**
  * A `Plan:` line, added to the counts; one that repeats the one before with no resource between
@@ -57,18 +57,19 @@ export function heading(state: PlanTextState, rawAddress: string, phrase: string
   state.headingsSincePlanLine += 1;
   // A deposed object's address ends with `)`; most end otherwise and are not searched.
   const deposed = rawAddress.endsWith(")") ? DEPOSED.exec(rawAddress) : null;
-  const address = detached(deposed?.[1] ?? rawAddress);
+  // Its text is cut from the log, and copied out only if the resource is kept (`addResource`).
+  const address = deposed?.[1] ?? rawAddress;
   if (meaning.action === "forget") {
-    state.forgotten.push(address);
+    state.forgotten.push(detached(address));
     leaveResource(state);
     return;
   }
   const resource: PlanResource = { address, action: meaning.action };
-  if (deposed?.[2] !== undefined) resource.deposed = detached(deposed[2]);
+  if (deposed?.[2] !== undefined) resource.deposed = deposed[2];
   if (phrase === "will be imported") resource.importing = true;
   const read: ResourceState = { resource, comments: [], forcedBy: [] };
   if (meaning.reason !== undefined) read.headingReason = meaning.reason;
-  state.resources.push(read);
+  addResource(state, read);
   state.current = read;
   state.afterHeading = true;
 }
@@ -77,11 +78,11 @@ export function heading(state: PlanTextState, rawAddress: string, phrase: string
 export function movedHeading(state: PlanTextState, from: string, to: string): void {
   state.headingsSincePlanLine += 1;
   const read: ResourceState = {
-    resource: { address: detached(to), action: "no-op" },
-    comments: [detached(`moved from ${from}`)],
+    resource: { address: to, action: "no-op" },
+    comments: [`moved from ${from}`],
     forcedBy: [],
   };
-  state.resources.push(read);
+  addResource(state, read);
   state.current = read;
   state.afterHeading = true;
 }
@@ -96,13 +97,13 @@ export function legacyResource(
   const action = LEGACY_SYMBOLS[symbol];
   if (action === undefined) return;
   state.headingsSincePlanLine += 1;
-  const resource: PlanResource = { address: detached(rawAddress), action };
+  const resource: PlanResource = { address: rawAddress, action };
   if (symbol === "-/+") resource.replaceOrder = "delete-first";
   if (symbol === "+/-") resource.replaceOrder = "create-first";
   const read: ResourceState = { resource, comments: [], forcedBy: [] };
   if (notes.includes("(tainted)")) read.headingReason = "tainted";
   if (notes.includes("(deposed)")) resource.deposed = "deposed";
-  state.resources.push(read);
+  addResource(state, read);
   // Its attributes follow as `name: "old" => "new"` lines, which are not read.
   leaveResource(state);
 }
@@ -169,7 +170,7 @@ export function resourceLine(
     if (reason !== undefined) {
       if (/^imported from |^will be imported first$/.test(reason))
         current.resource.importing = true;
-      current.comments = added(current.comments, detached(reason));
+      current.comments = added(current.comments, reason);
       return;
     }
   }
@@ -186,7 +187,7 @@ export function resourceLine(
     text.charCodeAt(text.length - 1) === 0x74 && // `t`
     forcesReplacement(text)
   ) {
-    current.forcedBy = added(current.forcedBy, detached(attributeName(text, start)));
+    current.forcedBy = added(current.forcedBy, attributeName(text, start));
     if (current.resource.action !== "replace") current.resource.action = "replace";
   }
 }

@@ -3,17 +3,22 @@
  * it, and the result it reports from it. `plan-text.ts` decides which line is which.
  */
 import {
+  countResource,
   countsMismatch,
-  deriveCounts,
+  everyResource,
+  noCounts,
+  type DerivedCounts,
   type OutputChange,
   type PlanCounts,
   type PlanDiagnostic,
   type PlanResource,
   type PlanTextResult,
+  type ResourceList,
 } from "./plan-summary.js";
 import { createMarkerSpan, type MarkerSpan } from "./plan-text-chars.js";
 import {
   BOX_CONTENT,
+  detached,
   finishDiagnostic,
   isHeading,
   MAX_DETAIL_CHARS,
@@ -29,7 +34,12 @@ import {
 } from "./plan-text-lines.js";
 
 export interface PlanTextState {
-  resources: ResourceState[];
+  /** Where each resource goes once read whole. */
+  resources: ResourceList;
+  /** The resource read last, which its block may still change: not yet in `resources`. */
+  last: ResourceState | undefined;
+  /** Counts of the resources in `resources`, those it leaves out included. */
+  counted: DerivedCounts;
   errors: PlanDiagnostic[];
   outputChanges: OutputChange[];
   /** Addresses that leave Terraform's state without being destroyed. */
@@ -57,10 +67,12 @@ export interface PlanTextState {
   markerSpan: MarkerSpan;
 }
 
-export function createPlanTextState(): PlanTextState {
+export function createPlanTextState(resources: ResourceList = everyResource()): PlanTextState {
   // Every property is set here, so the state keeps one shape from the first line to the last.
   return {
-    resources: [],
+    resources,
+    last: undefined,
+    counted: noCounts(),
     errors: [],
     outputChanges: [],
     forgotten: [],
@@ -79,6 +91,20 @@ export function createPlanTextState(): PlanTextState {
     heredocIndent: 0,
     markerSpan: createMarkerSpan(),
   };
+}
+
+/**
+ * A resource begins, from its heading: the one before it is read whole (only the resource being
+ * read changes), and is counted and handed to the list.
+ */
+export function addResource(state: PlanTextState, read: ResourceState): void {
+  const before = state.last;
+  if (before !== undefined) {
+    const listed = listedResource(before.resource, resourceReason(before));
+    countResource(state.counted, listed);
+    state.resources.add(listed, () => detachedResource(listed));
+  }
+  state.last = read;
 }
 
 /** No resource is being read any more: its heading and body have ended. */
@@ -243,18 +269,33 @@ function listedResource(resource: PlanResource, reason: string | undefined): Pla
   return listed;
 }
 
+/**
+ * A listed resource for keeping: its text is cut from the log's lines until then, and copied out
+ * (see `detached`) only for the resources a list keeps.
+ */
+function detachedResource(listed: PlanResource): PlanResource {
+  listed.address = detached(listed.address);
+  if (listed.reason !== undefined) listed.reason = detached(listed.reason);
+  if (listed.deposed !== undefined) listed.deposed = detached(listed.deposed);
+  return listed;
+}
+
 /** What has been read so far; the state is left as it is, so reading can go on. */
 export function planTextResult(state: PlanTextState): PlanTextResult {
-  const listed = state.resources.map((resource) =>
-    listedResource(resource.resource, resourceReason(resource)),
-  );
+  const { last } = state;
+  const lastListed =
+    last === undefined
+      ? undefined
+      : detachedResource(listedResource(last.resource, resourceReason(last)));
+  const { resources, omitted } = state.resources.list(lastListed);
   const allErrors = [...state.errors];
   if (state.diagnostic?.kind === "Error") allErrors.push(finishDiagnostic(state.diagnostic));
-  const derivedCounts = deriveCounts(listed);
+  const derivedCounts = { ...state.counted };
+  if (lastListed !== undefined) countResource(derivedCounts, lastListed);
   const changing = derivedCounts.add + derivedCounts.change + derivedCounts.destroy;
   const { counts, planLines } = state;
   const result: PlanTextResult = {
-    resources: listed,
+    resources,
     counts: counts === undefined ? undefined : { ...counts },
     derivedCounts,
     noChanges: state.noChangesSeen && planLines === 0 && changing === 0,
@@ -263,6 +304,7 @@ export function planTextResult(state: PlanTextState): PlanTextResult {
     notes: resultNotes(state),
     planLines,
   };
+  if (omitted !== undefined) result.omitted = { ...omitted, outputChanges: 0, notes: 0 };
   const mismatch = countsMismatch(
     result.counts,
     derivedCounts,

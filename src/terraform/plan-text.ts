@@ -12,9 +12,10 @@
  * attribute value (`<<EOT` … `EOT`, a cloud-init file say) is data and is skipped unread.
  *
  * The parser takes one line at a time and keeps only what it reports (resources, counts, error
- * diagnostics of bounded size), so a long job log is read in little memory.
+ * diagnostics of bounded size), so a long job log is read in little memory; given a list that
+ * keeps only the first resources, in memory bounded whatever the plan's length.
  */
-import type { PlanTextParser, PlanTextResult } from "./plan-summary.js";
+import type { PlanTextParser, PlanTextResult, ResourceList } from "./plan-summary.js";
 import {
   BOX_CONTENT,
   commentTextStart,
@@ -245,8 +246,12 @@ function readPhysicalLine(state: PlanTextState, raw: string): void {
   for (const part of raw.replace(/\r+$/, "").split(/\r+/)) readLine(state, part, indent);
 }
 
-export function createPlanTextParser(): PlanTextParser {
-  const state = createPlanTextState();
+/**
+ * A parser whose resources go to `resources`: every one unless told otherwise (a reader that
+ * needs only some keeps memory bounded whatever the plan's length).
+ */
+export function createPlanTextParser(resources?: ResourceList): PlanTextParser {
+  const state = createPlanTextState(resources);
   const scan = createLineScan();
   return {
     push(chunk) {

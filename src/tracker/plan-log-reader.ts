@@ -9,6 +9,7 @@ import {
   createPlanTextParser,
   mayBeCutHeading,
   type PlanTextResult,
+  type ResourceList,
 } from "../terraform/plan-text.js";
 
 export interface PlanLogReaderOptions {
@@ -16,6 +17,8 @@ export interface PlanLogReaderOptions {
   overwritten?: TraceCleanerOptions["overwritten"];
   /** Hand out every clean line (for a copy of the log), not only read the plan from them. */
   keepLines?: boolean;
+  /** Where the plan's resources go: every one is kept unless told otherwise. */
+  resources?: ResourceList;
 }
 
 export interface PlanLogReader {
@@ -38,7 +41,7 @@ export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLog
     overwritten: options.overwritten ?? "hide",
     keepSections: false,
   });
-  const parser = createPlanTextParser();
+  const parser = createPlanTextParser(options.resources);
   const keepLines = options.keepLines === true;
   let kept: string[] = [];
   // Whether the log's last piece ended with a newline: if not, its last line is cut.

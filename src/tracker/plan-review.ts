@@ -14,7 +14,7 @@ import type { AsyncStore } from "../store/async.js";
 import { parsePlanJson } from "../terraform/plan-json.js";
 import type { PlanTextResult } from "../terraform/plan-text.js";
 import { planFileCutNotes, planJsonMissing } from "../views/log-cut.js";
-import { keptForMessage } from "../views/plan-kept.js";
+import { keptForMessage, messageResources } from "../views/plan-kept.js";
 import { waitingApprovals } from "../policy/approval-step.js";
 import { usageOf, type NodeUsage } from "../vm/nodes.js";
 import { approvalDeadline } from "./notify.js";
@@ -57,7 +57,12 @@ interface PlanLogReading {
 
 async function readLog(deps: PlanReviewDeps, job: Job, keepFile: boolean): Promise<PlanLogReading> {
   const file = keepFile ? await createTextSpool(deps.redact) : undefined;
-  const reader = createPlanLogReader({ overwritten: "keep", keepLines: file !== undefined });
+  // Only what the message shows of the resources is kept, however long the plan.
+  const reader = createPlanLogReader({
+    overwritten: "keep",
+    keepLines: file !== undefined,
+    resources: messageResources(),
+  });
   try {
     const { truncated } = await deps.gitlab.streamJobLog(
       job.id,

@@ -1,6 +1,6 @@
 import type { PlanReviewRecord } from "../requests/records.js";
 import { truncate } from "../slack/mrkdwn.js";
-import type { PlanResource } from "../terraform/plan-text.js";
+import type { PlanResource, ResourceList } from "../terraform/plan-text.js";
 import {
   destroys,
   isListedChange,
@@ -44,25 +44,79 @@ function keptResource(resource: PlanResource): PlanResource {
   };
 }
 
+/**
+ * Of resources offered in the plan's order, the ones the message names (`kept`), and how many with
+ * a change and destroying it leaves out.
+ */
+interface Keeper {
+  kept: PlanResource[];
+  seen: { changing: number; destroying: number };
+  omitted: { changing: number; destroying: number };
+}
+
+const newKeeper = (): Keeper => ({
+  kept: [],
+  seen: { changing: 0, destroying: 0 },
+  omitted: { changing: 0, destroying: 0 },
+});
+
+const copyOf = (keeper: Keeper): Keeper => ({
+  kept: [...keeper.kept],
+  seen: { ...keeper.seen },
+  omitted: { ...keeper.omitted },
+});
+
+/** Offers a resource read whole: `copy` makes what is kept of it. */
+function offer(keeper: Keeper, resource: Readonly<PlanResource>, copy: () => PlanResource): void {
+  const { seen, omitted } = keeper;
+  const changing = isListedChange(resource);
+  const destroying = destroys(resource);
+  const keep =
+    (changing && seen.changing < KEPT_CHANGES) || (destroying && seen.destroying < KEPT_DESTROYS);
+  if (changing) seen.changing += 1;
+  if (destroying) seen.destroying += 1;
+  if (keep) keeper.kept.push(keptResource(copy()));
+  else {
+    if (changing) omitted.changing += 1;
+    if (destroying) omitted.destroying += 1;
+  }
+}
+
 /** The resources the message names, and how many with a change and destroying it leaves out. */
 function keptResources(resources: readonly PlanResource[]) {
-  const kept: PlanResource[] = [];
-  const seen = { changing: 0, destroying: 0 };
-  const omitted = { changing: 0, destroying: 0 };
-  for (const resource of resources) {
-    const changing = isListedChange(resource);
-    const destroying = destroys(resource);
-    const keep =
-      (changing && seen.changing < KEPT_CHANGES) || (destroying && seen.destroying < KEPT_DESTROYS);
-    if (changing) seen.changing += 1;
-    if (destroying) seen.destroying += 1;
-    if (keep) kept.push(keptResource(resource));
-    else {
-      if (changing) omitted.changing += 1;
-      if (destroying) omitted.destroying += 1;
-    }
-  }
-  return { kept, omitted };
+  const keeper = newKeeper();
+  for (const resource of resources) offer(keeper, resource, () => resource);
+  return keeper;
+}
+
+/**
+ * A plan reader's list of resources that keeps what `keptForMessage` keeps of them: a plan's first
+ * resources whole while there are no more than `KEPT_RESOURCES`, else the ones the message names
+ * and how many it leaves out. A plan of any length is read in the same little memory, and
+ * `keptForMessage` of the reader's result is what it would be of the whole plan.
+ */
+export function messageResources(): ResourceList {
+  let whole: PlanResource[] | undefined = [];
+  const keeper = newKeeper();
+  return {
+    add(resource, copy) {
+      if (whole === undefined) {
+        offer(keeper, resource, copy);
+        return;
+      }
+      const listed = copy();
+      whole.push(listed);
+      if (whole.length > KEPT_RESOURCES) whole = undefined;
+      offer(keeper, listed, () => listed);
+    },
+    list(last) {
+      if (whole !== undefined && whole.length + (last === undefined ? 0 : 1) <= KEPT_RESOURCES)
+        return { resources: last === undefined ? [...whole] : [...whole, last] };
+      const ahead = last === undefined ? keeper : copyOf(keeper);
+      if (last !== undefined) offer(ahead, last, () => last);
+      return { resources: [...ahead.kept], omitted: { ...ahead.omitted } };
+    },
+  };
 }
 
 /** Whether every list of the plan is short enough to be kept whole. */
