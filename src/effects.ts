@@ -58,6 +58,12 @@ export interface EffectsOptions {
   claim?: PostgresEffects["claim"];
   /** Gives up this replica's claim on an effect whose act failed, for another to retry at once. */
   release?: PostgresEffects["release"];
+  /**
+   * Holds this replica's claim longer: asked just before it acts (a replica held up past its
+   * claim, paused or slow, finds another took the effect over, and does not act too), and while
+   * it acts, so that an act taking longer than the claim holds is not taken over meanwhile.
+   */
+  renew?: PostgresEffects["renew"];
   /** How long a claim holds before another replica may take the effect over; 2 minutes. */
   claimHoldMs?: number;
   /**
@@ -108,8 +114,63 @@ const CLAIM_POLL_MS = 250;
 /** `reply:applied` → `reply`: crash points name the kind of step, not its instance. */
 const kind = (step: string) => step.split(":")[0] ?? step;
 
+/**
+ * Claims the effect for this replica, or finds it done by another. While another replica
+ * holds it, waits: for its result, or for its claim to lapse, when this one takes it over.
+ */
+async function claimed(
+  options: EffectsOptions,
+  holdMs: number,
+  subject: string,
+  step: string,
+  detail?: Record<string, unknown>,
+): Promise<{ done?: EffectRecord; tookOver: boolean }> {
+  const claim = options.claim;
+  let waited = false;
+  for (;;) {
+    const answer = await claim?.(subject, step, holdMs, detail);
+    if (answer === undefined || answer.claimed) return { tookOver: waited };
+    if (answer.effect.state === "done") return { done: answer.effect, tookOver: false };
+    waited = true;
+    await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
+  }
+}
+
+/** Whether this replica's claim still holds, held for as long again; true without claims. */
+async function stillClaimed(
+  options: EffectsOptions,
+  subject: string,
+  step: string,
+  holdMs: number,
+): Promise<boolean> {
+  const renew = options.renew;
+  if (options.claim === undefined || renew === undefined) return true;
+  return renew(subject, step, holdMs);
+}
+
+/**
+ * Renews the claim every third of its hold while the act runs. A renewal that fails (the store
+ * out of reach) is tried again at the next; the act goes on either way, as it would have without
+ * renewals.
+ */
+function holdClaim(
+  options: EffectsOptions,
+  subject: string,
+  step: string,
+  holdMs: number,
+): ReturnType<typeof setInterval> | undefined {
+  const renew = options.renew;
+  if (options.claim === undefined || renew === undefined) return undefined;
+  const timer = setInterval(() => {
+    renew(subject, step, holdMs).catch(() => undefined);
+  }, holdMs / 3);
+  timer.unref();
+  return timer;
+}
+
 export function createEffects(options: EffectsOptions): Effects {
   const { store } = options;
+  const holdMs = options.claimHoldMs ?? CLAIM_HOLD_MS;
   /** Effects running in this process: a second caller waits for the first, never acts too. */
   const running = new Map<string, Promise<EffectResult>>();
   const point = (step: string, moment: "before" | "after") =>
@@ -122,56 +183,52 @@ export function createEffects(options: EffectsOptions): Effects {
   ): Promise<T> {
     const recorded = await store.effect(subject, step);
     if (recorded?.state === "done") return recordedResult(subject, step, recorded.result, plan);
-    let tookOver = false;
-    if (options.claim !== undefined) {
-      const claim = await claimed(subject, step, plan.detail);
-      if (claim.done !== undefined) return recordedResult(subject, step, claim.done.result, plan);
-      tookOver = claim.tookOver;
-    }
-    const left = recorded?.state === "intended" || tookOver;
-    if (left && plan.fresh !== true && plan.reconcile !== undefined) {
-      const found = await plan.reconcile();
-      if (found !== undefined) {
-        await store.complete(subject, step, { ...found, reconciled: true });
-        return found;
+    // Whether the effect may have happened already: its intent was left by a crash, or by a
+    // replica whose claim this one takes over.
+    let left = recorded?.state === "intended" && plan.fresh !== true;
+    for (;;) {
+      if (options.claim !== undefined) {
+        const claim = await claimed(options, holdMs, subject, step, plan.detail);
+        if (claim.done !== undefined) return recordedResult(subject, step, claim.done.result, plan);
+        left ||= claim.tookOver;
       }
+      if (left && plan.reconcile !== undefined) {
+        const found = await plan.reconcile();
+        if (found !== undefined) {
+          await store.complete(subject, step, { ...found, reconciled: true });
+          return found;
+        }
+      }
+      if (options.claim === undefined) await store.intend(subject, step, plan.detail);
+      if (await stillClaimed(options, subject, step, holdMs)) return acted(subject, step, plan);
+      // Held up past its claim: another replica took the effect over, and may have acted.
+      left = true;
     }
-    if (options.claim === undefined) await store.intend(subject, step, plan.detail);
+  }
+
+  /** Acts, holding the claim while it does, and records the result. */
+  async function acted<T extends EffectResult>(
+    subject: string,
+    step: string,
+    plan: EffectPlan<T>,
+  ): Promise<T> {
     point(step, "before");
+    const holding = holdClaim(options, subject, step, holdMs);
     let result: T;
     try {
       result = await plan.act();
     } catch (error) {
+      clearInterval(holding);
       const ended = await plan.settle?.(error);
       if (ended !== undefined) await store.complete(subject, step, ended);
       // Not done here: another replica may try (reconciling first) without waiting for the claim.
       else await options.release?.(subject, step).catch(() => undefined);
       throw error;
     }
+    clearInterval(holding);
     point(step, "after");
     await store.complete(subject, step, result);
     return result;
-  }
-
-  /**
-   * Claims the effect for this replica, or finds it done by another. While another replica
-   * holds it, waits: for its result, or for its claim to lapse, when this one takes it over.
-   */
-  async function claimed(
-    subject: string,
-    step: string,
-    detail?: Record<string, unknown>,
-  ): Promise<{ done?: EffectRecord; tookOver: boolean }> {
-    const claim = options.claim;
-    const holdMs = options.claimHoldMs ?? CLAIM_HOLD_MS;
-    let waited = false;
-    for (;;) {
-      const answer = await claim?.(subject, step, holdMs, detail);
-      if (answer === undefined || answer.claimed) return { tookOver: waited };
-      if (answer.effect.state === "done") return { done: answer.effect, tookOver: false };
-      waited = true;
-      await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
-    }
   }
 
   return {

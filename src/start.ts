@@ -161,7 +161,11 @@ function buildParts(
     store,
     ...(connected.shared === undefined
       ? {}
-      : { claim: connected.shared.claim, release: connected.shared.release }),
+      : {
+          claim: connected.shared.claim,
+          release: connected.shared.release,
+          renew: connected.shared.renew,
+        }),
     ...crashPoint,
   });
   // PostgreSQL: the led work writes only while this replica's epoch is the current one.

@@ -116,6 +116,7 @@ export function fencedLedWork(
     store,
     claim: store.claim,
     release: store.release,
+    renew: store.renew,
     ...crashPoint,
   });
   const ledClient = (client: App["client"]) => fencedSlackClient(client, fence);

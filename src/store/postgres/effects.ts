@@ -66,6 +66,11 @@ export interface PostgresEffects extends Pick<
    * (waiting for it, or coming later) takes it over at once rather than when the claim lapses.
    */
   release: (subject: string, step: string) => Promise<void>;
+  /**
+   * Holds this replica's claim for `holdMs` more, from now: false when the claim is no longer
+   * its own (it lapsed and another replica took the effect over, or the effect is done).
+   */
+  renew: (subject: string, step: string, holdMs: number) => Promise<boolean>;
   /** The intent written in a move's transaction, on its connection, claimed by this replica. */
   intendWith: (
     db: Queryable,
@@ -125,13 +130,13 @@ export function createPostgresEffects(
       return effect;
     },
 
-    async intendWith(db, subject, step, detail = {}) {
-      return insertIntent(db, subject, step, detail, DEFAULT_HOLD_MS);
-    },
+    intendWith: (db, subject, step, detail = {}) =>
+      insertIntent(db, subject, step, detail, DEFAULT_HOLD_MS),
 
     claim: claimEffect(pool, clock, replica),
 
     release: releaseClaim(pool, replica),
+    renew: renewClaim(pool, clock, replica),
 
     async complete(subject, step, result) {
       const now = clock().toISOString();
@@ -217,5 +222,20 @@ function releaseClaim(pool: Runner, replica: string): PostgresEffects["release"]
         [subject, step, replica],
       ),
     );
+  };
+}
+
+/** Holds this replica's claim on an intent longer; a claim another holds, or a done effect, is left. */
+function renewClaim(pool: Runner, clock: () => Date, replica: string): PostgresEffects["renew"] {
+  return async (subject, step, holdMs) => {
+    const until = new Date(clock().getTime() + holdMs).toISOString();
+    const { rowCount } = await guardWrite(`hold the claim on ${step} of ${subject}`, () =>
+      pool.query(
+        `UPDATE effects SET claimed_until = $4
+         WHERE subject = $1 AND step = $2 AND state = 'intended' AND claimed_by = $3`,
+        [subject, step, replica, until],
+      ),
+    );
+    return rowCount === 1;
   };
 }

@@ -22,7 +22,7 @@ export interface PostgresStoreOptions {
 
 /** The store several replicas share: the async store, plus what only a shared store needs. */
 export type PostgresStore = AsyncStore &
-  Pick<PostgresEffects, "claim" | "release"> & {
+  Pick<PostgresEffects, "claim" | "release" | "renew"> & {
     /** This replica's name. */
     readonly replica: string;
     /** The replica's connections, for the tracker's leadership (leader.ts). */
@@ -95,6 +95,7 @@ function postgresParts(runner: Runner, clock: () => Date, replica: string) {
     complete: effects.complete,
     claim: effects.claim,
     release: effects.release,
+    renew: effects.renew,
     watchedEffects: effects.watchedEffects,
     pendingEffects: effects.pendingEffects,
     audit: log.audit,

@@ -137,6 +137,86 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
     expect(effect).toMatchObject({ state: "done", result: { failed: "GitLab answered 500" } });
   });
 
+  it("does not act when held up past its claim while another replica took the effect over", async () => {
+    const held = await replica("held-a");
+    const other = await replica("held-b");
+    let resume: () => void = () => undefined;
+    const heldUp = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    // The claim is granted, then the replica stops (paused, or starved) before it acts.
+    const pausedEffects = createEffects({
+      store: held.store,
+      claim: async (...args) => {
+        const claim = await held.store.claim(...args);
+        await heldUp;
+        return claim;
+      },
+      renew: held.store.renew,
+      claimHoldMs: 1_000,
+    });
+    const acts: string[] = [];
+    const plan = (who: string, ts: string) => ({
+      result: PostedResultSchema,
+      reconcile: () => Promise.resolve(undefined),
+      act: () => {
+        acts.push(who);
+        return Promise.resolve({ ts });
+      },
+    });
+    const paused = pausedEffects.once("R-held", "reply:ready", plan("a", "1700000000.000500"));
+    await expect
+      .poll(() => held.store.effect("R-held", "reply:ready"))
+      .toMatchObject({ state: "intended" });
+    // Its claim lapses; the other replica takes the effect over and acts.
+    const otherEffects = createEffects({
+      store: other.store,
+      claim: other.store.claim,
+      renew: other.store.renew,
+      claimHoldMs: 1_000,
+    });
+    expect(
+      await otherEffects.once("R-held", "reply:ready", plan("b", "1700000000.000600")),
+    ).toEqual({ ts: "1700000000.000600" });
+    resume();
+    expect(await paused).toEqual({ ts: "1700000000.000600" });
+    expect(acts).toEqual(["b"]);
+  });
+
+  it("holds its claim while an act runs longer than a claim holds: another replica waits for the result", async () => {
+    const [first, second] = await Promise.all([replica("long-a"), replica("long-b")]);
+    const effectsOf = (store: PostgresStore) =>
+      createEffects({ store, claim: store.claim, renew: store.renew, claimHoldMs: 1_000 });
+    const acts: string[] = [];
+    let finish: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const long = effectsOf(first.store).once("R-long", "reply:ready", {
+      result: PostedResultSchema,
+      act: async () => {
+        acts.push("a");
+        await finished;
+        return { ts: "1700000000.000700" };
+      },
+    });
+    await expect.poll(() => acts).toEqual(["a"]);
+    const waiting = effectsOf(second.store).once("R-long", "reply:ready", {
+      result: PostedResultSchema,
+      reconcile: () => Promise.resolve(undefined),
+      act: () => {
+        acts.push("b");
+        return Promise.resolve({ ts: "1700000000.000800" });
+      },
+    });
+    // Two and a half times as long as the claim holds unrenewed.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    finish();
+    expect(await long).toEqual({ ts: "1700000000.000700" });
+    expect(await waiting).toEqual({ ts: "1700000000.000700" });
+    expect(acts).toEqual(["a"]);
+  });
+
   it("takes over an intent whose replica stopped, reconciling before it acts", async () => {
     const gone = await replica("claim-gone");
     await gone.store.claim("R2", "reply:ready", 50, {});
