@@ -140,6 +140,49 @@ export async function waitingApprovals(
   return { approvers, approvals: places > 1 || notes.length > 0 ? shown : undefined };
 }
 
+/** How many times a tally is written again when the approvals changed as it was written. */
+const TALLY_WRITES = 3;
+
+/**
+ * Writes the tally a request shows. Another replica may have counted a click of its own at the
+ * same time and written its tally after this one counted: the approvals are counted again once
+ * it is written, and the tally written again while they changed, so that the last one written
+ * counts every approval given before it.
+ */
+async function showApprovals(
+  deps: ApprovalDeps,
+  about: {
+    request: RequestRecord;
+    rule: ApprovalRule;
+    key: number;
+    requesterGroups: string[];
+    now: Date;
+  },
+  first: { counted: Tally; notes: string[] },
+): Promise<{ shown: ShownApprovals; moved: RequestRecord | undefined }> {
+  const { request, rule, key, requesterGroups, now } = about;
+  const policy = deps.access.policy();
+  let { counted, notes } = first;
+  for (let write = 1; ; write += 1) {
+    // The request as the store holds it now: the notes it shows are kept, the new ones added.
+    const current = (await deps.store.getRequest(request.id)) ?? request;
+    const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
+    const shown = shownFor(policy, current, rule, counted, kept);
+    const moved = await deps.store.transition(
+      request.id,
+      ["awaiting_approval"],
+      "awaiting_approval",
+      showing(current, shown),
+    );
+    if (moved === undefined || write === TALLY_WRITES) return { shown, moved };
+    const again = await count(deps, request, requesterGroups, rule, key, now);
+    const by = again.counted.requirements.flatMap((need) => need.by);
+    const same = by.join(" ") === shown.by.join(" ") && tallyWords(again.counted) === shown.tally;
+    if (same || again.counted.met) return { shown, moved };
+    ({ counted, notes } = again);
+  }
+}
+
 const WHAT = { create: "plan", destroy: "destroy", extend: "extension" } as const;
 
 export async function recordApproval(
@@ -166,15 +209,10 @@ export async function recordApproval(
     const by = counted.requirements.flatMap((need) => need.by);
     return { kind: "met", rule: rule.name, tally: words, by };
   }
-  // The request as the store holds it now: the notes it shows are kept, the new ones added.
-  const current = (await deps.store.getRequest(request.id)) ?? request;
-  const kept = [...new Set([...(shownOf(current)?.notes ?? []), ...notes])];
-  const shown = shownFor(policy, current, rule, counted, kept);
-  const moved = await deps.store.transition(
-    request.id,
-    ["awaiting_approval"],
-    "awaiting_approval",
-    showing(current, shown),
+  const { shown, moved } = await showApprovals(
+    deps,
+    { request, rule, key, requesterGroups, now },
+    { counted, notes },
   );
   await deps.store.audit({
     requestId: request.id,

@@ -1,11 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Access } from "../../src/access.js";
-import { recordApproval } from "../../src/policy/approval-step.js";
+import { recordApproval, shownOf } from "../../src/policy/approval-step.js";
+import { tally } from "../../src/policy/approvals.js";
 import type { ApprovalRule, Policy } from "../../src/policy/schema.js";
 import { asAsyncStore } from "../../src/store/async.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import type { Store } from "../../src/store/store.js";
+import type { RequestRecord, Store } from "../../src/store/store.js";
 import type { PlanReviewRecord } from "../../src/tracker/review.js";
 import type { VmSpec } from "../../src/vm/spec.js";
 
@@ -111,10 +112,30 @@ function fakeAccess(policy: Policy): Access {
   return { policy: () => policy, groupsOf } as unknown as Access;
 }
 
-async function run(s: Scenario, store: Store) {
+/**
+ * Every call to the store answered when the scheduler says, in an order it picks: clicks on
+ * replicas of their own, whose reads and writes land in any order.
+ */
+function scheduled<T extends object>(target: T, scheduler: fc.Scheduler): T {
+  return new Proxy(target, {
+    get(object, key, receiver) {
+      const value: unknown = Reflect.get(object, key, receiver);
+      if (typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        await scheduler.schedule(Promise.resolve(), String(key));
+        return (value as (...a: unknown[]) => unknown).apply(object, args);
+      };
+    },
+  });
+}
+
+async function run(s: Scenario, store: Store, scheduler: fc.Scheduler) {
   const policy = policyOf(s);
   const access = fakeAccess(policy);
-  const shared = asAsyncStore(store);
+  const async = asAsyncStore(store);
+  const shared = Object.assign(scheduled(async, scheduler), {
+    approvals: scheduled(async.approvals, scheduler),
+  });
   const { request } = store.createRequest({
     requester: REQUESTER,
     spec: SPEC,
@@ -131,8 +152,8 @@ async function run(s: Scenario, store: Store) {
     s.kind === "create" ? { review: REVIEW } : { pipelineId: 900 },
   );
   let plays = 0;
-  // All clicks at once: each runs until its first wait, then the next; none waits for another.
-  await Promise.all(
+  // All clicks at once, each on a replica of its own: none waits for another.
+  const clicks = Promise.all(
     s.clicks.map(async (user: string) => {
       const current = store.getRequest(request.id);
       if (current?.status !== "awaiting_approval") return;
@@ -142,7 +163,27 @@ async function run(s: Scenario, store: Store) {
       if (claimed) plays += 1;
     }),
   );
-  return { policy, plays };
+  await scheduler.waitFor(clicks);
+  return { policy, plays, request: store.getRequest(request.id) };
+}
+
+/** Who the request's message shows as having approved, and who the store holds approvals of. */
+function shownAndGiven(store: Store, request: RequestRecord | undefined, policy: Policy) {
+  if (request === undefined) throw new Error("the request vanished");
+  const key = request.kind === "create" ? REVIEW.planJobId : 900;
+  const rule = policy.approvals[0]!;
+  const groupsOf = (user: string) => GROUPS.filter((group) => policy.groups[group]?.includes(user));
+  const counted = tally(
+    rule,
+    store.approvals.list(request.id, key),
+    REQUESTER,
+    groupsOf(REQUESTER),
+    new Date(),
+  );
+  return {
+    shown: [...(shownOf(request)?.by ?? [])].sort(),
+    given: counted.requirements.flatMap((need) => need.by).sort(),
+  };
 }
 
 describe("N-of-M approvals", () => {
@@ -150,8 +191,8 @@ describe("N-of-M approvals", () => {
     const store = openSqliteStore(":memory:");
     try {
       await fc.assert(
-        fc.asyncProperty(scenario, async (s) => {
-          const { policy, plays } = await run(s, store);
+        fc.asyncProperty(scenario, fc.scheduler(), async (s, scheduler) => {
+          const { policy, plays, request } = await run(s, store, scheduler);
           const requesterGroups = GROUPS.filter((g) => policy.groups[g]?.includes(REQUESTER));
           const fits = (person: string, group: string) =>
             (person !== REQUESTER || s.selfApproval) &&
@@ -162,6 +203,12 @@ describe("N-of-M approvals", () => {
           const places = s.require.flatMap((need) => Array<string>(need.count).fill(need.group));
           const clickers = [...new Set(s.clicks)];
           expect(plays).toBe(meetable(places, clickers, fits) ? 1 : 0);
+          // Waiting still, the message shows every approval counted, whatever order the clicks'
+          // writes landed in.
+          if (request?.status === "awaiting_approval" && s.clicks.length > 0) {
+            const { shown, given } = shownAndGiven(store, request, policy);
+            expect(shown).toEqual(given);
+          }
         }),
         { numRuns: 300 },
       );
