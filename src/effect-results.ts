@@ -72,11 +72,13 @@ export const UploadedResultSchema = z.union([
 ]);
 
 /**
- * `unlock:<lockedAt>`: done, or `gone` when the lock was found gone after a restart. Never a
- * failure's record, which would otherwise read as done with nothing to say.
+ * `unlock:<lockedAt>`: done; `gone` when the lock was gone by the time vmbot came to remove it
+ * (or was found gone after a restart); `changed` when another lock held the state then, and was
+ * left. Never a failure's record, which would otherwise read as done with nothing to say.
  */
 export const UnlockedResultSchema = z.object({
   gone: z.boolean().optional(),
+  changed: z.boolean().optional(),
   failed: z.never().optional(),
 });
 export type UnlockedResult = z.infer<typeof UnlockedResultSchema>;

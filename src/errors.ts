@@ -26,7 +26,7 @@ export type GitlabAsk =
       jobId: number;
     }
   | { what: "read_artifact"; jobId: number; path: string }
-  | { what: "unlock_state"; name: string };
+  | { what: "unlock_state" | "read_lock"; name: string };
 
 /** What the bot asked Vault for when it failed. */
 export type VaultAsk =

@@ -21,6 +21,7 @@ export {
   type JobLog,
   type Pipeline,
   type PipelineSummary,
+  type StateLock,
   type TerraformState,
 } from "./port.js";
 

@@ -147,8 +147,17 @@ export interface GitlabPort {
    * a lock without taking it.
    */
   terraformStates(): Promise<TerraformState[]>;
-  /** Force-unlocks a state through the state API; needs the Maintainer role. */
-  unlockTerraformState(name: string): Promise<void>;
+  /**
+   * The lock on a state with its ID, which GraphQL does not show, read through the state API's
+   * lock endpoint: that takes the lock, as `probeId`, when the state is free (`taken`), and the
+   * caller is then to release it. Needs the Maintainer role.
+   */
+  readTerraformStateLock(name: string, probeId: string): Promise<StateLock>;
+  /**
+   * Removes a state's lock through the state API: only the lock `lockId` names (false when the
+   * state holds no lock of that ID), or any lock when none is named. Needs the Maintainer role.
+   */
+  unlockTerraformState(name: string, lockId?: string): Promise<boolean>;
   /** GitLab's version and the token's own standing in the project, for the start-up check. */
   about(): Promise<GitlabAbout>;
 }
@@ -182,6 +191,16 @@ export interface TerraformState {
   lockedAt: string | null;
   /** The lock holder's GitLab username, when GitLab knows it. */
   lockedBy: string | null;
+}
+
+/** A state's lock as the state API's lock endpoint gives it. */
+export interface StateLock {
+  /** The lock's ID: the one to name to remove this lock and no other. */
+  id: string;
+  /** When it was taken, as GitLab writes it; null when GitLab says nothing. */
+  created: string | null;
+  /** The state was free: the lock is the one the reading took, to be released. */
+  taken: boolean;
 }
 
 /** A pipeline as listed when looking for the one a request created. */

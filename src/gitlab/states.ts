@@ -1,3 +1,5 @@
+import { GitbeakerRequestError } from "@gitbeaker/rest";
+import { z } from "zod";
 import type { GitlabAsk } from "../errors.js";
 import { VmbotError } from "../errors.js";
 import type { GitlabClient } from "./client.js";
@@ -8,6 +10,7 @@ import {
   ProjectAboutSchema,
   type GitlabAbout,
   type GitlabPort,
+  type StateLock,
   type TerraformState,
 } from "./port.js";
 
@@ -58,19 +61,101 @@ async function terraformStates(c: GitlabClient): Promise<TerraformState[]> {
   });
 }
 
-/** Force-unlocks a state through the state API. */
-async function unlockTerraformState(c: GitlabClient, name: string): Promise<void> {
+/** `projects/:id/terraform/state/:name/lock`, relative to the API's root. */
+const lockPath = (c: GitlabClient, name: string) =>
+  `projects/${encodeURIComponent(c.options.project)}/terraform/state/${encodeURIComponent(name)}/lock`;
+
+/** The HTTP status of a GitLab refusal, or undefined for any other failure. */
+const refusalStatus = (error: unknown) =>
+  error instanceof GitbeakerRequestError ? error.cause?.response.status : undefined;
+
+/** A state's lock info as the lock endpoint answers it (`lock_info.to_json`). */
+const LockInfoSchema = z.object({ ID: z.string(), Created: z.string().nullish() });
+
+/** What the probe says of itself, should a person look at the state while it holds the lock. */
+const PROBE_INFO = "vmbot reads the lock's ID to remove only the lock an admin confirmed";
+
+/**
+ * The lock on a state with its ID, from the lock endpoint: with the state locked it answers 409
+ * and the holder's lock info, changing nothing; with the state free it takes the lock as
+ * `probeId` and answers 200 (`taken`), and the caller is to release it.
+ */
+async function readTerraformStateLock(
+  c: GitlabClient,
+  name: string,
+  probeId: string,
+): Promise<StateLock> {
+  const ask: GitlabAsk = { what: "read_lock", name };
+  const info = {
+    ID: probeId,
+    Operation: "OperationTypeInvalid",
+    Info: PROBE_INFO,
+    Who: "vmbot",
+    Version: "",
+    Created: new Date().toISOString(),
+    Path: "",
+  };
+  let body: unknown;
+  let taken = true;
+  try {
+    const response = await c.withToken(() =>
+      c.api.Projects.requester.post(lockPath(c, name), { body: info }),
+    );
+    body = response.body;
+  } catch (error) {
+    if (refusalStatus(error) !== 409) throw stateError(c, ask, name, error);
+    body = (error as GitbeakerRequestError).cause?.description;
+    taken = false;
+  }
+  // Sent past Grape's JSON formatter: plain text holding JSON.
+  const parsed = LockInfoSchema.safeParse(typeof body === "string" ? parseJson(body) : body);
+  if (!parsed.success) {
+    throw new VmbotError({ code: "gitlab_bad_response", ask, project: c.options.project });
+  }
+  const { ID: id, Created: created } = parsed.data;
+  return { id, created: created ?? null, taken: taken || id === probeId };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A failure of the state API, typed: a missing state is `gitlab_state_not_found`. */
+function stateError(c: GitlabClient, ask: GitlabAsk, name: string, error: unknown): VmbotError {
+  const mapped = gitlabError(error, c.context(ask));
+  if (mapped.code === "gitlab_not_found") {
+    return new VmbotError({ code: "gitlab_state_not_found", ask, name }, { cause: error });
+  }
+  return mapped;
+}
+
+/**
+ * Removes a state's lock through the state API: the lock `lockId` names, or any lock when none
+ * is named (a force-unlock). False when GitLab refused because the state holds no lock of that
+ * ID (409): another, or none.
+ */
+async function unlockTerraformState(
+  c: GitlabClient,
+  name: string,
+  lockId?: string,
+): Promise<boolean> {
   const ask: GitlabAsk = { what: "unlock_state", name };
   try {
-    await c.withToken(() =>
-      c.api.ProjectTerraformState.removeTerraformStateLock(c.options.project, name),
-    );
+    await c.withToken(async () => {
+      if (lockId === undefined) {
+        await c.api.ProjectTerraformState.removeTerraformStateLock(c.options.project, name);
+      } else {
+        await c.api.Projects.requester.delete(lockPath(c, name), { searchParams: { ID: lockId } });
+      }
+    });
+    return true;
   } catch (error) {
-    const mapped = gitlabError(error, c.context(ask));
-    if (mapped.code === "gitlab_not_found") {
-      throw new VmbotError({ code: "gitlab_state_not_found", ask, name }, { cause: error });
-    }
-    throw mapped;
+    if (lockId !== undefined && refusalStatus(error) === 409) return false;
+    throw stateError(c, ask, name, error);
   }
 }
 
@@ -96,10 +181,14 @@ async function about(c: GitlabClient): Promise<GitlabAbout> {
 /** The Terraform states and their locks, and what the start-up check reads. */
 export function projectCalls(
   c: GitlabClient,
-): Pick<GitlabPort, "terraformStates" | "unlockTerraformState" | "about"> {
+): Pick<
+  GitlabPort,
+  "terraformStates" | "readTerraformStateLock" | "unlockTerraformState" | "about"
+> {
   return {
     terraformStates: () => terraformStates(c),
-    unlockTerraformState: (name) => unlockTerraformState(c, name),
+    readTerraformStateLock: (name, probeId) => readTerraformStateLock(c, name, probeId),
+    unlockTerraformState: (name, lockId) => unlockTerraformState(c, name, lockId),
     about: () => about(c),
   };
 }

@@ -1,8 +1,8 @@
-import { UnlockFailedSchema } from "../effect-results.js";
+import { UnlockFailedSchema, type UnlockedResult } from "../effect-results.js";
 import type { Effects } from "../effects.js";
 import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
-import type { GitlabPort, TerraformState } from "../gitlab/gitlab.js";
+import type { GitlabPort, StateLock, TerraformState } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { AsyncStore } from "../store/async.js";
 import {
@@ -14,8 +14,11 @@ import {
   type Reply,
 } from "../views/unlock.js";
 
-/** What the unlock needs of GitLab: the states with their locks, and removing one. */
-export type StatesPort = Pick<GitlabPort, "terraformStates" | "unlockTerraformState">;
+/** What the unlock needs of GitLab: the states with their locks, a lock's ID, and removing one. */
+export type StatesPort = Pick<
+  GitlabPort,
+  "terraformStates" | "readTerraformStateLock" | "unlockTerraformState"
+>;
 /**
  * What the unlock needs of the store: the audit log, the requests' states, its effects in the
  * journal.
@@ -73,18 +76,81 @@ export async function unlockStep(
 }
 
 /**
- * Removes the lock taken at `lockedAt`. When GitLab's answer is lost (a timeout, a dropped
- * connection, a 5xx), the lock is read again: gone (or another one) means GitLab did remove it;
- * still there, the original failure stands; unreadable, the outcome is unknown.
+ * The ID the unlock's step reads a lock's ID under (`readTerraformStateLock`), and holds the
+ * state by for that moment when it was free: its own, so that a restart can release what a crash
+ * left held.
+ */
+export const probeId = (step: string) => `vmbot-${step}`;
+
+/** How removing the lock an admin confirmed ended. */
+export type LockRemoval =
+  /** GitLab removed it. */
+  | "removed"
+  /** It was gone when vmbot came to remove it: nothing removed. */
+  | "gone"
+  /** Another lock holds the state now: it is left, as it is not the one the admin saw. */
+  | "changed";
+
+/** What the unlock's step records of a removal. */
+export function removalResult(removal: LockRemoval): UnlockedResult {
+  if (removal === "gone") return { gone: true };
+  return removal === "changed" ? { changed: true } : {};
+}
+
+/**
+ * Whether the lock endpoint's `Created` and GraphQL's `lockedAt` name one moment: to the second,
+ * as GraphQL writes it (`2026-01-05T12:00:00Z`), where the endpoint gives milliseconds.
+ */
+function sameInstant(created: string | null, lockedAt: string): boolean {
+  if (created === null) return false;
+  return Math.floor(Date.parse(created) / 1000) === Math.floor(Date.parse(lockedAt) / 1000);
+}
+
+/**
+ * Releases a lock the step's own reading took (a free state), if it holds the state still; a
+ * lock of another ID is left, and a failure only logged: the reading's lock then stays until a
+ * restart's recovery or an admin's unlock.
+ */
+export async function releaseProbe(
+  gitlab: StatesPort,
+  name: string,
+  step: string,
+  log: Logger,
+): Promise<void> {
+  await gitlab.unlockTerraformState(name, probeId(step)).catch((error: unknown) => {
+    log.warn({ err: error, state: name }, "could not release the lock taken to read the lock");
+  });
+}
+
+/**
+ * Removes the lock taken at `lockedAt`, and no other: its ID is read first (GraphQL does not
+ * show it), and the unlock names it, so that a lock taken by a new run since the admin's check
+ * is left to that run. When the state was free at the reading, the reading's own lock is released
+ * at once. When GitLab's answer to the unlock is lost (a timeout, a dropped connection, a 5xx),
+ * the lock is read again: gone (or another one) means GitLab did remove it; still there, the
+ * original failure stands; unreadable, the outcome is unknown.
  */
 export async function removeLock(
   gitlab: StatesPort,
-  name: string,
-  lockedAt: string,
+  target: { name: string; lockedAt: string; step: string },
   log: Logger,
-): Promise<void> {
+): Promise<LockRemoval> {
+  const { name, lockedAt, step } = target;
+  let lock: StateLock;
   try {
-    await gitlab.unlockTerraformState(name);
+    lock = await gitlab.readTerraformStateLock(name, probeId(step));
+  } catch (error) {
+    // The reading may have taken the lock with its answer lost.
+    await releaseProbe(gitlab, name, step, log);
+    throw error;
+  }
+  if (lock.taken) {
+    await gitlab.unlockTerraformState(name, probeId(step));
+    return "gone";
+  }
+  if (!sameInstant(lock.created, lockedAt)) return "changed";
+  try {
+    if (await gitlab.unlockTerraformState(name, lock.id)) return "removed";
   } catch (error) {
     if (gitlabRefused(error)) throw error;
     log.warn({ err: error, state: name }, "no answer to the unlock; reading the lock again");
@@ -96,7 +162,11 @@ export async function removeLock(
       },
     );
     if (current?.lockedAt === lockedAt) throw error;
+    return "removed";
   }
+  // GitLab refused: the state holds no lock of that ID now.
+  const current = lockedState((await findState(gitlab, name)).state);
+  return current === undefined ? "gone" : "changed";
 }
 
 /**

@@ -14,6 +14,8 @@ import {
   confirmUnlock,
   findState,
   lockedState,
+  releaseProbe,
+  removalResult,
   removeLock,
   unlockFailure,
   type StatesPort,
@@ -99,13 +101,13 @@ async function resumeOne(
     .once<UnlockedResult>(effect.subject, effect.step, {
       result: UnlockedResultSchema,
       reconcile: async () => {
+        // The crash may have come while the reading of the lock's ID held the state.
+        await releaseProbe(deps.gitlab, name, effect.step, log);
         const current = lockedState((await findState(deps.gitlab, name)).state);
         return current?.lockedAt === lockedAt ? undefined : { gone: true };
       },
-      act: async () => {
-        await removeLock(deps.gitlab, name, lockedAt, log);
-        return {};
-      },
+      act: async () =>
+        removalResult(await removeLock(deps.gitlab, { name, lockedAt, step: effect.step }, log)),
       // Tried once more after the restart, and told: not again at every restart after it.
       settle: (error) => {
         failed = { error };
@@ -123,13 +125,15 @@ async function resumeOne(
   }
   if (result === undefined) return;
   const locked = { name, lockedAt, lockedBy: holder };
-  if (result.gone === true) {
+  if (result.gone === true || result.changed === true) {
     await deps.store.audit({
       requestId: null,
       actor: user,
-      action: "unlocked",
+      action: result.changed === true ? "unlock_lock_changed" : "unlocked",
       detail: { state: name, holder, lockedAt, foundAfterRestart: true },
     });
+    // Another run locked the state in between: its lock is left, and nobody is told of an unlock.
+    if (result.changed === true) return;
   } else {
     await confirmUnlock(deps, locked, user, log);
   }

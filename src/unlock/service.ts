@@ -26,6 +26,7 @@ import {
   confirmUnlock,
   findState,
   lockedState,
+  removalResult,
   removeLock,
   unlockFailure,
   UnlockOutcomeUnknown,
@@ -152,17 +153,23 @@ async function forceUnlock(
   const detail = { state: name, holder: locked.lockedBy, lockedAt: locked.lockedAt };
   await deps.store.audit({ requestId: null, actor: user, action: "unlock_requested", detail });
   const subject = `unlock:${name}`;
-  await deps.effects.once(subject, await unlockStep(deps.store, subject, locked.lockedAt), {
+  const step = await unlockStep(deps.store, subject, locked.lockedAt);
+  const removal = await deps.effects.once(subject, step, {
     result: UnlockedResultSchema,
     detail: { ...detail, user, channel: channel ?? null },
-    act: async () => {
-      await removeLock(deps.gitlab, name, locked.lockedAt, log);
-      return {};
-    },
+    act: async () =>
+      removalResult(await removeLock(deps.gitlab, { name, lockedAt: locked.lockedAt, step }, log)),
     // The admin is told it failed: no restart removes the lock later behind their back.
     settle: (error) => Promise.resolve(unlockFailure(error)),
     failure: UnlockFailedSchema,
   });
+  if (removal.gone === true || removal.changed === true) {
+    // Between the check and the unlock, the lock went, or another run locked the state.
+    const action = removal.changed === true ? "unlock_lock_changed" : "unlock_not_needed";
+    await deps.store.audit({ requestId: null, actor: user, action, detail });
+    const reply = removal.changed === true ? lockChanged(name) : alreadyUnlocked(name);
+    return { reply, inPlace: true };
+  }
   const outcome = await confirmUnlock(deps, locked, user, log);
   return {
     reply: outcome.reply,

@@ -62,6 +62,8 @@ export function gitlabDoing(ask: GitlabAsk): string {
       return `read ${ask.path} from job #${ask.jobId}`;
     case "unlock_state":
       return `unlock the Terraform state ${ask.name}`;
+    case "read_lock":
+      return `read the lock of the Terraform state ${ask.name}`;
   }
 }
 
@@ -99,7 +101,7 @@ function forbiddenWords(error: DetailOf<"gitlab_forbidden">): string {
   if (ask.what === "erase_artifacts") {
     return `GitLab did not let the bot delete the plan's artifacts of job #${ask.jobId} (403 Forbidden): that needs the Maintainer role on the project for the bot's token.`;
   }
-  if (ask.what === "unlock_state") {
+  if (ask.what === "unlock_state" || ask.what === "read_lock") {
     return `GitLab did not let the bot unlock the Terraform state \`${ask.name}\` (403 Forbidden): unlocking needs the Maintainer role on the project for the bot's token.`;
   }
   return `GitLab did not let the bot ${gitlabDoing(ask)} in ${quotedProject(error.project)} (403 Forbidden): its token needs the api scope, and its user the Maintainer role on the project (pipelines on the protected default branch and the Terraform state lock need it).`;

@@ -225,6 +225,83 @@ describe("/vm unlock", () => {
     expect(unlockRequests(h)).toHaveLength(0);
   });
 
+  /**
+   * Confirms the unlock `prompt` shows while GitLab holds the bot's next request to the lock
+   * endpoint with `method` until `meanwhile` has changed the lock: what GitLab then finds when it
+   * handles the request. Returns what the bot answered.
+   */
+  async function confirmWhileHeld(
+    h: Harness,
+    prompt: ResponseUrlPost,
+    method: "POST" | "DELETE",
+    meanwhile: () => void,
+  ) {
+    let release: () => void = () => undefined;
+    h.gitlab.failNext(
+      { method, path: LOCK_PATH },
+      { until: new Promise<void>((resolve) => (release = resolve)) },
+    );
+    const answered = click(h, prompt, "unlock_confirm");
+    await expect.poll(() => h.gitlab.requestsTo(method, LOCK_PATH).length).toBe(1);
+    meanwhile();
+    release();
+    return answered;
+  }
+
+  /** Alice's lock given up, and the state locked again by a new run of bob's. */
+  function relockedByBob(h: Harness) {
+    h.gitlab.unlockTerraformState(PROJECT_PATH, "general");
+    h.gitlab.addUser({ username: "bob" });
+    h.gitlab.lockTerraformState(PROJECT_PATH, "general", {
+      lockedBy: "bob",
+      info: { ID: "bob-run" },
+    });
+  }
+
+  it("leaves a lock a new run took between the check and the unlock: the unlock names the lock it removes", async () => {
+    const { h } = await lockedProject();
+    const prompt = await unlock(h);
+    const answered = confirmWhileHeld(h, prompt, "DELETE", () => {
+      relockedByBob(h);
+    });
+    expect(String((await answered).body.text)).toContain(
+      "The lock on `general` is no longer the one you were shown, so vmbot did not unlock it.",
+    );
+    expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toMatchObject({
+      id: "bob-run",
+    });
+    const actions = (await h.bot.store.listAudit()).map((entry) => entry.action);
+    expect(actions).toEqual(["unlock_requested", "unlock_lock_changed"]);
+    expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
+  });
+
+  it("leaves a lock a new run took before vmbot read the lock's ID, and removes nothing", async () => {
+    const { h } = await lockedProject();
+    const prompt = await unlock(h);
+    const answered = confirmWhileHeld(h, prompt, "POST", () => {
+      relockedByBob(h);
+    });
+    expect(String((await answered).body.text)).toContain("is no longer the one you were shown");
+    expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toMatchObject({
+      id: "bob-run",
+    });
+    expect(unlockRequests(h)).toHaveLength(0);
+  });
+
+  it("gives back at once the lock its reading took when the state was freed just before it", async () => {
+    const { h } = await lockedProject();
+    const prompt = await unlock(h);
+    const answered = confirmWhileHeld(h, prompt, "POST", () => {
+      h.gitlab.unlockTerraformState(PROJECT_PATH, "general");
+    });
+    expect((await answered).body.text).toBe(
+      ":unlock: The Terraform state `general` was unlocked meanwhile. Nothing to do.",
+    );
+    expect(h.gitlab.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
+    const actions = (await h.bot.store.listAudit()).map((entry) => entry.action);
+    expect(actions).toEqual(["unlock_requested", "unlock_not_needed"]);
+  });
+
   it("says so when someone else unlocked it meanwhile", async () => {
     const { h } = await lockedProject();
     const prompt = await unlock(h);

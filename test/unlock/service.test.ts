@@ -91,6 +91,25 @@ function service(
   return { unlock, store };
 }
 
+/**
+ * The bot stops (here: throws) with the unlock of `w`'s lock intended and not yet sent: the
+ * store it leaves, which a restarted service resumes from.
+ */
+async function stoppedBeforeUnlock(w: Awaited<ReturnType<typeof world>>): Promise<Store> {
+  const store = openSqliteStore(":memory:");
+  closers.push(() => {
+    store.close();
+  });
+  const crashed = service(w, [], {
+    store,
+    onCrashPoint: (point) => {
+      if (point === "unlock:before") throw new Error("the bot stopped");
+    },
+  });
+  await crashed.unlock.unlock(ADMIN, { state: "general", lockedAt: w.lockedAt }, "C1");
+  return store;
+}
+
 describe("the unlock service", () => {
   it("turns a second confirmation away while its own unlock of the state is in hand", async () => {
     const w = await world();
@@ -174,27 +193,19 @@ describe("the unlock service", () => {
 
   it("tells the channel once when an unlock a restart interrupted fails as it is finished", async () => {
     const w = await world();
-    const store = openSqliteStore(":memory:");
-    closers.push(() => {
-      store.close();
-    });
-    // The bot stops (here: throws) with the unlock intended and not yet sent.
-    const crashed = service(w, [], {
-      store,
-      onCrashPoint: (point) => {
-        if (point === "unlock:before") throw new Error("the bot stopped");
-      },
-    });
-    const target = { state: "general", lockedAt: w.lockedAt };
-    await crashed.unlock.unlock(ADMIN, target, "C1");
+    const store = await stoppedBeforeUnlock(w);
     expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(0);
     expect(store.pendingEffects()).toHaveLength(1);
 
     const announced: { channel: string; message: Reply }[] = [];
     const restarted = service(w, announced, { store });
-    w.fake.failNext({ method: "DELETE", path: LOCK }, { status: 403 });
+    // Reading the lock's ID is refused: the token lost its Maintainer role meanwhile.
+    w.fake.failNext({ method: "POST", path: LOCK }, { status: 403 });
     await restarted.unlock.resume();
-    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(1);
+    expect(w.fake.requestsTo("POST", LOCK)).toHaveLength(1);
+    const lockCalls = () =>
+      w.fake.requestsTo("POST", LOCK).length + w.fake.requestsTo("DELETE", LOCK).length;
+    const calledAfterFirst = lockCalls();
     expect(announced.map((a) => [a.channel, a.message.text])).toEqual([
       [
         "C1",
@@ -210,10 +221,32 @@ describe("the unlock service", () => {
     });
     expect(audited?.detail.failed).toBe("gitlab_forbidden");
 
+    expect((await w.gitlab.terraformStates())[0]?.lockedAt).toBe(w.lockedAt);
+
     // Told once: the next start does not try again.
     await restarted.unlock.resume();
-    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(1);
+    expect(lockCalls()).toBe(calledAfterFirst);
     expect(announced).toHaveLength(1);
     expect(store.pendingEffects()).toEqual([]);
+  });
+
+  it("releases after a restart the lock its reading of the lock's ID took, when the bot stopped holding it", async () => {
+    const w = await world();
+    const store = await stoppedBeforeUnlock(w);
+    // As if the bot had stopped with its reading holding the state, freed just before it.
+    w.fake.unlockTerraformState(PROJECT_PATH, "general");
+    w.fake.lockTerraformState(PROJECT_PATH, "general", {
+      lockedBy: "vmbot",
+      info: { ID: `vmbot-unlock:${w.lockedAt}` },
+    });
+
+    const announced: { channel: string; message: Reply }[] = [];
+    await service(w, announced, { store }).unlock.resume();
+    expect(w.fake.terraformState(PROJECT_PATH, "general")?.lock).toBeNull();
+    expect(store.pendingEffects()).toEqual([]);
+    expect(store.listAudit().at(-1)).toMatchObject({
+      action: "unlocked",
+      detail: { state: "general", foundAfterRestart: true },
+    });
   });
 });
