@@ -61,7 +61,10 @@ async function terraformStates(c: GitlabClient): Promise<TerraformState[]> {
   });
 }
 
-/** `projects/:id/terraform/state/:name/lock`, relative to the API's root. */
+/**
+ * `projects/:id/terraform/state/:name/lock`, relative to the API's root: called through the
+ * requester, which gives a call no timeout of its own (gitbeaker's resources do).
+ */
 const lockPath = (c: GitlabClient, name: string) =>
   `projects/${encodeURIComponent(c.options.project)}/terraform/state/${encodeURIComponent(name)}/lock`;
 
@@ -99,7 +102,10 @@ async function readTerraformStateLock(
   let taken = true;
   try {
     const response = await c.withToken(() =>
-      c.api.Projects.requester.post(lockPath(c, name), { body: info }),
+      c.api.Projects.requester.post(lockPath(c, name), {
+        body: info,
+        signal: AbortSignal.timeout(c.timeoutMs),
+      }),
     );
     body = response.body;
   } catch (error) {
@@ -149,7 +155,10 @@ async function unlockTerraformState(
       if (lockId === undefined) {
         await c.api.ProjectTerraformState.removeTerraformStateLock(c.options.project, name);
       } else {
-        await c.api.Projects.requester.delete(lockPath(c, name), { searchParams: { ID: lockId } });
+        await c.api.Projects.requester.delete(lockPath(c, name), {
+          searchParams: { ID: lockId },
+          signal: AbortSignal.timeout(c.timeoutMs),
+        });
       }
     });
     return true;

@@ -8,6 +8,7 @@ import { openPostgresStore } from "../../../src/store/postgres/store.js";
 import { startVmbot } from "../../../src/start.js";
 import { ADMIN, CHANNEL, harnessPerTest, PROJECT_PATH } from "../../support/harness.js";
 import { captureLogs } from "../../support/logs.js";
+import { lockRemovals } from "../../support/unlocks.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
 import { waitFor } from "../../support/wait.js";
 
@@ -86,7 +87,7 @@ describeWithPostgres("an interrupted unlock on replicas sharing PostgreSQL", () 
       expect(told("web-01")).toHaveLength(1);
       for (const state of ["general", "web-01"]) {
         expect(h.gitlab.terraformState(PROJECT_PATH, state)?.lock).toBeNull();
-        const removals = h.gitlab.requestsTo("DELETE", new RegExp(`/${state}/lock$`));
+        const removals = lockRemovals(h.gitlab, new RegExp(`/${state}/lock$`));
         expect(removals).toHaveLength(1);
       }
       const unlocked = (await second.store.listAudit()).filter((a) => a.action === "unlocked");
@@ -146,7 +147,7 @@ describeWithPostgres("an interrupted unlock on replicas sharing PostgreSQL", () 
       await h.gitlab.settled();
       expect(told()).toHaveLength(1);
       expect(h.gitlab.terraformState(PROJECT_PATH, "db-01")?.lock).toBeNull();
-      expect(h.gitlab.requestsTo("DELETE", /\/db-01\/lock$/)).toHaveLength(1);
+      expect(lockRemovals(h.gitlab, /\/db-01\/lock$/)).toHaveLength(1);
       const audit = await second.store.listAudit();
       const unlocked = audit.filter((a) => a.action === "unlocked" && a.detail.state === "db-01");
       expect(unlocked).toHaveLength(1);
