@@ -158,12 +158,31 @@ function createDue(deps: HomePublisherDeps, shown: Map<string, string>) {
   };
 }
 
+/**
+ * One publish at a time for each Home: each reads the store when its turn comes, so the Home
+ * Slack shows last is the newest. Without it a publish on opening the Home could land before a
+ * slower one of a burst read earlier, which would then put the older Home back.
+ */
+function oneAtATimePerHome(
+  publish: (user: string) => Promise<boolean>,
+): (user: string) => Promise<boolean> {
+  const inLine = new Map<string, Promise<boolean>>();
+  return (user) => {
+    const mine = (inLine.get(user) ?? Promise.resolve(true)).then(() => publish(user));
+    inLine.set(user, mine);
+    void mine.finally(() => {
+      if (inLine.get(user) === mine) inLine.delete(user);
+    });
+    return mine;
+  };
+}
+
 export function createHomePublisher(deps: HomePublisherDeps): HomePublisher {
   const debounceMs = deps.debounceMs ?? 1_000;
   const firstRetryMs = deps.retryMs ?? 10_000;
   /** Each Home's approval queue as last published (its requests), in this process. */
   const shown = new Map<string, string>();
-  const publish = createPublish(deps, shown);
+  const publish = oneAtATimePerHome(createPublish(deps, shown));
   const due = createDue(deps, shown);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;

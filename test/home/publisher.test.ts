@@ -26,6 +26,7 @@ const APPROVER = "U0APPROVER";
 let slack: FakeSlack;
 let store: AsyncStore;
 let publisher: HomePublisher;
+let publisherOver: (client: WebClient) => HomePublisher;
 
 const publishes = (user: string) =>
   slack.callsTo("views.publish").filter((call) => call.args.user_id === user);
@@ -50,16 +51,18 @@ beforeEach(async () => {
   store = watchStore(asAsyncStore(raw), (change) => {
     publisher.changed(change);
   });
-  publisher = createHomePublisher({
-    store,
-    client,
-    access: createAccess({ lists: config.access, client, log }),
-    config,
-    log,
-    now: () => new Date(),
-    debounceMs: 40,
-    retryMs: 60,
-  });
+  publisherOver = (over) =>
+    createHomePublisher({
+      store,
+      client: over,
+      access: createAccess({ lists: config.access, client, log }),
+      config,
+      log,
+      now: () => new Date(),
+      debounceMs: 40,
+      retryMs: 60,
+    });
+  publisher = publisherOver(client);
 });
 
 afterEach(async () => {
@@ -117,5 +120,49 @@ describe("the Home publisher", () => {
       "the Home published after two refusals",
     );
     expect(publishes(ALICE).map((call) => call.ok)).toEqual([true, false, false, true]);
+  });
+
+  it("puts the newest Home last when the Home is opened while a slower publish is under way", async () => {
+    const client = new WebClient(TEST_SECRETS.botToken, {
+      slackApiUrl: slack.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    // The next publish is held on its way to Slack until `release`, its Home read already.
+    let hold: Promise<void> | undefined;
+    let held = false;
+    let release: () => void = () => undefined;
+    const publish = async (args: Parameters<WebClient["views"]["publish"]>[0]) => {
+      const waiting = hold;
+      hold = undefined;
+      if (waiting !== undefined) {
+        held = true;
+        await waiting;
+      }
+      return client.views.publish(args);
+    };
+    const slow = new Proxy(client, {
+      get: (target, key, receiver): unknown =>
+        key === "views" ? { ...target.views, publish } : Reflect.get(target, key, receiver),
+    });
+    await publisher.stop();
+    publisher = publisherOver(slow);
+    await publisher.opened(ALICE);
+    hold = new Promise<void>((resolve) => (release = resolve));
+    await ask(ALICE, "web-01");
+    await waitFor(() => (held ? true : undefined), "the burst's publish to be on its way");
+    await ask(ALICE, "web-02");
+    const opened = publisher.opened(ALICE);
+    // The held publish goes on once the opening's has reached Slack, or after half a second in
+    // which it did not (it waits its turn): either way the opening's Home must land last.
+    await Promise.race([
+      expect.poll(() => publishes(ALICE).length, { timeout: 500 }).toBe(2),
+      new Promise((resolve) => setTimeout(resolve, 500)),
+    ]).catch(() => undefined);
+    release();
+    await opened;
+    await publisher.flush();
+    const last = JSON.stringify(publishes(ALICE).at(-1)?.args.view);
+    expect(last).toContain("web-01");
+    expect(last).toContain("web-02");
   });
 });
