@@ -24,6 +24,7 @@ import {
   REQUESTER_UNCONFIRMED_FIELD,
 } from "../views/create-words.js";
 import { leaseChoices, readLeaseChoice } from "../vm/lease.js";
+import { safeJson } from "../safe-json.js";
 
 /** What the form carries between opening and submission: where to post, nothing more. */
 const CreateMetadataSchema = z.object({
@@ -316,13 +317,5 @@ async function storeRequest(
         [CREATE_FIELDS.name]: REQUEST_NOT_RECORDED_FIELD,
       },
     };
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -20,6 +20,7 @@ import {
   type PlanDecisionDeps,
 } from "./plan-decision.js";
 import { NOT_RECORDED, storeWriteFailure } from "./store-failure.js";
+import { safeJson } from "../safe-json.js";
 
 /**
  * Reject, first step: the click is checked as Approve's is, then a form asks why (optional).
@@ -115,12 +116,4 @@ export function createRejectSubmission(deps: PlanDecisionDeps) {
       await tell(client, found.channel, user, rejectedButWords(problem));
     }
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

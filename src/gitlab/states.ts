@@ -13,6 +13,7 @@ import {
   type StateLock,
   type TerraformState,
 } from "./port.js";
+import { safeJson } from "../safe-json.js";
 
 /** The project's Terraform states with their locks, read through GraphQL a page at a time. */
 async function terraformStates(c: GitlabClient): Promise<TerraformState[]> {
@@ -114,20 +115,12 @@ async function readTerraformStateLock(
     taken = false;
   }
   // Sent past Grape's JSON formatter: plain text holding JSON.
-  const parsed = LockInfoSchema.safeParse(typeof body === "string" ? parseJson(body) : body);
+  const parsed = LockInfoSchema.safeParse(typeof body === "string" ? safeJson(body) : body);
   if (!parsed.success) {
     throw new VmbotError({ code: "gitlab_bad_response", ask, project: c.options.project });
   }
   const { ID: id, Created: created } = parsed.data;
   return { id, created: created ?? null, taken: taken || id === probeId };
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 /** A failure of the state API, typed: a missing state is `gitlab_state_not_found`. */
