@@ -127,9 +127,12 @@ export function createExtendApproveAction(deps: ExtendActionDeps) {
         { store: deps.store, effects: deps.effects, log },
         claimed,
       );
+      const final = ended ?? (await deps.store.getRequest(found.id)) ?? claimed;
       const until = extensionEnd(claimed);
-      if (until !== undefined) await answer(leaseExtendedWords(found.spec.name, until));
-      await show(ended ?? (await deps.store.getRequest(found.id)) ?? claimed);
+      // The lease may not have moved: the VM gone, or a destroy of it opened first.
+      if (final.status === "failed" && final.error !== null) await answer(final.error);
+      else if (until !== undefined) await answer(leaseExtendedWords(found.spec.name, until));
+      await show(final);
     } catch (error) {
       if (storeWriteFailure(error) === undefined) throw error;
       log.error({ err: error }, "could not record the approval: the store refused the write");

@@ -63,7 +63,16 @@ export async function extendLease(
         : "";
     return `${leaseAtMaximumWords(vm.name, vm.leaseUntil ?? "")}${ask}`;
   }
-  await deps.store.inventory.setLease(vm.name, until);
+  // Checked again in the same write as the move: the lease's end may have opened a destroy since.
+  const extended = await deps.store.inventory.extendLease(vm.name, until);
+  if (extended === "gone") return leaseVmMarkedGoneWords(vm.name);
+  if (extended === "destroying") {
+    // Ended since, the destroy either took the VM away or left it live: ask again from the start.
+    const destroy = await inFlight(deps.store, vm.name);
+    return destroy === undefined
+      ? await extendLease(deps, user, value)
+      : leaseDestroyUnderWayWords(vm.name, destroy);
+  }
   await deps.store.audit({
     requestId: null,
     actor: user,

@@ -11,7 +11,12 @@ import type { Config } from "../config.js";
 import { DESTROY_CANCEL, DESTROY_CONFIRM } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { VmRecord } from "../store/inventory.js";
-import { FINAL_STATUSES, type RequestRecord } from "../store/store.js";
+import {
+  FINAL_STATUSES,
+  type LeaseEnd,
+  type NewRequest,
+  type RequestRecord,
+} from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "../actions/store-failure.js";
@@ -177,6 +182,28 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
   await deps.starter.start(opened.request);
 }
 
+export interface DestroyAsk {
+  vm: VmRecord;
+  requester: string;
+  channel: string;
+  log: Logger;
+  key?: string;
+  actor?: string;
+  notes?: string[];
+  /** Decided already: a destroy vmbot plays without approval at a lease's end. */
+  decision?: NonNullable<RequestRecord["decision"]>;
+  /**
+   * The lease whose end opens it: made only while the VM's lease still ends then and nothing
+   * else is in flight for it, checked in the same write ("not_due" when not).
+   */
+  lease?: LeaseEnd;
+}
+
+export interface OpenedDestroy {
+  request: RequestRecord;
+  created: boolean;
+}
+
 /**
  * Records a destroy request for `vm` (its recorded inputs and state), once: two at once make
  * the same key, and only one request. `key` names what asked (a lease's end); by default, the
@@ -184,37 +211,40 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
  */
 export async function openDestroyRequest(
   deps: Pick<DestroyDeps, "store" | "config">,
-  ask: {
-    vm: VmRecord;
-    requester: string;
-    channel: string;
-    log: Logger;
-    key?: string;
-    actor?: string;
-    notes?: string[];
-    /** Decided already: a destroy vmbot plays without approval at a lease's end. */
-    decision?: NonNullable<RequestRecord["decision"]>;
-  },
-): Promise<{ request: RequestRecord; created: boolean } | "not_recorded"> {
-  const { vm, log } = ask;
+  ask: DestroyAsk & { lease: LeaseEnd },
+): Promise<OpenedDestroy | "not_recorded" | "not_due">;
+export async function openDestroyRequest(
+  deps: Pick<DestroyDeps, "store" | "config">,
+  ask: DestroyAsk,
+): Promise<OpenedDestroy | "not_recorded">;
+export async function openDestroyRequest(
+  deps: Pick<DestroyDeps, "store" | "config">,
+  ask: DestroyAsk,
+): Promise<OpenedDestroy | "not_recorded" | "not_due"> {
+  const { vm, log, lease } = ask;
   const latest = (await deps.store.requestsForVm(vm.name))[0]?.id ?? vm.requestId;
-  let stored: Awaited<ReturnType<AsyncStore["createRequest"]>>;
+  const asked: NewRequest = {
+    kind: "destroy",
+    requester: ask.requester,
+    spec: vm.spec,
+    notes: ask.notes ?? [],
+    channel: ask.channel,
+    submissionKey: ask.key ?? `destroy:${vm.name}:${latest}`,
+    stateName: vm.stateName ?? deps.config.tfStateName,
+    ...(ask.decision === undefined ? {} : { decision: ask.decision }),
+  };
+  let stored: Awaited<ReturnType<AsyncStore["createLeaseEndRequest"]>>;
   try {
-    stored = await deps.store.createRequest({
-      kind: "destroy",
-      requester: ask.requester,
-      spec: vm.spec,
-      notes: ask.notes ?? [],
-      channel: ask.channel,
-      submissionKey: ask.key ?? `destroy:${vm.name}:${latest}`,
-      stateName: vm.stateName ?? deps.config.tfStateName,
-      ...(ask.decision === undefined ? {} : { decision: ask.decision }),
-    });
+    stored =
+      lease === undefined
+        ? await deps.store.createRequest(asked)
+        : await deps.store.createLeaseEndRequest(asked, lease);
   } catch (error) {
     if (storeWriteFailure(error) === undefined) throw error;
     log.error({ err: error }, "could not record the destroy request");
     return "not_recorded";
   }
+  if (stored === undefined) return "not_due";
   if (!stored.created) return stored;
   let request = stored.request;
   if (vm.address !== null)

@@ -3,7 +3,7 @@ import type { Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import type { AsyncStore } from "../store/async.js";
 import type { RequestRecord } from "../store/store.js";
-import { extensionEnd, extensionVmGoneWords } from "../views/extend.js";
+import { extensionDestroyingWords, extensionEnd, extensionVmGoneWords } from "../views/extend.js";
 
 /**
  * An approved extension moves the lease once. The approval that meets the rule claims the request
@@ -15,7 +15,11 @@ import { extensionEnd, extensionVmGoneWords } from "../views/extend.js";
 
 export const EXTEND_STEP = "extend_lease";
 
-const LeaseSetSchema = z.object({ leaseUntil: z.string() });
+/** The lease moved, or why it was not: the VM gone, or a destroy of it in flight. */
+const LeaseSetSchema = z.union([
+  z.object({ leaseUntil: z.string() }),
+  z.object({ refused: z.enum(["gone", "destroying"]) }),
+]);
 
 export interface FinishDeps {
   store: AsyncStore;
@@ -91,17 +95,30 @@ export async function finishExtension(
     );
   }
   const intent = recorded.data;
-  await deps.effects.once(request.id, EXTEND_STEP, {
+  const moved = await deps.effects.once(request.id, EXTEND_STEP, {
     result: LeaseSetSchema,
     fresh: true,
     act: async () => {
       // The same end again after a crash: the lease moves once, whatever runs this twice.
-      if ((await store.inventory.get(vm.name))?.leaseUntil !== intent.to) {
-        await store.inventory.setLease(vm.name, intent.to);
+      if ((await store.inventory.get(vm.name))?.leaseUntil === intent.to) {
+        return { leaseUntil: intent.to };
       }
-      return { leaseUntil: intent.to };
+      // Checked in the same write: a destroy opened since (the lease's end) keeps the lease.
+      const extended = await store.inventory.extendLease(vm.name, intent.to);
+      return extended === "extended" ? { leaseUntil: intent.to } : { refused: extended };
     },
   });
+  if ("refused" in moved) {
+    const words =
+      moved.refused === "destroying"
+        ? extensionDestroyingWords(request.spec.name)
+        : extensionVmGoneWords(request.spec.name);
+    return await store.transition(request.id, ["applying"], "failed", { error: words }, undefined, {
+      actor: "vmbot",
+      action: "extension_failed",
+      detail: { name: request.spec.name, refused: moved.refused },
+    });
+  }
   const ended = await store.transition(request.id, ["applying"], "ready", {}, undefined, {
     actor: request.decision?.by ?? "vmbot",
     action: "lease_extended",

@@ -39,6 +39,11 @@ function watchInventory(
       await inventory.setLease(name, until);
       tell(await ownerOf(name));
     },
+    async extendLease(name, until) {
+      const extended = await inventory.extendLease(name, until);
+      if (extended === "extended") tell(await ownerOf(name));
+      return extended;
+    },
     async mark(name, status, note) {
       await inventory.mark(name, status, note);
       tell(await ownerOf(name));
@@ -90,6 +95,11 @@ export function watchStore(store: AsyncStore, sink: HomeChangeSink): AsyncStore 
     async createRequest(request, audit) {
       const stored = await store.createRequest(request, audit);
       if (stored.created) told(stored.request, false);
+      return stored;
+    },
+    async createLeaseEndRequest(request, lease, audit) {
+      const stored = await store.createLeaseEndRequest(request, lease, audit);
+      if (stored?.created === true) told(stored.request, false);
       return stored;
     },
     async updateRequest(id, patch) {

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import { z } from "zod";
 import { VmSpecSchema, type VmSpec } from "../vm/spec.js";
 import { guardWrite } from "./sqlite-checks.js";
+import { createSqliteExtendLease } from "./sqlite-leases.js";
 
 /**
  * Every VM vmbot made: recorded when Terraform has applied (the VM exists from then on, whatever
@@ -12,6 +13,9 @@ import { guardWrite } from "./sqlite-checks.js";
 /** `live`: as vmbot made it; `gone`: its Terraform state vanished outside vmbot. */
 export const VM_STATUSES = ["live", "gone"] as const;
 export type VmStatus = (typeof VM_STATUSES)[number];
+
+/** What came of an extension's move of a lease (`Inventory.extendLease`). */
+export type LeaseExtension = "extended" | "gone" | "destroying";
 
 export interface VmRecord {
   name: string;
@@ -56,6 +60,12 @@ export interface Inventory {
   remove(name: string, askedAt: string): void;
   /** Sets when a VM's lease ends (null: none). */
   setLease(name: string, until: string | null): void;
+  /**
+   * Moves a VM's lease to `until` for an extension, in one transaction with the check that the
+   * VM is live and no destroy request for it is in flight: "gone" or "destroying", changing
+   * nothing, when it is not. Made one at a time with `createLeaseEndRequest` for the same VM.
+   */
+  extendLease(name: string, until: string): LeaseExtension;
   /** Notes something about a live VM (a failed destroy), or clears the note with null. */
   note(name: string, note: string | null): void;
   /** Records when the VMs were last compared with GitLab's states. */
@@ -246,7 +256,12 @@ function sqliteStatesSeen(
 }
 
 export function createSqliteInventory(db: Database.Database, clock: () => Date): Inventory {
-  return { ...sqliteVmReads(db), ...sqliteVmWrites(db, clock), ...sqliteStatesSeen(db, clock) };
+  return {
+    ...sqliteVmReads(db),
+    ...sqliteVmWrites(db, clock),
+    ...sqliteStatesSeen(db, clock),
+    extendLease: createSqliteExtendLease(db),
+  };
 }
 
 const StateRowSchema = z.object({ name: z.string() });

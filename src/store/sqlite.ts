@@ -9,6 +9,7 @@ import { createSqliteInventory } from "./inventory.js";
 import { createSqliteAudit } from "./sqlite-audit.js";
 import { checkIntegrity, createWriteProbe } from "./sqlite-checks.js";
 import { createSqliteEffects } from "./sqlite-effects.js";
+import { createSqliteLeaseEndRequest } from "./sqlite-leases.js";
 import {
   createRowReader,
   createSqliteRequestReads,
@@ -109,12 +110,15 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const log = createSqliteAudit(db, clock);
   // One reader for the reads and the writes, so a review is parsed once whichever read it.
   const rows = createRowReader();
+  const reads = createSqliteRequestReads(db, rows);
+  const writes = createSqliteRequestWrites(db, clock, { ...effects, ...log }, rows);
   return {
     inventory: createSqliteInventory(db, clock),
     approvals: createSqliteApprovals(db),
     homes: createSqliteHomes(db, clock),
-    ...createSqliteRequestReads(db, rows),
-    ...createSqliteRequestWrites(db, clock, { ...effects, ...log }, rows),
+    ...reads,
+    ...writes,
+    createLeaseEndRequest: createSqliteLeaseEndRequest(db, { ...reads, ...writes }),
     ...effects,
     ...log,
     writable: probe,

@@ -167,6 +167,12 @@ export interface HeldVm {
   spec: VmSpec;
 }
 
+/** The lease whose end a destroy request is opened for: the VM's name and when the lease ends. */
+export interface LeaseEnd {
+  name: string;
+  until: string;
+}
+
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
 export interface Store {
   /** Every VM vmbot made. */
@@ -183,6 +189,19 @@ export interface Store {
     request: NewRequest,
     audit?: Omit<AuditEntry, "requestId">,
   ): { request: RequestRecord; created: boolean };
+  /**
+   * Creates the destroy request a lease's end opens, as `createRequest` does, in one transaction
+   * with the check that the VM `lease.name` is live, its lease still ends at `lease.until` and no
+   * request for it is in flight. Undefined, changing nothing, when one of those no longer holds:
+   * its owner extended the lease after the pass read it, say. The request already created for the
+   * same submission is returned whatever the check says. Made one at a time with
+   * `inventory.extendLease` for the same VM, so that of the two only the first happens.
+   */
+  createLeaseEndRequest(
+    request: NewRequest,
+    lease: LeaseEnd,
+    audit?: Omit<AuditEntry, "requestId">,
+  ): { request: RequestRecord; created: boolean } | undefined;
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;
   /**

@@ -220,6 +220,10 @@ export function extensionToldWords(request: RequestRecord): string | undefined {
 export const extensionExpiredWords = (vm: string, ttl: string) =>
   `This request waited longer than ${ttl} for approval and expired: the lease of ${name(vm)} stays as it was. Ask again from the lease reminder or the Home tab.`;
 
+/** A destroy of the VM was opened (its lease's end, say) before the approved extension was made. */
+export const extensionDestroyingWords = (vm: string) =>
+  `A destroy of ${name(vm)} was asked for before this extension was made: the lease stays as it was. To keep the VM, withdraw that destroy request from its message, then ask again.`;
+
 /** The VM left the inventory before its extension was approved. */
 export const extensionVmGoneWords = (vm: string) =>
   `vmbot no longer lists ${name(vm)}: there was no lease left to extend.`;

@@ -11,6 +11,7 @@ import {
 } from "../support/harness.js";
 import { REQUEST_STATUSES } from "../../src/store/store.js";
 import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
+import type { FakeMessage } from "../../sandbox/simulators/slack/index.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -337,8 +338,8 @@ describe("leases", () => {
   });
 
   /** web-01 with its reminder in the owner's direct messages, its lease 20 s from its end. */
-  async function reminded() {
-    const h = await leasedVm();
+  async function reminded(env: Record<string, string> = {}) {
+    const h = await leasedVm(env);
     await h.bot.store.inventory.setLease("web-01", inSeconds(20));
     await h.bot.tracker.tick();
     const dm = h.slack.messages.find((m) => m.channel === REQUESTER || m.channel.startsWith("D"));
@@ -367,6 +368,24 @@ describe("leases", () => {
     expect(actions).not.toContain("lease_extended");
   });
 
+  /** The owner clicks Extend in the reminder `dm` and is told the lease's new end. */
+  async function extendNow(h: Harness, dm: FakeMessage) {
+    await click(h, dm, REQUESTER, "lease_extend");
+    await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("The lease of web-01 now ends"),
+    );
+  }
+
+  /** web-01 kept: no destroy opened, its lease extended (audited so) and ending later. */
+  async function expectKept(h: Harness) {
+    expect((await h.bot.store.listActive()).filter((r) => r.kind === "destroy")).toEqual([]);
+    const actions = (await h.bot.store.listAudit()).map((e) => e.action);
+    expect(actions).toContain("lease_extended");
+    expect(actions).not.toContain("lease_expired");
+    const lease = (await h.bot.store.inventory.get("web-01"))?.leaseUntil;
+    expect(Date.parse(lease ?? "")).toBeGreaterThan(Date.now());
+  }
+
   it("a lease the owner extends while a pass holds the VM list is not ended by that pass", async () => {
     const { h, dm } = await reminded();
     await h.bot.store.inventory.setLease("web-01", inSeconds(-1));
@@ -378,22 +397,67 @@ describe("leases", () => {
     seam.list = async () => {
       const vms = await list();
       seam.list = list;
-      await click(h, dm, REQUESTER, "lease_extend");
-      await h.slack.waitForResponse((post) =>
-        String(post.body.text).includes("The lease of web-01 now ends"),
-      );
+      await extendNow(h, dm);
       return vms;
     };
     await h.bot.tracker.tick();
     expect(inventory.list).toBe(list);
 
+    await expectKept(h);
+  });
+
+  it("an Extend that lands after the pass checked the lease, before it opened the destroy, keeps the VM: no destroy is opened", async () => {
+    // With VM_LEASE_ON_EXPIRY=destroy a destroy opened here would be played without approval.
+    const { h, dm } = await reminded({ VM_LEASE_ON_EXPIRY: "destroy" });
+    const ended = inSeconds(-1);
+    await h.bot.store.inventory.setLease("web-01", ended);
+    // The pass reads the lease again before it acts; the owner's Extend lands right after.
+    const inventory = h.bot.store.inventory;
+    const get = inventory.get.bind(inventory);
+    const seam: { get: typeof get } = inventory;
+    seam.get = async (name) => {
+      const vm = await get(name);
+      if (vm?.leaseUntil !== ended) return vm;
+      seam.get = get;
+      await extendNow(h, dm);
+      return vm;
+    };
+    await h.bot.tracker.tick();
+    expect(inventory.get).toBe(get);
+
+    await expectKept(h);
+    // Later passes leave it too: its lease has not ended.
+    await h.bot.tracker.tick();
     expect((await h.bot.store.listActive()).filter((r) => r.kind === "destroy")).toEqual([]);
-    const actions = (await h.bot.store.listAudit()).map((e) => e.action);
-    expect(actions).toContain("lease_extended");
-    expect(actions).not.toContain("lease_expired");
-    expect(Date.parse((await inventory.get("web-01"))?.leaseUntil ?? "")).toBeGreaterThan(
-      Date.now(),
+  });
+
+  it("an Extend whose check passed before the lease's end opened its destroy extends nothing, and says the destroy is under way", async () => {
+    const { h, dm } = await reminded({ VM_LEASE_ON_EXPIRY: "destroy" });
+    const ended = inSeconds(-1);
+    await h.bot.store.inventory.setLease("web-01", ended);
+    // The Extend finds nothing in flight; the pass opens the destroy before the Extend writes.
+    const store = h.bot.store;
+    const requestsForVm = store.requestsForVm.bind(store);
+    const seam: { requestsForVm: typeof requestsForVm } = store;
+    seam.requestsForVm = async (name) => {
+      const requests = await requestsForVm(name);
+      seam.requestsForVm = requestsForVm;
+      await h.bot.tracker.tick();
+      return requests;
+    };
+    await click(h, dm, REQUESTER, "lease_extend");
+    const answer = await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("A destroy of web-01 is in progress"),
     );
+    expect(store.requestsForVm).toBe(requestsForVm);
+
+    const destroy = (await store.listActive()).find((r) => r.kind === "destroy");
+    expect(destroy?.decision).toMatchObject({ kind: "approved", by: "vmbot" });
+    expect(answer.body.text).toContain(`\`${destroy?.id}\``);
+    expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(ended);
+    const actions = (await store.listAudit()).map((e) => e.action);
+    expect(actions).toContain("lease_expired");
+    expect(actions).not.toContain("lease_extended");
   });
 
   it("Extend on a VM marked gone extends nothing, and says why", async () => {

@@ -381,6 +381,39 @@ describe("a lease past the maximum under the policy's extend rule", () => {
     expect(await leaseOf(h)).toBe(before);
   });
 
+  it("moves no lease when a destroy of the VM was opened before the rule was met, and says so to the approver and in the request", async () => {
+    const h = await withPolicy();
+    await madeVm(h);
+    const { requestId, message } = await askedLonger(h);
+    const before = await leaseOf(h);
+    await answerTo(h, message(), PLATFORM[0]!);
+    // What the lease's end on another replica can open while the extension waits: the two
+    // checks ran on what the other had not written yet. Nothing on one replica opens it.
+    const vm = (await h.bot.store.inventory.get("web-01"))!;
+    const destroy = await h.bot.store.createRequest({
+      kind: "destroy",
+      requester: REQUESTER,
+      spec: vm.spec,
+      notes: [],
+      channel: CHANNEL,
+      submissionKey: `lease:web-01:${before}`,
+    });
+
+    const done = await answerTo(h, message(), SECURITY[0]!);
+    expect(done).toContain("A destroy of *web-01* was asked for before this extension was made");
+    expect(await leaseOf(h)).toBe(before);
+    const request = (await h.bot.store.getRequest(requestId))!;
+    expect(request.status).toBe("failed");
+    const actions = (await h.bot.store.listAudit(requestId)).map((e) => e.action);
+    expect(actions).toContain("extension_failed");
+    expect(actions).not.toContain("lease_extended");
+    await waitFor(
+      () => (text(message()).includes("was asked for before this extension") ? true : undefined),
+      "the request message saying why",
+    );
+    expect((await h.bot.store.getRequest(destroy.request.id))?.status).toBe("queued");
+  });
+
   it("finishes an approval that a crash left before the lease was written: the tracker moves it once", async () => {
     const h = await withPolicy();
     await madeVm(h);

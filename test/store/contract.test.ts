@@ -27,6 +27,18 @@ const newRequest = (change: Partial<NewRequest> = {}): NewRequest => ({
   ...change,
 });
 
+/** A VM as the inventory records it once Terraform has made it. */
+const WEB_01 = {
+  name: "web-01",
+  requestId: "vm-a",
+  owner: "U0REQ",
+  spec: SAMPLE_SPEC,
+  stateName: "vm-web-01",
+  address: null,
+  pipelineId: 41,
+  approvedBy: "U0APP",
+};
+
 /** Takes a request to `to` through the store's own moves, as the bot would. */
 async function moveTo(store: AsyncStore, id: string, to: RequestStatus): Promise<RequestRecord> {
   let current = await store.getRequest(id);
@@ -286,17 +298,7 @@ function contract(open: Opener): void {
   });
 
   it("keeps the inventory: a VM, its update, its lease, notes, marks and removal", async () => {
-    const vm = {
-      name: "web-01",
-      requestId: "vm-a",
-      owner: "U0REQ",
-      spec: SAMPLE_SPEC,
-      stateName: "vm-web-01",
-      address: "192.168.1.50",
-      pipelineId: 41,
-      approvedBy: "U0APP",
-      leaseUntil: null,
-    };
+    const vm = { ...WEB_01, address: "192.168.1.50", leaseUntil: null };
     const recorded = await store.inventory.record(vm);
     expect(recorded).toMatchObject({ ...vm, status: "live", createdAt: START.toISOString() });
     clock.advance(1_000);
@@ -358,6 +360,46 @@ function contract(open: Opener): void {
     expect(await store.homes.list()).toEqual(["U0REQ", "U0APPROVER"]);
     expect(await store.homes.has("U0APPROVER")).toBe(true);
     expect(await store.homes.has("U0OTHER")).toBe(false);
+  });
+
+  it("opens a lease's destroy only while that lease is the VM's and nothing is in flight, and extends a lease only while no destroy is", async () => {
+    const ended = "2026-12-02T09:00:00.000Z";
+    const later = "2026-12-09T10:00:00.000Z";
+    await store.inventory.record({ ...WEB_01, leaseUntil: ended });
+    const destroy = (key: string) =>
+      newRequest({ kind: "destroy", spec: { ...SAMPLE_SPEC, name: "web-01" }, submissionKey: key });
+    const lease = { name: "web-01", until: ended };
+    // The lease moved since the pass read it: nothing is opened, nothing written.
+    await store.inventory.setLease("web-01", later);
+    expect(await store.createLeaseEndRequest(destroy("lease:a"), lease)).toBeUndefined();
+    expect(await store.findBySubmission("lease:a")).toBeUndefined();
+    await store.inventory.setLease("web-01", ended);
+    // Another request for the VM in flight: none either.
+    const other = await created({ spec: { ...SAMPLE_SPEC, name: "web-01" } });
+    expect(await store.createLeaseEndRequest(destroy("lease:b"), lease)).toBeUndefined();
+    await moveTo(store, other.id, "failed");
+    const audit = { actor: "vmbot", action: "requested", detail: {} };
+    const opened = await store.createLeaseEndRequest(destroy("lease:c"), lease, audit);
+    expect(opened).toMatchObject({ created: true, request: { kind: "destroy", status: "queued" } });
+    expect((await store.listAudit(opened?.request.id)).map((e) => e.action)).toEqual(["requested"]);
+    // Asked again (a restart): the same request, though it is itself in flight now.
+    expect(await store.createLeaseEndRequest(destroy("lease:c"), lease, audit)).toEqual({
+      request: opened?.request,
+      created: false,
+    });
+    // The destroy in flight keeps the lease where it ended.
+    expect(await store.inventory.extendLease("web-01", later)).toBe("destroying");
+    expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(ended);
+    await moveTo(store, opened?.request.id ?? "", "rejected");
+    expect(await store.inventory.extendLease("web-01", later)).toBe("extended");
+    expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(later);
+    // A VM marked gone, or one vmbot does not know: no lease moves, none is opened.
+    await store.inventory.mark("web-01", "gone", "its state vanished");
+    expect(await store.inventory.extendLease("web-01", ended)).toBe("gone");
+    expect(await store.inventory.extendLease("db-09", ended)).toBe("gone");
+    const gone = { name: "web-01", until: later };
+    expect(await store.createLeaseEndRequest(destroy("lease:d"), gone)).toBeUndefined();
+    expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(later);
   });
 
   it("takes writes while open, and says it is closed after", async () => {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { VmSpecSchema } from "../../vm/spec.js";
 import type { AsyncApprovals, AsyncInventory } from "../async.js";
 import { VM_STATUSES, type VmRecord } from "../inventory.js";
+import { createPostgresExtendLease } from "./leases.js";
 import { guardWrite, type Runner } from "./pool.js";
 
 /**
@@ -125,6 +126,7 @@ export function createPostgresInventory(pool: Runner, clock: () => Date): AsyncI
       return recorded;
     },
     get: one,
+    extendLease: createPostgresExtendLease(pool),
     async list(options = {}) {
       const { rows } =
         options.owner === undefined

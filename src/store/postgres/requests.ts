@@ -179,6 +179,50 @@ const rowsOf = async (pool: Runner, sql: string, values: unknown[] = []) =>
   (await pool.query(sql, values)).rows.map(toRecord);
 
 /**
+ * Inserts the request on `client` (in the caller's transaction), with `entry` audited; undefined
+ * when one was already created for the same submission, which is left as it is.
+ */
+export async function insertRequest(
+  client: Queryable,
+  clock: () => Date,
+  journal: MoveJournal,
+  request: NewRequest,
+  entry?: Omit<AuditEntry, "requestId">,
+): Promise<RequestRecord | undefined> {
+  const now = clock().toISOString();
+  const id = newRequestId(clock().getTime());
+  const { rows } = await client.query(
+    `INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, decision, created_at, updated_at)
+     VALUES ($1, $2, 'queued', $3, $4::jsonb, $5::jsonb, $6, $7, $8, $9::jsonb, $10, $10)
+     ON CONFLICT (submission_key) DO NOTHING RETURNING *`,
+    [
+      id,
+      request.kind ?? "create",
+      request.requester,
+      JSON.stringify(request.spec),
+      JSON.stringify(request.notes),
+      request.channel,
+      request.submissionKey,
+      request.stateName ?? null,
+      request.decision === undefined ? null : JSON.stringify(request.decision),
+      now,
+    ],
+  );
+  if (rows[0] === undefined) return undefined;
+  if (entry !== undefined) await journal.audit(client, { ...entry, requestId: id });
+  return toRecord(rows[0]);
+}
+
+/** The request created for the submission `key`, if one was. */
+export async function bySubmission(
+  client: Queryable,
+  key: string,
+): Promise<RequestRecord | undefined> {
+  const { rows } = await client.query("SELECT * FROM requests WHERE submission_key = $1", [key]);
+  return rows[0] === undefined ? undefined : toRecord(rows[0]);
+}
+
+/**
  * Creates the request, or returns the one already created for the same submission; `entry` (who
  * asked, under which rule) is audited in the same transaction, only when the request is new.
  */
@@ -189,37 +233,11 @@ async function createRequest(
   request: NewRequest,
   entry?: Omit<AuditEntry, "requestId">,
 ): Promise<{ request: RequestRecord; created: boolean }> {
-  const now = clock().toISOString();
-  const id = newRequestId(clock().getTime());
   const inserted = await guardWrite("record a new request", () =>
-    pool.transaction(async (client) => {
-      const { rows } = await client.query(
-        `INSERT INTO requests (id, kind, status, requester, spec, notes, channel, submission_key, state_name, decision, created_at, updated_at)
-         VALUES ($1, $2, 'queued', $3, $4::jsonb, $5::jsonb, $6, $7, $8, $9::jsonb, $10, $10)
-         ON CONFLICT (submission_key) DO NOTHING RETURNING *`,
-        [
-          id,
-          request.kind ?? "create",
-          request.requester,
-          JSON.stringify(request.spec),
-          JSON.stringify(request.notes),
-          request.channel,
-          request.submissionKey,
-          request.stateName ?? null,
-          request.decision === undefined ? null : JSON.stringify(request.decision),
-          now,
-        ],
-      );
-      if (rows[0] !== undefined && entry !== undefined) {
-        await journal.audit(client, { ...entry, requestId: id });
-      }
-      return rows[0] as unknown;
-    }),
+    pool.transaction((client) => insertRequest(client, clock, journal, request, entry)),
   );
-  if (inserted !== undefined) return { request: toRecord(inserted), created: true };
-  const [existing] = await rowsOf(pool, "SELECT * FROM requests WHERE submission_key = $1", [
-    request.submissionKey,
-  ]);
+  if (inserted !== undefined) return { request: inserted, created: true };
+  const existing = await bySubmission(pool, request.submissionKey);
   if (existing === undefined) throw new Error(`the submission ${request.submissionKey} vanished`);
   return { request: existing, created: false };
 }

@@ -8,6 +8,7 @@ import { fencedRunner } from "./fenced.js";
 import type { Leader } from "./leader.js";
 import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
+import { createPostgresLeaseEndRequest } from "./leases.js";
 import { migratePostgres } from "./migrations.js";
 import { createPool, poolRunner, postgresProblem, type Runner } from "./pool.js";
 import { retireReplica } from "./replicas.js";
@@ -81,15 +82,14 @@ export async function openPostgresStore(
 function postgresParts(runner: Runner, clock: () => Date, replica: string) {
   const effects = createPostgresEffects(runner, clock, replica);
   const log = createPostgresAudit(runner, clock);
-  const requests = createPostgresRequests(runner, clock, {
-    intend: effects.intendWith,
-    audit: log.auditWith,
-  });
+  const journal = { intend: effects.intendWith, audit: log.auditWith };
+  const requests = createPostgresRequests(runner, clock, journal);
   return {
     inventory: createPostgresInventory(runner, clock),
     approvals: createPostgresApprovals(runner),
     homes: createPostgresHomes(runner, clock),
     ...requests,
+    createLeaseEndRequest: createPostgresLeaseEndRequest(runner, clock, journal),
     effect: effects.effect,
     intend: effects.intend,
     complete: effects.complete,
