@@ -112,14 +112,54 @@ function createPublish(
         ? undefined
         : `${base}archives/${request.channel}/p${request.messageTs.replace(".", "")}`;
     try {
-      const view = await homeFor(deps, user, linkTo, shown);
-      await client.views.publish({ user_id: user, view });
-      return true;
+      return await publishNewest(deps, user, () => homeFor(deps, user, linkTo, shown));
     } catch (error) {
       log.warn({ err: error, user }, "could not publish a Home tab; trying again later");
       return false;
     }
   };
+}
+
+/** How many times a publish overtaken by another replica's reads the store again. */
+const OVERTAKEN_TRIES = 3;
+
+const overtaken = (error: unknown) =>
+  (error as { data?: { error?: unknown } }).data?.error === "hash_conflict";
+
+/**
+ * Publishes `user`'s Home as `read` makes it, sending the hash of the Home Slack took last (from
+ * any replica), read before the Home's content: Slack refuses the publish (`hash_conflict`) when
+ * another one landed since, whose content may be newer, and the Home is read and published again.
+ * The same stored hash refused twice was written by no one since: it is only out of date (a save
+ * that lost a race, a Home published by hand), and the Home is published without it. True when
+ * Slack took it; false when other publishes kept overtaking it (tried again later).
+ */
+async function publishNewest(
+  deps: HomePublisherDeps,
+  user: string,
+  read: () => Promise<HomeView>,
+): Promise<boolean> {
+  const { store, client } = deps;
+  let refused: string | undefined | null = null;
+  for (let tries = 0; tries < OVERTAKEN_TRIES; tries += 1) {
+    const hash = await store.homes.viewHash(user);
+    const view = await read();
+    const guard = hash === refused ? undefined : hash;
+    try {
+      const answer = await client.views.publish({
+        user_id: user,
+        view,
+        ...(guard === undefined ? {} : { hash: guard }),
+      });
+      if (answer.view?.hash !== undefined) await store.homes.published(user, answer.view.hash);
+      return true;
+    } catch (error) {
+      if (!overtaken(error)) throw error;
+      deps.log.debug({ user }, "another publish of this Home landed first; reading it again");
+      refused = hash;
+    }
+  }
+  return false;
 }
 
 /**

@@ -3,7 +3,7 @@
  * Append new ones; never edit one that has shipped.
  */
 import { APPROVALS_MIGRATION } from "./approvals.js";
-import { HOMES_MIGRATION } from "./homes.js";
+import { HOME_HASH_MIGRATION, HOMES_MIGRATION } from "./homes.js";
 import { INVENTORY_MIGRATION, STATES_SEEN_MIGRATION } from "./inventory.js";
 
 export const MIGRATIONS: readonly string[] = [
@@ -96,4 +96,5 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE requests ADD COLUMN approvals TEXT;
   `,
   HOMES_MIGRATION,
+  HOME_HASH_MIGRATION,
 ];

@@ -122,12 +122,15 @@ describe("the Home publisher", () => {
     expect(publishes(ALICE).map((call) => call.ok)).toEqual([true, false, false, true]);
   });
 
-  it("puts the newest Home last when the Home is opened while a slower publish is under way", async () => {
+  /**
+   * A client whose next publish, once `hold()` is called, waits on its way to Slack (its Home
+   * read already) until `release()`; `held()` tells whether one is waiting.
+   */
+  function holdingClient() {
     const client = new WebClient(TEST_SECRETS.botToken, {
       slackApiUrl: slack.apiUrl,
       retryConfig: { retries: 0 },
     });
-    // The next publish is held on its way to Slack until `release`, its Home read already.
     let hold: Promise<void> | undefined;
     let held = false;
     let release: () => void = () => undefined;
@@ -144,12 +147,26 @@ describe("the Home publisher", () => {
       get: (target, key, receiver): unknown =>
         key === "views" ? { ...target.views, publish } : Reflect.get(target, key, receiver),
     });
+    return {
+      client: slow,
+      hold() {
+        hold = new Promise<void>((resolve) => (release = resolve));
+      },
+      held: () => (held ? true : undefined),
+      release: () => {
+        release();
+      },
+    };
+  }
+
+  it("puts the newest Home last when the Home is opened while a slower publish is under way", async () => {
+    const slow = holdingClient();
     await publisher.stop();
-    publisher = publisherOver(slow);
+    publisher = publisherOver(slow.client);
     await publisher.opened(ALICE);
-    hold = new Promise<void>((resolve) => (release = resolve));
+    slow.hold();
     await ask(ALICE, "web-01");
-    await waitFor(() => (held ? true : undefined), "the burst's publish to be on its way");
+    await waitFor(slow.held, "the burst's publish to be on its way");
     await ask(ALICE, "web-02");
     const opened = publisher.opened(ALICE);
     // The held publish goes on once the opening's has reached Slack, or after half a second in
@@ -158,11 +175,61 @@ describe("the Home publisher", () => {
       expect.poll(() => publishes(ALICE).length, { timeout: 500 }).toBe(2),
       new Promise((resolve) => setTimeout(resolve, 500)),
     ]).catch(() => undefined);
-    release();
+    slow.release();
     await opened;
     await publisher.flush();
     const last = JSON.stringify(publishes(ALICE).at(-1)?.args.view);
     expect(last).toContain("web-01");
     expect(last).toContain("web-02");
+  });
+
+  it("puts the newest Home last when another replica's publish overtakes a slower one: Slack refuses the older, which reads the store again", async () => {
+    // Two replicas on one store, each told of its own writes: this one's publish waits on its
+    // way to Slack, its Home read; the other writes, and its publish lands first.
+    const slow = holdingClient();
+    await publisher.stop();
+    const mine = publisherOver(slow.client);
+    const other = publisherOver(
+      new WebClient(TEST_SECRETS.botToken, {
+        slackApiUrl: slack.apiUrl,
+        retryConfig: { retries: 0 },
+      }),
+    );
+    publisher = mine;
+    await mine.opened(ALICE);
+    slow.hold();
+    await ask(ALICE, "web-01");
+    await waitFor(slow.held, "this replica's publish to be on its way");
+    publisher = other;
+    await ask(ALICE, "web-02");
+    await other.opened(ALICE);
+    expect(JSON.stringify(slack.home(ALICE)?.blocks)).toContain("web-02");
+    slow.release();
+    await mine.flush();
+    await mine.stop();
+
+    const home = JSON.stringify(slack.home(ALICE)?.blocks);
+    expect(home).toContain("web-01");
+    expect(home).toContain("web-02");
+    // The held publish was refused, and the one after it took.
+    expect(publishes(ALICE).map((call) => call.ok)).toEqual([true, true, false, true]);
+    expect(await store.homes.viewHash(ALICE)).toBe(slack.home(ALICE)?.hash);
+  });
+
+  it("publishes without the hash once the hash it holds is refused twice: a Home published elsewhere left it out of date", async () => {
+    await publisher.opened(ALICE);
+    const client = new WebClient(TEST_SECRETS.botToken, {
+      slackApiUrl: slack.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    // Published by something else (an older vmbot, say): the stored hash is no longer Slack's.
+    await client.views.publish({ user_id: ALICE, view: { type: "home", blocks: [] } });
+    await ask(ALICE, "web-01");
+    await publisher.flush();
+
+    expect(JSON.stringify(slack.home(ALICE)?.blocks)).toContain("web-01");
+    expect(publishes(ALICE).map((call) => call.ok)).toEqual([true, true, false, true]);
+    expect(publishes(ALICE).at(-1)?.args.hash).toBeUndefined();
+    expect(await store.homes.viewHash(ALICE)).toBe(slack.home(ALICE)?.hash);
   });
 });

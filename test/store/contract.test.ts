@@ -353,13 +353,18 @@ function contract(open: Opener): void {
     expect((await store.approvals.list("vm-a", 5001)).map((a) => a.user)).toEqual(["U0B"]);
   });
 
-  it("remembers who opened the Home tab once each, in the order they came", async () => {
+  it("remembers who opened the Home tab once each, in the order they came, and the hash of the Home Slack took last", async () => {
     await store.homes.opened("U0REQ");
     await store.homes.opened("U0APPROVER");
+    expect(await store.homes.viewHash("U0REQ")).toBeUndefined();
+    await store.homes.published("U0REQ", "1712345678.abc");
     await store.homes.opened("U0REQ");
     expect(await store.homes.list()).toEqual(["U0REQ", "U0APPROVER"]);
     expect(await store.homes.has("U0APPROVER")).toBe(true);
     expect(await store.homes.has("U0OTHER")).toBe(false);
+    expect(await store.homes.viewHash("U0REQ")).toBe("1712345678.abc");
+    expect(await store.homes.viewHash("U0APPROVER")).toBeUndefined();
+    expect(await store.homes.viewHash("U0OTHER")).toBeUndefined();
   });
 
   it("opens a lease's destroy only while that lease is the VM's and nothing is in flight, and extends a lease only while no destroy is", async () => {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { AsyncHomes } from "../async.js";
+import { HashRowSchema } from "../homes.js";
 import { guardWrite, type Runner } from "./pool.js";
 
 const RowSchema = z.object({ user_id: z.string() });
@@ -22,6 +23,15 @@ export function createPostgresHomes(pool: Runner, clock: () => Date): AsyncHomes
     async list() {
       const { rows } = await pool.query("SELECT user_id FROM homes ORDER BY seq");
       return rows.map((row) => RowSchema.parse(row).user_id);
+    },
+    async viewHash(user) {
+      const { rows } = await pool.query("SELECT view_hash FROM homes WHERE user_id = $1", [user]);
+      return HashRowSchema.parse(rows[0] ?? {}).view_hash ?? undefined;
+    },
+    async published(user, hash) {
+      await guardWrite(`record the Home of ${user}`, () =>
+        pool.query("UPDATE homes SET view_hash = $1 WHERE user_id = $2", [hash, user]),
+      );
     },
   };
 }

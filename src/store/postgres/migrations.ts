@@ -136,6 +136,8 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     alive_until BIGINT NOT NULL
   )
   `,
+  // The hash of the Home Slack last took for each person (src/store/homes.ts).
+  `ALTER TABLE homes ADD COLUMN view_hash TEXT`,
 ];
 
 /**
