@@ -111,6 +111,10 @@ export function registerLeaseActions(app: App, deps: DestroyDeps): void {
       await respond(text(DESTROY_NOT_RECORDED));
       return;
     }
+    if ("refusal" in opened) {
+      await respond(text(opened.refusal.text));
+      return;
+    }
     if (!opened.created) {
       await respond(text(inFlightReply(vm.name, opened.request).text));
       return;

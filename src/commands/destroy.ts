@@ -11,12 +11,7 @@ import type { Config } from "../config.js";
 import { DESTROY_CANCEL, DESTROY_CONFIRM } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { VmRecord } from "../store/inventory.js";
-import {
-  FINAL_STATUSES,
-  type LeaseEnd,
-  type NewRequest,
-  type RequestRecord,
-} from "../store/store.js";
+import { FINAL_STATUSES, type NewRequest, type RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import { storeWriteFailure } from "../actions/store-failure.js";
@@ -174,6 +169,10 @@ async function confirmDestroy(deps: DestroyDeps, args: ButtonArgs): Promise<void
     );
     return;
   }
+  if ("refusal" in opened) {
+    await respond(replace(withBlocks(opened.refusal)));
+    return;
+  }
   if (!opened.created) {
     await respond(replace(inFlightReply(vm.name, opened.request)));
     return;
@@ -193,10 +192,10 @@ export interface DestroyAsk {
   /** Decided already: a destroy vmbot plays without approval at a lease's end. */
   decision?: NonNullable<RequestRecord["decision"]>;
   /**
-   * The lease whose end opens it: made only while the VM's lease still ends then and nothing
-   * else is in flight for it, checked in the same write ("not_due" when not).
+   * When a lease's end opens it, the end: the request is made only while the VM's lease still
+   * ends then ("not_due" when not).
    */
-  lease?: LeaseEnd;
+  leaseUntil?: string;
 }
 
 export interface OpenedDestroy {
@@ -207,21 +206,24 @@ export interface OpenedDestroy {
 /**
  * Records a destroy request for `vm` (its recorded inputs and state), once: two at once make
  * the same key, and only one request. `key` names what asked (a lease's end); by default, the
- * VM's latest request, so that a destroy can be asked again once the last one has ended.
+ * VM's latest request, so that a destroy can be asked again once the last one has ended. It is
+ * written only while the VM is live and nothing else is in flight for it, checked in the same
+ * write: of a confirmation and a lease's end at once (different keys), one request is made, and
+ * the other is told of it (`created: false`), or why the VM can no longer be destroyed.
  */
 export async function openDestroyRequest(
   deps: Pick<DestroyDeps, "store" | "config">,
-  ask: DestroyAsk & { lease: LeaseEnd },
+  ask: DestroyAsk & { leaseUntil: string },
 ): Promise<OpenedDestroy | "not_recorded" | "not_due">;
 export async function openDestroyRequest(
   deps: Pick<DestroyDeps, "store" | "config">,
   ask: DestroyAsk,
-): Promise<OpenedDestroy | "not_recorded">;
+): Promise<OpenedDestroy | "not_recorded" | { refusal: DestroyReply }>;
 export async function openDestroyRequest(
   deps: Pick<DestroyDeps, "store" | "config">,
   ask: DestroyAsk,
-): Promise<OpenedDestroy | "not_recorded" | "not_due"> {
-  const { vm, log, lease } = ask;
+): Promise<OpenedDestroy | "not_recorded" | "not_due" | { refusal: DestroyReply }> {
+  const { vm, log, leaseUntil } = ask;
   const latest = (await deps.store.requestsForVm(vm.name))[0]?.id ?? vm.requestId;
   const asked: NewRequest = {
     kind: "destroy",
@@ -233,18 +235,18 @@ export async function openDestroyRequest(
     stateName: vm.stateName ?? deps.config.tfStateName,
     ...(ask.decision === undefined ? {} : { decision: ask.decision }),
   };
-  let stored: Awaited<ReturnType<AsyncStore["createLeaseEndRequest"]>>;
+  const guard = { name: vm.name, ...(leaseUntil === undefined ? {} : { leaseUntil }) };
+  let stored: Awaited<ReturnType<AsyncStore["createDestroyRequest"]>>;
   try {
-    stored =
-      lease === undefined
-        ? await deps.store.createRequest(asked)
-        : await deps.store.createLeaseEndRequest(asked, lease);
+    stored = await deps.store.createDestroyRequest(asked, guard);
   } catch (error) {
     if (storeWriteFailure(error) === undefined) throw error;
     log.error({ err: error }, "could not record the destroy request");
     return "not_recorded";
   }
-  if (stored === undefined) return "not_due";
+  if (stored === undefined) {
+    return leaseUntil === undefined ? await refusedNow(deps.store, vm.name) : "not_due";
+  }
   if (!stored.created) return stored;
   let request = stored.request;
   if (vm.address !== null)
@@ -257,6 +259,20 @@ export async function openDestroyRequest(
   });
   log.info({ requestId: request.id }, "destroy requested");
   return { request, created: true };
+}
+
+/**
+ * Why a destroy checked a moment ago was not written after all: the request that got there first
+ * (another person's destroy, the lease's end), or the VM gone meanwhile.
+ */
+async function refusedNow(
+  store: AsyncStore,
+  name: string,
+): Promise<OpenedDestroy | { refusal: DestroyReply }> {
+  const busy = await inFlight(store, name);
+  if (busy !== undefined) return { request: busy, created: false };
+  const vm = await store.inventory.get(name);
+  return { refusal: vm === undefined ? unknownVmReply(name, []) : goneVmReply(vm) };
 }
 
 /** The confirmation's buttons: Ask to destroy, and Cancel. */

@@ -97,8 +97,8 @@ export function watchStore(store: AsyncStore, sink: HomeChangeSink): AsyncStore 
       if (stored.created) told(stored.request, false);
       return stored;
     },
-    async createLeaseEndRequest(request, lease, audit) {
-      const stored = await store.createLeaseEndRequest(request, lease, audit);
+    async createDestroyRequest(request, guard, audit) {
+      const stored = await store.createDestroyRequest(request, guard, audit);
       if (stored?.created === true) told(stored.request, false);
       return stored;
     },

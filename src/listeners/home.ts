@@ -120,6 +120,10 @@ async function confirmFromHome(deps: HomeDeps, args: SubmitArgs): Promise<void> 
     await answer("vmbot could not record your request, so nothing was started. Please try again.");
     return;
   }
+  if ("refusal" in opened) {
+    await answer(opened.refusal);
+    return;
+  }
   if (!opened.created) {
     await answer(inFlightReply(vm.name, opened.request));
     return;

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { z } from "zod";
 import { VmSpecSchema, type VmSpec } from "../vm/spec.js";
 import { guardWrite } from "./sqlite-checks.js";
-import { createSqliteExtendLease } from "./sqlite-leases.js";
+import { createSqliteExtendLease } from "./sqlite-destroys.js";
 
 /**
  * Every VM vmbot made: recorded when Terraform has applied (the VM exists from then on, whatever
@@ -63,7 +63,7 @@ export interface Inventory {
   /**
    * Moves a VM's lease to `until` for an extension, in one transaction with the check that the
    * VM is live and no destroy request for it is in flight: "gone" or "destroying", changing
-   * nothing, when it is not. Made one at a time with `createLeaseEndRequest` for the same VM.
+   * nothing, when it is not. Made one at a time with `createDestroyRequest` for the same VM.
    */
   extendLease(name: string, until: string): LeaseExtension;
   /** Notes something about a live VM (a failed destroy), or clears the note with null. */

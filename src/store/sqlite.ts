@@ -9,7 +9,7 @@ import { createSqliteInventory } from "./inventory.js";
 import { createSqliteAudit } from "./sqlite-audit.js";
 import { checkIntegrity, createWriteProbe } from "./sqlite-checks.js";
 import { createSqliteEffects } from "./sqlite-effects.js";
-import { createSqliteLeaseEndRequest } from "./sqlite-leases.js";
+import { createSqliteDestroyRequest } from "./sqlite-destroys.js";
 import {
   createRowReader,
   createSqliteRequestReads,
@@ -118,7 +118,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     homes: createSqliteHomes(db, clock),
     ...reads,
     ...writes,
-    createLeaseEndRequest: createSqliteLeaseEndRequest(db, { ...reads, ...writes }),
+    createDestroyRequest: createSqliteDestroyRequest(db, { ...reads, ...writes }),
     ...effects,
     ...log,
     writable: probe,

@@ -167,10 +167,13 @@ export interface HeldVm {
   spec: VmSpec;
 }
 
-/** The lease whose end a destroy request is opened for: the VM's name and when the lease ends. */
-export interface LeaseEnd {
+/**
+ * What must still hold of the VM a destroy request is for when it is written: the VM live and,
+ * for the request a lease's end opens, its lease still ending `leaseUntil`.
+ */
+export interface DestroyGuard {
   name: string;
-  until: string;
+  leaseUntil?: string;
 }
 
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
@@ -190,16 +193,16 @@ export interface Store {
     audit?: Omit<AuditEntry, "requestId">,
   ): { request: RequestRecord; created: boolean };
   /**
-   * Creates the destroy request a lease's end opens, as `createRequest` does, in one transaction
-   * with the check that the VM `lease.name` is live, its lease still ends at `lease.until` and no
-   * request for it is in flight. Undefined, changing nothing, when one of those no longer holds:
-   * its owner extended the lease after the pass read it, say. The request already created for the
-   * same submission is returned whatever the check says. Made one at a time with
-   * `inventory.extendLease` for the same VM, so that of the two only the first happens.
+   * Creates a destroy request, as `createRequest` does, in one transaction with the check that
+   * the VM `guard.name` is live, no request for it is in flight and, when `guard.leaseUntil` is
+   * given, its lease still ends then. Undefined, changing nothing, when one of those no longer
+   * holds: another destroy was asked for first, or the owner extended the lease after the pass
+   * read it. The request already created for the same submission is returned whatever the check
+   * says. Made one at a time with another for the same VM and with `inventory.extendLease`.
    */
-  createLeaseEndRequest(
+  createDestroyRequest(
     request: NewRequest,
-    lease: LeaseEnd,
+    guard: DestroyGuard,
     audit?: Omit<AuditEntry, "requestId">,
   ): { request: RequestRecord; created: boolean } | undefined;
   getRequest(id: string): RequestRecord | undefined;

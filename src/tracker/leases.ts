@@ -120,7 +120,7 @@ async function expire(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
     notes: [leaseExpiredNote(until, onExpiry)],
     actor: "vmbot",
     ...(decision === undefined ? {} : { decision }),
-    lease: { name: vm.name, until },
+    leaseUntil: until,
   });
   if (opened === "not_due") {
     log.info({ name: vm.name, until }, "the lease moved before its end was acted on");

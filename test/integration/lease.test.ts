@@ -460,6 +460,36 @@ describe("leases", () => {
     expect(actions).not.toContain("lease_extended");
   });
 
+  it("Destroy now and the lease's end at once open one destroy: the end's, which got there first, and the owner is pointed at it", async () => {
+    const { h, dm } = await reminded({ VM_LEASE_ON_EXPIRY: "destroy" });
+    await h.bot.store.inventory.setLease("web-01", inSeconds(-1));
+    // Destroy now finds nothing in flight; the pass opens the lease's destroy before it writes.
+    const store = h.bot.store;
+    const requestsForVm = store.requestsForVm.bind(store);
+    const seam: { requestsForVm: typeof requestsForVm } = store;
+    let reads = 0;
+    seam.requestsForVm = async (name) => {
+      const requests = await requestsForVm(name);
+      reads += 1;
+      // The second read is the request's key, just before it is written.
+      if (reads === 2) {
+        seam.requestsForVm = requestsForVm;
+        await h.bot.tracker.tick();
+      }
+      return requests;
+    };
+    await click(h, dm, REQUESTER, "lease_destroy");
+    const answer = await h.slack.waitForResponse((post) =>
+      String(post.body.text).includes("A destroy for *web-01* is in progress"),
+    );
+    expect(store.requestsForVm).toBe(requestsForVm);
+
+    const destroys = (await store.requestsForVm("web-01")).filter((r) => r.kind === "destroy");
+    expect(destroys).toHaveLength(1);
+    expect(destroys[0]?.decision).toMatchObject({ kind: "approved", by: "vmbot" });
+    expect(answer.body.text).toContain(`\`${destroys[0]?.id}\``);
+  });
+
   it("Extend on a VM marked gone extends nothing, and says why", async () => {
     const { h, dm } = await reminded();
     const before = (await h.bot.store.inventory.get("web-01"))?.leaseUntil;

@@ -367,43 +367,49 @@ function contract(open: Opener): void {
     expect(await store.homes.viewHash("U0OTHER")).toBeUndefined();
   });
 
-  it("opens a lease's destroy only while that lease is the VM's and nothing is in flight, and extends a lease only while no destroy is", async () => {
+  it("opens a destroy only while the VM is live and nothing is in flight (a lease's, only while that lease is the VM's), and extends a lease only while no destroy is", async () => {
     const ended = "2026-12-02T09:00:00.000Z";
     const later = "2026-12-09T10:00:00.000Z";
     await store.inventory.record({ ...WEB_01, leaseUntil: ended });
     const destroy = (key: string) =>
       newRequest({ kind: "destroy", spec: { ...SAMPLE_SPEC, name: "web-01" }, submissionKey: key });
-    const lease = { name: "web-01", until: ended };
+    const lease = { name: "web-01", leaseUntil: ended };
     // The lease moved since the pass read it: nothing is opened, nothing written.
     await store.inventory.setLease("web-01", later);
-    expect(await store.createLeaseEndRequest(destroy("lease:a"), lease)).toBeUndefined();
+    expect(await store.createDestroyRequest(destroy("lease:a"), lease)).toBeUndefined();
     expect(await store.findBySubmission("lease:a")).toBeUndefined();
     await store.inventory.setLease("web-01", ended);
     // Another request for the VM in flight: none either.
     const other = await created({ spec: { ...SAMPLE_SPEC, name: "web-01" } });
-    expect(await store.createLeaseEndRequest(destroy("lease:b"), lease)).toBeUndefined();
+    expect(await store.createDestroyRequest(destroy("lease:b"), lease)).toBeUndefined();
     await moveTo(store, other.id, "failed");
     const audit = { actor: "vmbot", action: "requested", detail: {} };
-    const opened = await store.createLeaseEndRequest(destroy("lease:c"), lease, audit);
+    const opened = await store.createDestroyRequest(destroy("lease:c"), lease, audit);
     expect(opened).toMatchObject({ created: true, request: { kind: "destroy", status: "queued" } });
     expect((await store.listAudit(opened?.request.id)).map((e) => e.action)).toEqual(["requested"]);
     // Asked again (a restart): the same request, though it is itself in flight now.
-    expect(await store.createLeaseEndRequest(destroy("lease:c"), lease, audit)).toEqual({
+    expect(await store.createDestroyRequest(destroy("lease:c"), lease, audit)).toEqual({
       request: opened?.request,
       created: false,
     });
-    // The destroy in flight keeps the lease where it ended.
+    // The destroy in flight keeps the lease where it ended, and another destroy out.
     expect(await store.inventory.extendLease("web-01", later)).toBe("destroying");
     expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(ended);
+    expect(
+      await store.createDestroyRequest(destroy("asked:1"), { name: "web-01" }),
+    ).toBeUndefined();
     await moveTo(store, opened?.request.id ?? "", "rejected");
+    const asked = await store.createDestroyRequest(destroy("asked:1"), { name: "web-01" });
+    expect(asked?.created).toBe(true);
+    await moveTo(store, asked?.request.id ?? "", "failed");
     expect(await store.inventory.extendLease("web-01", later)).toBe("extended");
     expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(later);
     // A VM marked gone, or one vmbot does not know: no lease moves, none is opened.
     await store.inventory.mark("web-01", "gone", "its state vanished");
     expect(await store.inventory.extendLease("web-01", ended)).toBe("gone");
     expect(await store.inventory.extendLease("db-09", ended)).toBe("gone");
-    const gone = { name: "web-01", until: later };
-    expect(await store.createLeaseEndRequest(destroy("lease:d"), gone)).toBeUndefined();
+    const gone = { name: "web-01" };
+    expect(await store.createDestroyRequest(destroy("lease:d"), gone)).toBeUndefined();
     expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(later);
   });
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { VmSpecSchema } from "../../vm/spec.js";
 import type { AsyncApprovals, AsyncInventory } from "../async.js";
 import { VM_STATUSES, type VmRecord } from "../inventory.js";
-import { createPostgresExtendLease } from "./leases.js";
+import { createPostgresExtendLease } from "./destroys.js";
 import { guardWrite, type Runner } from "./pool.js";
 
 /**

@@ -5,11 +5,9 @@ import { guardWrite, type Queryable, type Runner } from "./pool.js";
 import { bySubmission, insertRequest, type MoveJournal } from "./requests.js";
 
 /**
- * The two writes a lease's end and its owner's extension race on, on PostgreSQL: the destroy
- * request the end opens and the extension's move of the lease. Each takes the VM's row
- * (`FOR UPDATE`) before its check, so that on any replicas the two are made one after the other
- * and the second sees the first: an owner who extends the lease as it ends gets one of the two,
- * never a destroy of a VM they were told they keep.
+ * The writes that race over one VM, on PostgreSQL: a destroy request and an extension's move of
+ * the lease (see ../sqlite-destroys.ts). Each takes the VM's row (`FOR UPDATE`) before its check,
+ * so that on any replicas they are made one after the other and each sees the one before.
  */
 
 /** The VM's status and lease, its row held for the transaction; undefined when there is none. */
@@ -32,19 +30,20 @@ async function inFlight(client: Queryable, name: string, kind?: string): Promise
   return rows.length > 0;
 }
 
-export function createPostgresLeaseEndRequest(
+export function createPostgresDestroyRequest(
   pool: Runner,
   clock: () => Date,
   journal: MoveJournal,
-): AsyncStore["createLeaseEndRequest"] {
-  return (request, lease, audit) =>
+): AsyncStore["createDestroyRequest"] {
+  return (request, guard, audit) =>
     guardWrite("record a new request", () =>
       pool.transaction(async (client) => {
-        const vm = await heldVm(client, lease.name);
+        const vm = await heldVm(client, guard.name);
         const existing = await bySubmission(client, request.submissionKey);
         if (existing !== undefined) return { request: existing, created: false };
-        if (vm?.status !== "live" || vm.lease_until !== lease.until) return undefined;
-        if (await inFlight(client, lease.name)) return undefined;
+        if (vm?.status !== "live") return undefined;
+        if (guard.leaseUntil !== undefined && vm.lease_until !== guard.leaseUntil) return undefined;
+        if (await inFlight(client, guard.name)) return undefined;
         const inserted = await insertRequest(client, clock, journal, request, audit);
         return inserted === undefined ? undefined : { request: inserted, created: true };
       }),

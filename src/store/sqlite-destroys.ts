@@ -5,32 +5,34 @@ import type { Inventory, LeaseExtension } from "./inventory.js";
 import type { Store } from "./store.js";
 
 /**
- * The two writes a lease's end and its owner's extension race on: the destroy request the end
- * opens, made only while the lease it ends is the VM's, and the extension's move of the lease,
- * made only while no destroy of the VM is in flight. Each is its check and its write in one
- * transaction, so that an owner who extends the lease as it ends gets one of the two, never a
- * destroy of a VM they were told they keep.
+ * The writes that race over one VM, each its check and its write in one transaction: a destroy
+ * request, made only while the VM is live, nothing else is in flight for it and (at a lease's
+ * end) its lease still ends then; and an extension's move of the lease, made only while no
+ * destroy of the VM is in flight. So two people asking to destroy one VM at once make one request,
+ * and an owner who extends the lease as it ends gets the extension or the destroy, never a destroy
+ * of a VM they were told they keep.
  */
 
 const IN_FLIGHT = `status NOT IN (${FINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
 
-export function createSqliteLeaseEndRequest(
+export function createSqliteDestroyRequest(
   db: Database.Database,
   requests: Pick<Store, "createRequest" | "findBySubmission">,
-): Store["createLeaseEndRequest"] {
-  const selectDue = db.prepare(`
+): Store["createDestroyRequest"] {
+  const selectFree = db.prepare(`
     SELECT 1 FROM vms
-    WHERE name = @name AND status = 'live' AND lease_until = @until
+    WHERE name = @name AND status = 'live' AND (@leaseUntil IS NULL OR lease_until = @leaseUntil)
       AND NOT EXISTS (
         SELECT 1 FROM requests
         WHERE json_extract(spec, '$.name') = @name
           AND ${IN_FLIGHT})`);
-  return (request, lease, audit) =>
+  return (request, guard, audit) =>
     guardWrite("record a new request", () =>
       db.transaction(() => {
         const existing = requests.findBySubmission(request.submissionKey);
         if (existing !== undefined) return { request: existing, created: false };
-        if (selectDue.get(lease) === undefined) return undefined;
+        const free = selectFree.get({ name: guard.name, leaseUntil: guard.leaseUntil ?? null });
+        if (free === undefined) return undefined;
         return requests.createRequest(request, audit);
       })(),
     );

@@ -1,0 +1,105 @@
+/**
+ * Writes that race over one VM, on two replicas at once: of a lease's end and its owner's
+ * extension exactly one happens, and of two destroys asked for at once one request is made,
+ * whichever replica gets there first. Each takes the VM's row before its check; without that,
+ * both checks pass on what the other has not committed yet, and a VM its owner was told they keep
+ * is destroyed, or destroyed twice.
+ */
+import { afterEach, expect, it } from "vitest";
+import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/store.js";
+import type { NewRequest } from "../../../src/store/store.js";
+import { SAMPLE_SPEC } from "../../support/requests.js";
+import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
+
+const ENDED = "2026-12-02T09:00:00.000Z";
+const LATER = "2026-12-09T10:00:00.000Z";
+
+/** A destroy request for the VM `name`, under the submission `key`. */
+const destroyOf = (name: string, key: string): NewRequest => ({
+  kind: "destroy",
+  requester: "U0REQ",
+  spec: { ...SAMPLE_SPEC, name },
+  notes: [],
+  channel: "C0CHAN",
+  submissionKey: key,
+});
+
+/** Live VMs of these names, their leases ended. */
+async function recordVms(store: PostgresStore, names: readonly string[]) {
+  for (const name of names) {
+    await store.inventory.record({
+      name,
+      requestId: `vm-${name}`,
+      owner: "U0REQ",
+      spec: { ...SAMPLE_SPEC, name },
+      stateName: `vm-${name}`,
+      address: null,
+      pipelineId: null,
+      approvedBy: null,
+      leaseUntil: ENDED,
+    });
+  }
+}
+
+describeWithPostgres("destroys and extensions raced on PostgreSQL", () => {
+  const database = useDatabase();
+  const opened: PostgresStore[] = [];
+  const replica = async (name: string) => {
+    const store = await openPostgresStore(database.url(), { replica: name });
+    opened.push(store);
+    return store;
+  };
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+  });
+
+  it("either opens the destroy or moves the lease, never both, for 40 VMs raced at once", async () => {
+    const [ending, extending] = [await replica("lease-a"), await replica("lease-b")];
+    const names = Array.from({ length: 40 }, (_, i) => `race-${String(i).padStart(2, "0")}`);
+    await recordVms(ending, names);
+    const outcomes = await Promise.all(
+      names.map(async (name) => {
+        const [request, extension] = await Promise.all([
+          ending.createDestroyRequest(destroyOf(name, `lease:${name}:${ENDED}`), {
+            name,
+            leaseUntil: ENDED,
+          }),
+          extending.inventory.extendLease(name, LATER),
+        ]);
+        const lease = (await ending.inventory.get(name))?.leaseUntil;
+        return { name, opened: request?.created === true, extension, lease };
+      }),
+    );
+    for (const outcome of outcomes) {
+      // One of the two, and the lease says which.
+      expect(outcome, outcome.name).toSatisfy(
+        (o: typeof outcome) =>
+          (o.opened && o.extension === "destroying" && o.lease === ENDED) ||
+          (!o.opened && o.extension === "extended" && o.lease === LATER),
+      );
+    }
+    const destroys = await ending.listByStatus(["queued"]);
+    expect(destroys).toHaveLength(outcomes.filter((o) => o.opened).length);
+  });
+
+  it("makes one destroy request of two asked at once on two replicas (a confirmation and a lease's end, say), for 40 VMs", async () => {
+    const [one, two] = [await replica("destroy-a"), await replica("destroy-b")];
+    const names = Array.from({ length: 40 }, (_, i) => `both-${String(i).padStart(2, "0")}`);
+    await recordVms(one, names);
+    const made = await Promise.all(
+      names.map(async (name) => {
+        const [first, second] = await Promise.all([
+          one.createDestroyRequest(destroyOf(name, `destroy:${name}:a`), { name }),
+          two.createDestroyRequest(destroyOf(name, `lease:${name}:${ENDED}`), {
+            name,
+            leaseUntil: ENDED,
+          }),
+        ]);
+        return [first, second].filter((stored) => stored?.created === true).length;
+      }),
+    );
+    expect(made).toEqual(names.map(() => 1));
+    const queued = (await one.listByStatus(["queued"])).filter((r) => names.includes(r.spec.name));
+    expect(queued).toHaveLength(names.length);
+  });
+});
