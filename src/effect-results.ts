@@ -58,6 +58,9 @@ export const PlayedResultSchema = z.object({
   playedElsewhere: z.boolean().optional(),
 });
 
+/** A play step ended without a play: the approval was given back (nothing started in GitLab). */
+export const NotPlayedResultSchema = z.object({ failed: z.literal(true) });
+
 /** `retry_configure:…`: the new job GitLab made, `confirmedByReading` when the answer was lost. */
 export const RetriedResultSchema = z.object({
   jobId: z.number().int(),

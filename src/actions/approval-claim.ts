@@ -1,9 +1,11 @@
-import { PlayedResultSchema } from "../effect-results.js";
+import { NotPlayedResultSchema, PlayedResultSchema } from "../effect-results.js";
+import { EffectFailedError } from "../effects.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { AuditEntry, RequestRecord } from "../store/store.js";
 import { readBackPlay } from "../tracker/play.js";
+import { playedMeanwhileWords } from "../views/decision.js";
 import { userMessage } from "../views/errors.js";
 import { alreadyDecided, type PlanDecisionDeps } from "./plan-decision.js";
 
@@ -50,10 +52,20 @@ export async function claimApproval(
   return claimed;
 }
 
-/** Nothing was started in GitLab: the approval is given back, the buttons return. */
+/**
+ * Nothing was started in GitLab by this click: the approval is given back, the buttons return.
+ * Unless the job was played all the same (a tracker pass that took the approval's intent over
+ * while this click waited on GitLab): then the approval stands and the approver is told so.
+ */
 export async function releaseApproval(claim: ApprovalClaim, words: string, reason: string) {
-  const { deps, found, step, user } = claim;
-  await deps.store.complete(found.id, step, { failed: true });
+  const { deps, found, user } = claim;
+  if (await playedMeanwhile(claim)) {
+    await claim.answer(
+      playedMeanwhileWords(found.kind === "destroy" ? "destroy" : "apply", found.spec.name),
+    );
+    await claim.render(claim.claimed);
+    return;
+  }
   const released = await deps.store.transition(
     found.id,
     ["applying"],
@@ -64,6 +76,31 @@ export async function releaseApproval(claim: ApprovalClaim, words: string, reaso
   );
   await claim.answer(words);
   if (released) await claim.render(released);
+}
+
+/** Ends the play step of a claim as not played, unless it was played meanwhile. */
+class NotPlayed extends Error {}
+
+/**
+ * Whether the claim's job was played by another run of its play step: the step is ended as not
+ * played through the effects journal, which a run that is playing it (in this process, or on a
+ * replica holding its claim) finishes first, and which then answers with that run's result.
+ */
+async function playedMeanwhile(claim: ApprovalClaim): Promise<boolean> {
+  const { deps, found, step } = claim;
+  try {
+    await deps.effects.once(found.id, step, {
+      result: PlayedResultSchema,
+      failure: NotPlayedResultSchema,
+      fresh: true,
+      act: () => Promise.reject(new NotPlayed()),
+      settle: () => Promise.resolve({ failed: true }),
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof NotPlayed || error instanceof EffectFailedError) return false;
+    throw error;
+  }
 }
 
 /** What one kind of approval says and records about the job it plays. */

@@ -136,6 +136,14 @@ export function destroySupersededWords(vmName: string, status: string): string {
   return `${vm(vmName)} cannot be destroyed by this request: its destroy job is ${status} in GitLab. Run /vm destroy again.`;
 }
 
+/**
+ * An approval whose own reading or play of GitLab failed after vmbot had played its job all the
+ * same (a tracker pass finishing the approval meanwhile).
+ */
+export function playedMeanwhileWords(kind: "apply" | "destroy", vmName: string): string {
+  return `The ${kind} job of ${vm(vmName)} has started: your approval stands. (vmbot's own answer from GitLab was lost on the way; it started the job once, on another pass.)`;
+}
+
 /** The words of a destroy approval whose destroy job vmbot played, or tried to. */
 export const destroyPlayWords = {
   notStarted: (vmName: string, why: string) =>

@@ -14,6 +14,7 @@ import {
   type HarnessOptions,
 } from "../support/harness.js";
 import { testClock } from "../support/clock.js";
+import { askToDestroy, makeVm } from "../support/destroy.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -25,6 +26,7 @@ import { waitFor } from "../support/wait.js";
 const start = harnessPerTest();
 const SECOND = "U0SECOND";
 const PLAY = /\/jobs\/\d+\/play$/;
+const JOBS = /\/pipelines\/\d+\/jobs/;
 
 /** A request whose plan awaits approval, on a project where the bot's token is a Maintainer. */
 async function planned(options: HarnessOptions = {}) {
@@ -34,6 +36,13 @@ async function planned(options: HarnessOptions = {}) {
     env: { APPROVERS: `${APPROVER},${SECOND}`, ...options.env },
   });
   return { h, ...(await planRequest(h)) };
+}
+
+/** web-01 made, and a destroy of it asked for by its owner, waiting for approval. */
+async function destroyAwaiting() {
+  const h = await start({ project: { role: "maintainer" }, env: { APPROVERS: APPROVER } });
+  await makeVm(h);
+  return { h, ...(await askToDestroy(h)) };
 }
 
 const ephemeralTo = (h: Harness, user: string, index = 0) =>
@@ -230,6 +239,44 @@ describe("a play whose answer is lost after GitLab started the job", () => {
       [APPROVER, "approval_released"],
     ]);
   }, 30_000);
+});
+
+describe("an approval whose pipeline read fails after a tracker pass played its job", () => {
+  for (const kind of ["apply", "destroy"] as const) {
+    it(`${kind}: the approval stands, the approver is told the job started, and nobody can decide again`, async () => {
+      const { h, pipelineId, requestId, message } =
+        kind === "apply" ? await planned() : await destroyAwaiting();
+      const job = kind === "apply" ? "tf:apply" : "tf:destroy";
+      // The approver's read of the pipeline hangs, and fails once GitLab answers at last; a
+      // tracker pass in between finds the approval claimed and plays the job.
+      let answer: () => void = () => undefined;
+      const hung = new Promise<void>((resolve) => (answer = resolve));
+      const reads = h.gitlab.requestsTo("GET", JOBS).length;
+      const plays = h.gitlab.requestsTo("POST", PLAY).length;
+      h.gitlab.failNext({ method: "GET", path: JOBS }, { until: hung, status: 500 });
+      await click(h, message(), APPROVER, kind === "apply" ? "plan_approve" : "destroy_approve");
+      await waitFor(
+        () => (h.gitlab.requestsTo("GET", JOBS).length > reads ? true : undefined),
+        "the approver's read of the pipeline",
+      );
+      await h.bot.tracker.tick();
+      expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 1);
+      answer();
+
+      const told = await ephemeralTo(h, APPROVER);
+      expect(told.args.text).toContain(`The ${kind === "apply" ? "apply" : "destroy"} job`);
+      expect(told.args.text).toContain("has started: your approval stands");
+      const request = (await h.bot.store.getRequest(requestId))!;
+      expect(request).toMatchObject({ status: "applying", decision: { by: APPROVER } });
+      expect((await audit(h, requestId)).map(([, action]) => action)).not.toContain(
+        "approval_released",
+      );
+      expect(h.gitlab.job(pipelineId, job).status).toBe("pending");
+      await h.bot.tracker.tick();
+      expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(plays + 1);
+      expect(JSON.stringify(message().blocks)).not.toContain("_approve");
+    }, 30_000);
+  }
 });
 
 describe("a cancel and a deletion whose answers are lost", () => {

@@ -120,6 +120,10 @@ export async function respond(
       res.destroy();
       return;
     }
+    if ("until" in failure && failure.status !== undefined) {
+      write(res, defaultFailureReply(failure.status, undefined, model.now()));
+      return;
+    }
   } else if (failure !== undefined) {
     write(res, failureReply(failure, model.now()));
     return;

@@ -324,7 +324,8 @@ export interface FailureMatch {
  *   effect if the client has given up by then; `settled()` waits for it.
  * - `{ until }`: hold the request until the promise settles, then handle it normally, whether
  *   or not its client is still there: a create that GitLab makes visible only later (after the
- *   caller crashed, or gave up).
+ *   caller crashed, or gave up). With `status`, answered with that status in the end, without
+ *   acting: a slow GitLab (or its proxy) that fails after all.
  * - `"reset"`: drop the connection without answering.
  * - `{ afterEffect }`: GitLab does the thing at once, then the answer is lost: `"reset"` drops
  *   the connection, `{ delayMs }` holds the answer back (the client times out first), `{ status }`
@@ -333,6 +334,6 @@ export interface FailureMatch {
 export type InjectedFailure =
   | { status: number; body?: unknown; retryAfter?: number }
   | { delayMs: number }
-  | { until: Promise<unknown> }
+  | { until: Promise<unknown>; status?: number }
   | "reset"
   | { afterEffect: "reset" | { delayMs: number } | { status: number } };
