@@ -58,8 +58,15 @@ export const PlayedResultSchema = z.object({
   playedElsewhere: z.boolean().optional(),
 });
 
-/** A play step ended without a play: the approval was given back (nothing started in GitLab). */
-export const NotPlayedResultSchema = z.object({ failed: z.literal(true) });
+/**
+ * A play step ended without a play: the approval given back (nothing started in GitLab), or
+ * refused (`abandoned`: the plan run again, the job canceled).
+ */
+export const NotPlayedResultSchema = z.union([
+  z.object({ failed: z.literal(true) }),
+  z.object({ abandoned: z.string() }),
+]);
+export type NotPlayedResult = z.infer<typeof NotPlayedResultSchema>;
 
 /** `retry_configure:…`: the new job GitLab made, `confirmedByReading` when the answer was lost. */
 export const RetriedResultSchema = z.object({

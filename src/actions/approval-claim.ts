@@ -1,10 +1,9 @@
-import { NotPlayedResultSchema, PlayedResultSchema } from "../effect-results.js";
-import { EffectFailedError } from "../effects.js";
+import { PlayedResultSchema } from "../effect-results.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { Job } from "../gitlab/gitlab.js";
 import type { Logger } from "../logger.js";
 import type { AuditEntry, RequestRecord } from "../store/store.js";
-import { readBackPlay } from "../tracker/play.js";
+import { endUnplayed, readBackPlay } from "../tracker/play.js";
 import { playedMeanwhileWords } from "../views/decision.js";
 import { userMessage } from "../views/errors.js";
 import { alreadyDecided, type PlanDecisionDeps } from "./plan-decision.js";
@@ -59,7 +58,7 @@ export async function claimApproval(
  */
 export async function releaseApproval(claim: ApprovalClaim, words: string, reason: string) {
   const { deps, found, user } = claim;
-  if (await playedMeanwhile(claim)) {
+  if (await endUnplayed(deps.effects, found.id, claim.step)) {
     await claim.answer(
       playedMeanwhileWords(found.kind === "destroy" ? "destroy" : "apply", found.spec.name),
     );
@@ -76,31 +75,6 @@ export async function releaseApproval(claim: ApprovalClaim, words: string, reaso
   );
   await claim.answer(words);
   if (released) await claim.render(released);
-}
-
-/** Ends the play step of a claim as not played, unless it was played meanwhile. */
-class NotPlayed extends Error {}
-
-/**
- * Whether the claim's job was played by another run of its play step: the step is ended as not
- * played through the effects journal, which a run that is playing it (in this process, or on a
- * replica holding its claim) finishes first, and which then answers with that run's result.
- */
-async function playedMeanwhile(claim: ApprovalClaim): Promise<boolean> {
-  const { deps, found, step } = claim;
-  try {
-    await deps.effects.once(found.id, step, {
-      result: PlayedResultSchema,
-      failure: NotPlayedResultSchema,
-      fresh: true,
-      act: () => Promise.reject(new NotPlayed()),
-      settle: () => Promise.resolve({ failed: true }),
-    });
-    return true;
-  } catch (error) {
-    if (error instanceof NotPlayed || error instanceof EffectFailedError) return false;
-    throw error;
-  }
 }
 
 /** What one kind of approval says and records about the job it plays. */

@@ -121,16 +121,25 @@ async function approvalStage(step: Step, request: RequestRecord, apply: Job | un
   }
 }
 
+/** Whether the plan job was run again in GitLab after the request's plan was reviewed. */
+function planRunAgain(step: Step, request: RequestRecord, jobs: readonly Job[]): boolean {
+  const plan = jobs.find((job) => job.name === step.config.gitlab.jobs.plan);
+  return plan !== undefined && request.review !== null && plan.id !== request.review.planJobId;
+}
+
 /** applying: the apply job ended, or an approval still has to play it. */
-async function applyStage(step: Step, request: RequestRecord, apply: Job, configures: boolean) {
+async function applyStage(step: Step, request: RequestRecord, jobs: Job[], apply: Job) {
+  const configures = jobs.some((job) => job.name === step.config.gitlab.jobs.configure);
   if (apply.status !== "manual") await step.approvals.settle(request, apply);
   if (STOPPED.has(apply.status)) {
     await step.failJob(request, apply, "apply");
   } else if (apply.status === "success") {
     await applied(step, request, apply, configures);
   } else if (apply.status === "manual" && request.decision?.kind === "approved") {
-    // Approved here, but GitLab has not started the job (a crash, a lost answer): finish it.
-    await step.approvals.playApproved(request, apply);
+    // Approved here, but GitLab has not started the job (a crash, a lost answer): finish it,
+    // unless the plan was run again since it was reviewed, which nobody has approved.
+    if (planRunAgain(step, request, jobs)) await step.approvals.refuseRerun(request);
+    else await step.approvals.playApproved(request, apply);
   }
 }
 
@@ -235,7 +244,7 @@ async function advance(step: Step, request: RequestRecord, jobs: Job[]): Promise
   if (request.status === "awaiting_approval") {
     await approvalStage(step, request, apply);
   } else if (request.status === "applying" && apply) {
-    await applyStage(step, request, apply, configure !== undefined);
+    await applyStage(step, request, jobs, apply);
   } else if (request.status === "configuring" && configure) {
     await configureStage(step, request, configure);
   }

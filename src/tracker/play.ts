@@ -1,12 +1,16 @@
 import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
 import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import type { Effects } from "../effects.js";
+import { EffectFailedError, type Effects } from "../effects.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import { checkingWords } from "../views/decision.js";
-import { PlayedResultSchema } from "../effect-results.js";
+import {
+  NotPlayedResultSchema,
+  PlayedResultSchema,
+  type NotPlayedResult,
+} from "../effect-results.js";
 
 /**
  * Playing an approved plan's apply job, and what to believe when GitLab's answer is lost: the job
@@ -33,6 +37,36 @@ export async function readBackPlay(gitlab: GitlabPort, jobId: number): Promise<P
 export const playStep = (request: RequestRecord) =>
   `${request.kind === "destroy" ? "play_destroy" : "play_apply"}:${request.decision?.at ?? ""}`;
 
+/** Ends an approval's play step without a play, unless it was played meanwhile. */
+class NotPlayed extends Error {}
+
+/**
+ * Ends the play step `step` of the request `subject` as not played, for an approval given back or
+ * refused: true, changing nothing, when the job was played all the same. The step is ended
+ * through the effects journal, which a run playing it (a click, a tracker pass, in this process
+ * or on a replica holding its claim) finishes first, and which then answers with its result.
+ */
+export async function endUnplayed(
+  effects: Effects,
+  subject: string,
+  step: string,
+  ended: NotPlayedResult = { failed: true },
+): Promise<boolean> {
+  try {
+    await effects.once(subject, step, {
+      result: PlayedResultSchema,
+      failure: NotPlayedResultSchema,
+      fresh: true,
+      act: () => Promise.reject(new NotPlayed()),
+      settle: () => Promise.resolve(ended),
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof NotPlayed || error instanceof EffectFailedError) return false;
+    throw error;
+  }
+}
+
 /** The audit's word for a played job of `request`: `apply_started`, `destroy_confirmed`… */
 const playAction = (request: RequestRecord, what: "started" | "confirmed") =>
   `${request.kind === "destroy" ? "destroy" : "apply"}_${what}`;
@@ -48,6 +82,8 @@ export interface ApprovalFinisherDeps {
 export interface ApprovalFinisher {
   /** Plays the apply job of an approved request whose job still waits as `manual`. */
   playApproved(request: RequestRecord, apply: Job): Promise<void>;
+  /** Refuses the approval of a plan run again in GitLab since: back to planning, nothing played. */
+  refuseRerun(request: RequestRecord): Promise<void>;
   /**
    * The apply job of an approval is no longer `manual`: it was played. Records it once (a play
    * whose answer was lost, or that a crash interrupted) and clears "checking with GitLab".
@@ -155,9 +191,29 @@ async function playApproved(
   }
 }
 
+/**
+ * The plan was run again in GitLab after it was approved: its apply job would apply a plan nobody
+ * reviewed. The approval is refused (unless the job was played meanwhile) and the request goes
+ * back to planning, where the new plan is read and posted for approval.
+ */
+async function refuseRerun(deps: ApprovalFinisherDeps, request: RequestRecord): Promise<void> {
+  const ended = { abandoned: "rerun" };
+  if (await endUnplayed(deps.effects, request.id, playStep(request), ended)) return;
+  const moved = await deps.store.transition(
+    request.id,
+    ["applying"],
+    "planning",
+    { review: null, decision: null, error: null },
+    undefined,
+    { actor: "vmbot", action: "approval_refused", detail: { reason: "plan_rerun" } },
+  );
+  if (moved) await deps.render(moved);
+}
+
 export function createApprovalFinisher(deps: ApprovalFinisherDeps): ApprovalFinisher {
   return {
     settle: (request, apply) => settle(deps, request, apply),
     playApproved: (request, apply) => playApproved(deps, request, apply),
+    refuseRerun: (request) => refuseRerun(deps, request),
   };
 }

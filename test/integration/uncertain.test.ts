@@ -45,6 +45,17 @@ async function destroyAwaiting() {
   return { h, ...(await askToDestroy(h)) };
 }
 
+/**
+ * APPROVER approves, the play's answer is lost and the job cannot be read back either: the
+ * approval stands, and vmbot does not know whether the job started.
+ */
+async function approvedUnsure(h: Harness, message: FakeMessage) {
+  h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
+  h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
+  await click(h, message, APPROVER, "plan_approve");
+  expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
+}
+
 const ephemeralTo = (h: Harness, user: string, index = 0) =>
   h.slack.waitFor(
     "chat.postEphemeral",
@@ -180,10 +191,7 @@ describe("a play whose answer is lost after GitLab started the job", () => {
 
   it("a play that did not reach GitLab, and no read back: a later pass finds the job waiting and plays it once", async () => {
     const { h, pipelineId, requestId, message } = await planned();
-    h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
-    h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
-    await click(h, message(), APPROVER, "plan_approve");
-    expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
+    await approvedUnsure(h, message());
     expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
     expect((await h.bot.store.getRequest(requestId))?.error).toContain("checking with GitLab");
 
@@ -199,12 +207,37 @@ describe("a play whose answer is lost after GitLab started the job", () => {
     expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(2);
   }, 30_000);
 
+  it("a later pass that finds the plan run again in GitLab since it was approved plays nothing: the new plan is posted for approval", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    await approvedUnsure(h, message());
+    const reviewed = (await h.bot.store.getRequest(requestId))!.review!.planJobId;
+
+    // While vmbot waits to learn whether its play landed, someone runs the plan job again.
+    h.gitlab.retryJob(pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("manual");
+    expect(await h.bot.store.getRequest(requestId)).toMatchObject({
+      status: "planning",
+      decision: null,
+      review: null,
+    });
+    expect(await audit(h, requestId)).toContainEqual(["vmbot", "approval_refused"]);
+
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await h.bot.tracker.tick();
+    const request = (await h.bot.store.getRequest(requestId))!;
+    expect(request.status).toBe("awaiting_approval");
+    expect(request.review?.planJobId).not.toBe(reviewed);
+    await h.slack.waitFor("chat.update", (call) =>
+      JSON.stringify(call.args.blocks).includes("plan_approve"),
+    );
+    expect(h.gitlab.requestsTo("POST", PLAY)).toHaveLength(1);
+  }, 30_000);
+
   it("a later pass whose play GitLab refuses (403) with the job still waiting: the approval is released and the buttons return", async () => {
     const { h, pipelineId, requestId, message } = await planned();
-    h.gitlab.failNext({ method: "POST", path: PLAY }, "reset");
-    h.gitlab.failNext({ method: "GET", path: /\/jobs\/\d+$/ }, { status: 503 }, { times: 4 });
-    await click(h, message(), APPROVER, "plan_approve");
-    expect((await ephemeralTo(h, APPROVER)).args.text).toContain("Your approval stands");
+    await approvedUnsure(h, message());
 
     h.gitlab.failNext({ method: "POST", path: PLAY }, { status: 403 });
     await h.bot.tracker.tick();
