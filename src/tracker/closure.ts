@@ -1,16 +1,10 @@
 import { systemClock, type Clock } from "../clock.js";
-import type { Config } from "../config.js";
-import type { Effects } from "../effects.js";
-import { VmbotError } from "../errors.js";
 import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
-import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import type { Logger } from "../logger.js";
-import type { ThreadPoster } from "../slack/thread.js";
+import type { Job } from "../gitlab/gitlab.js";
 import type { RequestRecord, TransitionIntent } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import {
-  eraseRefusedWords,
   lateApplyEndWords,
   lateApplyWords,
   lateDestroyEndWords,
@@ -18,7 +12,8 @@ import {
 } from "../views/decision.js";
 import { destroyExpiredWords } from "../views/destroy.js";
 import { extensionExpiredWords } from "../views/extend.js";
-import { CanceledResultSchema, ErasedResultSchema } from "../effect-results.js";
+import { CanceledResultSchema } from "../effect-results.js";
+import { eraseEveryPlan, eraseOrSay, eraseStep, type EraseDeps } from "./plan-erase.js";
 import {
   cancelFailedWords,
   expiredWords,
@@ -28,7 +23,7 @@ import {
 
 /**
  * What follows a rejection or an expiry. Canceling the pipeline is not enough: GitLab leaves a
- * manual job playable after a cancel, so vmbot also deletes the plan job's artifacts (the
+ * manual job playable after a cancel, so vmbot also deletes the plan jobs' artifacts (the
  * `tfplan` the apply job takes), and keeps following the pipeline: an apply played in GitLab
  * afterwards is posted loudly in the request's thread, with who played it, and audited.
  */
@@ -57,8 +52,6 @@ const PLAYED = new Set([
   "failed",
 ]);
 const FINISHED = new Set(["success", "failed", "canceled"]);
-
-const eraseStep = (jobId: number) => `erase_plan:${jobId}`;
 
 /** The effects a rejection or an expiry records with its move: all finished even after a crash. */
 export function closeIntents(request: RequestRecord): TransitionIntent[] {
@@ -93,13 +86,7 @@ export function destroyWatch(endedJobId: number | undefined): TransitionIntent {
   return { step: WATCH_STEP, detail: endedJobId === undefined ? {} : { endedJobId } };
 }
 
-export interface ClosureDeps {
-  config: Config;
-  store: AsyncStore;
-  gitlab: GitlabPort;
-  effects: Effects;
-  log: Logger;
-  post: ThreadPoster;
+export interface ClosureDeps extends EraseDeps {
   render: (request: RequestRecord) => Promise<void>;
   now?: Clock | undefined;
 }
@@ -154,64 +141,6 @@ async function cancel(
   });
 }
 
-/** Deletes the plan job's artifacts once; a lost answer is settled by reading the job back. */
-async function erase(deps: ClosureDeps, request: RequestRecord, jobId: number, fresh: boolean) {
-  const { store, gitlab } = deps;
-  const gone = async () => !(await gitlab.job(jobId)).hasArtifacts;
-  return deps.effects.once(request.id, eraseStep(jobId), {
-    result: ErasedResultSchema,
-    fresh,
-    detail: { jobId },
-    reconcile: async () => ((await gone()) ? { erased: true } : undefined),
-    act: async () => {
-      try {
-        await gitlab.eraseJobArtifacts(jobId);
-      } catch (error) {
-        if (gitlabRefused(error) || !(await gone())) throw error;
-      }
-      await store.audit({
-        requestId: request.id,
-        actor: "vmbot",
-        action: "plan_erased",
-        detail: { jobId },
-      });
-      return { erased: true };
-    },
-  });
-}
-
-async function eraseOrSay(
-  deps: ClosureDeps,
-  request: RequestRecord,
-  jobId: number,
-  fresh: boolean,
-) {
-  const { store, log } = deps;
-  try {
-    await erase(deps, request, jobId, fresh);
-  } catch (error) {
-    if (!gitlabRefused(error)) {
-      log.warn({ err: error, requestId: request.id }, "could not delete the plan's artifacts yet");
-      return;
-    }
-    // Refused (e.g. the token is not a Maintainer): said once, in the thread and the audit.
-    await store.complete(request.id, eraseStep(jobId), {
-      refused: error instanceof VmbotError ? error.code : "refused",
-    });
-    await store.audit({
-      requestId: request.id,
-      actor: "vmbot",
-      action: "plan_erase_refused",
-      detail: { jobId, reason: userMessage(error) },
-    });
-    log.warn(
-      { err: error, requestId: request.id },
-      "GitLab refused to delete the plan's artifacts",
-    );
-    await deps.post(request, "erase_refused", eraseRefusedWords(userMessage(error)));
-  }
-}
-
 async function close(deps: ClosureDeps, request: RequestRecord, fresh: boolean): Promise<string[]> {
   const problems: string[] = [];
   const pipelineId = request.pipelineId;
@@ -226,6 +155,12 @@ async function close(deps: ClosureDeps, request: RequestRecord, fresh: boolean):
     problems.push(cancelFailedWords(gitlabRefused(error), userMessage(error)));
   }
   if (request.review !== null) await eraseOrSay(deps, request, request.review.planJobId, fresh);
+  // A plan Terraform finished before vmbot read it, or one run again in GitLab, is deleted too.
+  try {
+    await eraseEveryPlan(deps, request, await deps.gitlab.pipelineJobs(pipelineId));
+  } catch (error) {
+    deps.log.warn({ err: error, requestId: request.id }, "could not read the pipeline's plans yet");
+  }
   return problems;
 }
 
@@ -333,6 +268,7 @@ function lateReports(request: RequestRecord, job: Job, erased: boolean) {
 
 async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, jobs: Job[]) {
   const { store } = deps;
+  await eraseEveryPlan(deps, request, jobs);
   // A destroy request's manual job is its destroy job: one played after the close is reported.
   const { jobs: names } = deps.config.gitlab;
   const manual = request.kind === "destroy" ? names.destroy : names.apply;

@@ -1,12 +1,8 @@
-import type { Config } from "../config.js";
-import type { Effects } from "../effects.js";
+import type { PipelineEffectDeps } from "./deps.js";
 import { userMessage } from "../views/errors.js";
 import { gitlabRefused } from "../gitlab/errors.js";
-import type { GitlabPort, Job } from "../gitlab/gitlab.js";
-import type { Logger } from "../logger.js";
-import type { ThreadPoster } from "../slack/thread.js";
+import type { Job } from "../gitlab/gitlab.js";
 import type { RequestRecord } from "../store/store.js";
-import type { AsyncStore } from "../store/async.js";
 import { retryNotTakenWords, retryStartedWords } from "../views/failure.js";
 import { RetriedResultSchema } from "../effect-results.js";
 
@@ -29,14 +25,7 @@ export type RetryOutcome =
   /** No answer, and the pipeline could not be read either: the tracker settles it. */
   | { kind: "unknown" };
 
-export interface ConfigureRetryDeps {
-  config: Config;
-  store: AsyncStore;
-  gitlab: GitlabPort;
-  effects: Effects;
-  log: Logger;
-  post: ThreadPoster;
-}
+export type ConfigureRetryDeps = PipelineEffectDeps;
 
 export interface ConfigureRetry {
   /**

@@ -20,6 +20,17 @@ async function planned(options?: HarnessOptions) {
   return { h, ...(await planRequest(h)) };
 }
 
+/** A request whose plan job runs: its message says Planning. */
+async function planning() {
+  const h = await start();
+  const pipelineId = await askForVm(h);
+  h.gitlab.advance(pipelineId);
+  await h.bot.tracker.tick();
+  const request = (await h.bot.store.listActive())[0]!;
+  expect(request.status).toBe("planning");
+  return { h, pipelineId, request };
+}
+
 const ephemeralTo = (h: Harness, user: string) =>
   h.slack.waitFor("chat.postEphemeral", (call) => call.args.user === user);
 
@@ -84,12 +95,7 @@ describe("the requester withdraws their request", () => {
   });
 
   it("withdraws while Terraform plans: the plan job is canceled and nothing follows", async () => {
-    const h = await start();
-    const pipelineId = await askForVm(h);
-    h.gitlab.advance(pipelineId);
-    await h.bot.tracker.tick();
-    const request = (await h.bot.store.listActive())[0]!;
-    expect(request.status).toBe("planning");
+    const { h, pipelineId, request } = await planning();
     const message = h.slack.message(CHANNEL, request.messageTs!)!;
     expect(JSON.stringify(message.blocks)).toContain("request_withdraw");
     await click(h, message, REQUESTER, "request_withdraw");
@@ -100,6 +106,56 @@ describe("the requester withdraws their request", () => {
     await h.bot.tracker.tick();
     expect((await h.bot.store.getRequest(request.id))?.status).toBe("withdrawn");
     expect(h.slack.messages.filter((m) => m.text.includes("awaits your approval"))).toHaveLength(0);
+  });
+
+  it("withdraws after Terraform planned but before vmbot posted the plan: the plan is deleted", async () => {
+    const { h, pipelineId, request } = await planning();
+    // Terraform's plan finishes in GitLab; vmbot has not read it yet.
+    while (h.gitlab.job(pipelineId, "tf:plan").status !== "success") h.gitlab.advance(pipelineId);
+    expect(h.gitlab.job(pipelineId, "tf:plan").artifacts.size).toBeGreaterThan(0);
+    await click(h, h.slack.message(CHANNEL, request.messageTs!)!, REQUESTER, "request_withdraw");
+    await withdrawnShown(h);
+    await waitFor(
+      () => (h.gitlab.job(pipelineId, "tf:plan").artifactsDeletedAt !== null ? true : undefined),
+      "the finished plan's artifacts to be deleted",
+    );
+    expect((await h.bot.store.getRequest(request.id))?.review).toBeNull();
+    // Someone plays the apply job in GitLab all the same: it has no plan to apply.
+    h.gitlab.addUser({ username: "mallory" });
+    h.gitlab.playJob(pipelineId, "tf:apply", { as: "mallory" });
+    while (!["success", "failed"].includes(h.gitlab.job(pipelineId, "tf:apply").status)) {
+      h.gitlab.advance(pipelineId);
+    }
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("failed");
+    expect(await h.bot.store.listAudit(request.id)).toContainEqual(
+      expect.objectContaining({ actor: "vmbot", action: "plan_erased" }),
+    );
+  });
+
+  it("deletes a plan run again in GitLab, before the withdrawal or after it, once each", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    const posted = h.gitlab.job(pipelineId, "tf:plan").id;
+    // Someone runs the plan job again in GitLab while the first plan awaits a decision.
+    const again = h.gitlab.retryJob(pipelineId, "tf:plan").id;
+    while (h.gitlab.job(pipelineId, "tf:plan").status !== "success") h.gitlab.advance(pipelineId);
+    expect(h.gitlab.job(pipelineId, "tf:plan").id).toBe(again);
+    await click(h, message(), REQUESTER, "request_withdraw");
+    await withdrawnShown(h);
+    const erased = () =>
+      h.gitlab
+        .requestsTo("DELETE", /\/jobs\/\d+\/artifacts$/)
+        .map((call) => Number(/\/jobs\/(\d+)\//.exec(call.path)![1]));
+    await waitFor(() => (erased().length === 2 ? true : undefined), "both plans to be deleted");
+    expect(erased().sort((a, b) => a - b)).toEqual([posted, again]);
+    // Later passes delete nothing more, until the plan is run again after the withdrawal.
+    await h.bot.tracker.tick();
+    expect(erased()).toHaveLength(2);
+    const third = h.gitlab.retryJob(pipelineId, "tf:plan").id;
+    while (h.gitlab.job(pipelineId, "tf:plan").status !== "success") h.gitlab.advance(pipelineId);
+    await h.bot.tracker.tick();
+    await h.bot.tracker.tick();
+    expect(erased().sort((a, b) => a - b)).toEqual([posted, again, third]);
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("withdrawn");
   });
 
   it("cancels once when GitLab's answer to the cancel is lost after it took effect", async () => {
