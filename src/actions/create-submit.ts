@@ -14,8 +14,8 @@ import type { RequestTurns } from "../slack/after-ack.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest } from "../policy/request-check.js";
-import { findHeldConflicts } from "../vm/conflicts.js";
-import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
+import { findHeldConflicts, holdGuard } from "../vm/conflicts.js";
+import { HELD_MEANWHILE_WORDS, ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 import { leaseChoiceWords } from "../views/create-modal.js";
 import {
   FORM_DAMAGED,
@@ -270,7 +270,7 @@ async function conflictErrors(
   // this very submission's request since the first look: the name and address are its own.
   if ((await submitted()) !== undefined) return undefined;
   log.info(
-    { name: taken.name?.id, ip: taken.ip?.id },
+    { name: taken.name?.requestId, ip: taken.ip?.requestId },
     "create form names a VM or an address already taken",
   );
   return fieldErrors({
@@ -288,7 +288,11 @@ function accessErrors(decision: AccessDecision, log: Logger): FieldErrors | unde
   };
 }
 
-/** Records the request once per form; a store that cannot take the write gives the errors. */
+/**
+ * Records the request once per form, in one write with the check that nothing holds its name or
+ * address: another request written since the form was checked is answered on the field, as the
+ * check would have. A store that cannot take the write gives the errors.
+ */
 async function storeRequest(
   deps: CreateSubmitDeps,
   userId: string,
@@ -296,9 +300,9 @@ async function storeRequest(
   checked: Checked,
   log: Logger,
 ): Promise<Awaited<ReturnType<AsyncStore["createRequest"]>> | { errors: FieldErrors }> {
-  try {
-    // The request and who asked for it, under which rule, in one write.
-    return await deps.store.createRequest(
+  // The request and who asked for it, under which rule, in one write.
+  const write = () =>
+    deps.store.createVmRequest(
       {
         requester: userId,
         spec: checked.spec,
@@ -307,8 +311,20 @@ async function storeRequest(
         submissionKey: `view:${view.id}`,
         stateName: stateNameFor(deps.config.stateNameTemplate, checked.spec.name),
       },
+      holdGuard(checked.spec),
       { actor: userId, action: "requested", detail: { spec: checked.spec, rule: checked.rule } },
     );
+  try {
+    // Twice at most: what held the name or address may have let it go before it could be said.
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const stored = await write();
+      if (stored !== undefined) return stored;
+      const taken = await conflictErrors(deps, view, checked.spec, log);
+      if (taken !== undefined) return { errors: taken };
+    }
+    return {
+      errors: { [CREATE_FIELDS.name]: `${HELD_MEANWHILE_WORDS} Please press Create again.` },
+    };
   } catch (error) {
     if (storeWriteFailure(error) === undefined) throw error;
     log.error({ err: error }, "could not record the request: the store refused the write");

@@ -8,8 +8,9 @@ import {
   plannedFromNote,
 } from "../views/failure.js";
 import { notRequesterWords } from "../views/refusals.js";
-import { ipTakenWords, nameTakenWords } from "../views/conflicts.js";
-import { findConflicts, HOLDING } from "../vm/conflicts.js";
+import { HELD_MEANWHILE_WORDS, ipTakenWords, nameTakenWords } from "../views/conflicts.js";
+import { findHeldConflicts, holdGuard, type Conflicts } from "../vm/conflicts.js";
+import type { RequestRecord } from "../store/store.js";
 import {
   closureFor,
   clickedRequest,
@@ -48,38 +49,13 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
       return;
     }
     // The name or the address may have been taken meanwhile (not by a plan of this one's).
-    const again = await deps.store.findBySubmission(`again:${found.id}`);
-    const taken =
-      again === undefined ? findConflicts(found.spec, await deps.store.listByStatus(HOLDING)) : {};
-    if (taken.name !== undefined || taken.ip !== undefined) {
-      await answer(
-        [
-          taken.name === undefined ? undefined : nameTakenWords(taken.name),
-          taken.ip === undefined
-            ? undefined
-            : ipTakenWords(found.spec.ip, taken.ip, taken.suggestion),
-        ]
-          .filter((words) => words !== undefined)
-          .join(" ") + " Ask again with /vm create.",
-      );
+    const written = await writeAgain(deps, found, user);
+    if ("taken" in written) {
+      await answer(written.taken + " Ask again with /vm create.");
       return;
     }
-    const { request: next, created } = await deps.store.createRequest({
-      requester: found.requester,
-      spec: found.spec,
-      notes: [plannedFromNote(found)],
-      channel: found.channel,
-      submissionKey: `again:${found.id}`,
-    });
+    const { request: next, created } = written;
     const log = deps.log.child({ requestId: found.id, user, command: "plan_again" });
-    if (created) {
-      await deps.store.audit({
-        requestId: next.id,
-        actor: user,
-        action: "requested",
-        detail: { spec: found.spec, plannedAgainFrom: found.id },
-      });
-    }
     const linked = await deps.store.transition(
       found.id,
       ["failed"],
@@ -107,4 +83,44 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
     const post = createThreadPoster({ client: args.client, effects: deps.effects, log });
     await post(linked ?? found, `planned_again`, plannedAgainReply(user, started, permalink));
   };
+}
+
+/** What holds the name or the address, in words; undefined when nothing does. */
+function takenWords(spec: RequestRecord["spec"], taken: Conflicts): string | undefined {
+  const words = [
+    taken.name === undefined ? undefined : nameTakenWords(taken.name),
+    taken.ip === undefined ? undefined : ipTakenWords(spec.ip, taken.ip, taken.suggestion),
+  ].filter((said) => said !== undefined);
+  return words.length === 0 ? undefined : words.join(" ");
+}
+
+/**
+ * The new request, written once with the check that nothing holds its name or address (and who
+ * planned it again, in the same write); or what holds them.
+ */
+async function writeAgain(deps: PlanAgainDeps, found: RequestRecord, user: string) {
+  const write = () =>
+    deps.store.createVmRequest(
+      {
+        requester: found.requester,
+        spec: found.spec,
+        notes: [plannedFromNote(found)],
+        channel: found.channel,
+        submissionKey: `again:${found.id}`,
+      },
+      holdGuard(found.spec),
+      {
+        actor: user,
+        action: "requested",
+        detail: { spec: found.spec, plannedAgainFrom: found.id },
+      },
+    );
+  // Twice at most: what held the name or address may have let it go before it could be said.
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    const written = await write();
+    if (written !== undefined) return written;
+    const taken = takenWords(found.spec, await findHeldConflicts(deps.store, found.spec));
+    if (taken !== undefined) return { taken };
+  }
+  return { taken: HELD_MEANWHILE_WORDS };
 }

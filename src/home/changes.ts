@@ -97,6 +97,11 @@ export function watchStore(store: AsyncStore, sink: HomeChangeSink): AsyncStore 
       if (stored.created) told(stored.request, false);
       return stored;
     },
+    async createVmRequest(request, guard, audit) {
+      const stored = await store.createVmRequest(request, guard, audit);
+      if (stored?.created === true) told(stored.request, false);
+      return stored;
+    },
     async createDestroyRequest(request, guard, audit) {
       const stored = await store.createDestroyRequest(request, guard, audit);
       if (stored?.created === true) told(stored.request, false);

@@ -2,7 +2,8 @@ import type Database from "better-sqlite3";
 import { z } from "zod";
 import { VmSpecSchema, type VmSpec } from "../vm/spec.js";
 import { guardWrite } from "./sqlite-checks.js";
-import { createSqliteExtendLease } from "./sqlite-destroys.js";
+import { ADDRESS_SQL } from "./sqlite-held.js";
+import { createSqliteExtendLease } from "./sqlite-guarded.js";
 
 /**
  * Every VM vmbot made: recorded when Terraform has applied (the VM exists from then on, whatever
@@ -51,6 +52,11 @@ export interface Inventory {
   get(name: string): VmRecord | undefined;
   /** Newest first; only `owner`'s when given. */
   list(options?: { owner?: string }): VmRecord[];
+  /**
+   * Live VMs named `name` or asked for at `address` (without its prefix): what holds a new
+   * request's name and address until Terraform destroys the VM.
+   */
+  holding(vm: { name: string; address: string }): VmRecord[];
   /** Marks a VM gone (or live again) after comparing it with GitLab's states. */
   mark(name: string, status: VmStatus, note: string | null): void;
   /**
@@ -142,11 +148,14 @@ function toVm(row: unknown): VmRecord {
 }
 
 /** Reading VMs: one by name, or all of them (or one person's), newest first. */
-function sqliteVmReads(db: Database.Database): Pick<Inventory, "get" | "list"> {
+function sqliteVmReads(db: Database.Database): Pick<Inventory, "get" | "list" | "holding"> {
   const selectOne = db.prepare("SELECT * FROM vms WHERE name = ?");
   const selectAll = db.prepare("SELECT * FROM vms ORDER BY created_at DESC, name");
   const selectOwned = db.prepare(
     "SELECT * FROM vms WHERE owner = ? ORDER BY created_at DESC, name",
+  );
+  const selectHolding = db.prepare(
+    `SELECT * FROM vms WHERE status = 'live' AND (name = ? OR ${ADDRESS_SQL} = ?) ORDER BY name`,
   );
   return {
     get(name) {
@@ -156,6 +165,9 @@ function sqliteVmReads(db: Database.Database): Pick<Inventory, "get" | "list"> {
     list(options = {}) {
       const rows = options.owner === undefined ? selectAll.all() : selectOwned.all(options.owner);
       return rows.map(toVm);
+    },
+    holding(vm) {
+      return selectHolding.all(vm.name, vm.address).map(toVm);
     },
   };
 }

@@ -284,7 +284,7 @@ export function createSqliteRequestReads(
     findHolding(statuses, vm) {
       if (statuses.length === 0) return [];
       return prepared(
-        `SELECT * FROM requests WHERE status IN (${placeholders(statuses.length)})
+        `SELECT * FROM requests WHERE kind = 'create' AND status IN (${placeholders(statuses.length)})
              AND (json_extract(spec, '$.name') = ? OR ${ADDRESS_SQL} = ?)
            ORDER BY created_at, rowid`,
       )
@@ -295,7 +295,7 @@ export function createSqliteRequestReads(
     listHeld(statuses) {
       if (statuses.length === 0) return [];
       return prepared(
-        `SELECT id, requester, spec FROM requests WHERE status IN (${placeholders(statuses.length)}) ORDER BY created_at, rowid`,
+        `SELECT id, requester, spec FROM requests WHERE kind = 'create' AND status IN (${placeholders(statuses.length)}) ORDER BY created_at, rowid`,
       )
         .all(...statuses)
         .map((row) => HeldRowSchema.parse(row));

@@ -9,7 +9,7 @@ import { createSqliteInventory } from "./inventory.js";
 import { createSqliteAudit } from "./sqlite-audit.js";
 import { checkIntegrity, createWriteProbe } from "./sqlite-checks.js";
 import { createSqliteEffects } from "./sqlite-effects.js";
-import { createSqliteDestroyRequest } from "./sqlite-destroys.js";
+import { createSqliteDestroyRequest, createSqliteVmRequest } from "./sqlite-guarded.js";
 import {
   createRowReader,
   createSqliteRequestReads,
@@ -112,12 +112,14 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const rows = createRowReader();
   const reads = createSqliteRequestReads(db, rows);
   const writes = createSqliteRequestWrites(db, clock, { ...effects, ...log }, rows);
+  const inventory = createSqliteInventory(db, clock);
   return {
-    inventory: createSqliteInventory(db, clock),
+    inventory,
     approvals: createSqliteApprovals(db),
     homes: createSqliteHomes(db, clock),
     ...reads,
     ...writes,
+    createVmRequest: createSqliteVmRequest(db, { ...reads, ...writes }, inventory),
     createDestroyRequest: createSqliteDestroyRequest(db, { ...reads, ...writes }),
     ...effects,
     ...log,

@@ -176,6 +176,16 @@ export interface DestroyGuard {
   leaseUntil?: string;
 }
 
+/**
+ * What no live VM and no create request in one of `statuses` may use when a create request is
+ * written: its VM's name, and its address (without the prefix).
+ */
+export interface HoldGuard {
+  statuses: readonly RequestStatus[];
+  name: string;
+  address: string;
+}
+
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
 export interface Store {
   /** Every VM vmbot made. */
@@ -205,6 +215,18 @@ export interface Store {
     guard: DestroyGuard,
     audit?: Omit<AuditEntry, "requestId">,
   ): { request: RequestRecord; created: boolean } | undefined;
+  /**
+   * Creates a create request, as `createRequest` does, in one transaction with the check that no
+   * live VM and no create request in `guard.statuses` uses its name or address. Undefined,
+   * changing nothing, when one does: another request for them was written first. The request
+   * already created for the same submission is returned whatever the check says. Made one at a
+   * time with every other such write, on any replica.
+   */
+  createVmRequest(
+    request: NewRequest,
+    guard: HoldGuard,
+    audit?: Omit<AuditEntry, "requestId">,
+  ): { request: RequestRecord; created: boolean } | undefined;
   getRequest(id: string): RequestRecord | undefined;
   updateRequest(id: string, patch: RequestPatch): RequestRecord;
   /**
@@ -232,14 +254,14 @@ export interface Store {
   /** Requests in one of `statuses`, oldest first. */
   listByStatus(statuses: readonly RequestStatus[]): RequestRecord[];
   /**
-   * Requests in one of `statuses` whose VM is named `name` or whose address (without its prefix)
-   * is `address`, oldest first: matched by the store, without reading every held request.
+   * Create requests in one of `statuses` whose VM is named `name` or whose address (without its
+   * prefix) is `address`, oldest first: matched by the store, without reading every held request.
    */
   findHolding(
     statuses: readonly RequestStatus[],
     vm: { name: string; address: string },
   ): RequestRecord[];
-  /** What requests in one of `statuses` hold, read without the rest of each request. */
+  /** What create requests in one of `statuses` hold, read without the rest of each request. */
   listHeld(statuses: readonly RequestStatus[]): HeldVm[];
   audit(entry: AuditEntry): void;
   effect(subject: string, step: string): EffectRecord | undefined;

@@ -5,15 +5,20 @@ import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/g
 import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import type { FakeView } from "../../sandbox/simulators/slack/index.js";
 import {
+  APPROVER,
   CHANNEL,
   PLATFORM_INPUTS,
   REQUESTER,
+  click,
   harnessPerTest,
+  planRequest,
+  runUntilSettled,
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
 import { moveToAsync } from "../support/lifecycle.js";
 import { waitFor } from "../support/wait.js";
+import { openCreateForm, sendCreateForm } from "../support/create-form.js";
 
 const start = harnessPerTest();
 
@@ -35,17 +40,6 @@ async function openForm(h: Harness, name = "web-01"): Promise<FakeView> {
   return view!;
 }
 
-/** Opens one more form (after others were opened), waiting for its own views.open. */
-async function openAnother(h: Harness, name: string): Promise<FakeView> {
-  const delivery = await h.signer.slashCommand({
-    text: `create ${name}`,
-    userId: REQUESTER,
-    channelId: CHANNEL,
-  });
-  await h.slack.waitFor("views.open", (call) => call.args.trigger_id === delivery.triggerId);
-  return h.slack.views.at(-1)!;
-}
-
 const goodEntries = {
   vm_name: "web-01",
   vm_ip: "192.168.1.50/24",
@@ -55,13 +49,8 @@ const goodEntries = {
   vm_vlan: "20",
 };
 
-function submit(h: Harness, view: FakeView, entries: Record<string, string | null> = goodEntries) {
-  return h.signer.viewSubmission({
-    view,
-    values: stateValuesFor(view, entries),
-    userId: REQUESTER,
-  });
-}
+const submit = (h: Harness, view: FakeView, entries: Record<string, string | null> = goodEntries) =>
+  sendCreateForm(h, view, entries);
 
 /** Submits a valid form and waits until the request message shows its outcome. */
 async function submitAndSettle(h: Harness) {
@@ -172,7 +161,7 @@ describe("/vm create", () => {
     const h = await start();
     const { request } = await submitAndSettle(h);
     const pipelines = h.gitlab.pipelines.length;
-    const again = await openAnother(h, "web-02");
+    const again = await openCreateForm(h, "web-02");
     const delivery = await submit(h, again, { ...goodEntries, vm_name: "web-02" });
     expect(delivery.json).toEqual({
       response_action: "errors",
@@ -180,7 +169,7 @@ describe("/vm create", () => {
         vm_ip: `192.168.1.50 is already used by request ${request.id} for web-01 (${request.status === "queued" ? "queued" : "being planned"}). The next free address in its subnet is 192.168.1.51/24.`,
       },
     });
-    const sameName = await openAnother(h, "web-01");
+    const sameName = await openCreateForm(h, "web-01");
     const named = await submit(h, sameName, { ...goodEntries, vm_ip: "192.168.1.60/24" });
     const nameError = (named.json as { errors?: Record<string, string> }).errors;
     expect(Object.keys(nameError ?? {})).toEqual(["vm_name"]);
@@ -190,13 +179,72 @@ describe("/vm create", () => {
 
     // Once the first request ends without a VM, its address is free again.
     await moveToAsync(h.bot.store, request.id, "failed");
-    const free = await openAnother(h, "web-02");
+    const free = await openCreateForm(h, "web-02");
     const accepted = await submit(h, free, { ...goodEntries, vm_name: "web-02" });
     expect(accepted.body).toBe("");
     await waitFor(
       async () => ((await allRequests(h)).length === 2 ? true : undefined),
       "the second request",
     );
+  });
+
+  it("makes one request of two forms for one name sent at the same moment: the other is answered on the field", async () => {
+    const h = await start();
+    const [first, second] = [await openCreateForm(h, "web-01"), await openCreateForm(h, "web-01")];
+    // Both forms are checked before either request is written.
+    const { findHolding } = h.bot.store;
+    const seam: { findHolding: typeof findHolding } = h.bot.store;
+    let checked = 0;
+    let bothChecked!: () => void;
+    const both = new Promise<void>((resolve) => (bothChecked = resolve));
+    seam.findHolding = async (...args) => {
+      const found = await findHolding(...args);
+      checked += 1;
+      if (checked === 2) bothChecked();
+      if (checked <= 2) await both;
+      return found;
+    };
+    const answers = await Promise.all([
+      submit(h, first),
+      submit(h, second, { ...goodEntries, vm_ip: "192.168.1.60/24" }),
+    ]);
+    const made = await allRequests(h);
+    expect(made).toHaveLength(1);
+    const refused = answers.filter((answer) => answer.body !== "");
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.json).toEqual({
+      response_action: "errors",
+      errors: {
+        vm_name: expect.stringContaining(
+          `web-01 is already taken by request ${made[0]!.id}`,
+        ) as string,
+      },
+    });
+    await waitFor(() => (h.gitlab.pipelines.length > 0 ? true : undefined), "the one pipeline");
+    expect(h.gitlab.pipelines).toHaveLength(1);
+  });
+
+  it("keeps a VM whose configuring failed holding its name and address: the VM exists", async () => {
+    const h = await start();
+    const { pipelineId, requestId, message } = await planRequest(h);
+    await click(h, message(), APPROVER, "plan_approve");
+    await waitFor(
+      () => (h.gitlab.job(pipelineId, "tf:apply").status === "manual" ? undefined : true),
+      "the apply job to start",
+    );
+    h.gitlab.failJob(pipelineId, "ansible:configure");
+    runUntilSettled(h, pipelineId, "tf:apply");
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "ansible:configure");
+    await h.bot.tracker.tick();
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
+    const refused = await submit(h, await openCreateForm(h, "web-01"));
+    const errors = (refused.json as { errors?: Record<string, string> }).errors;
+    expect(errors?.vm_name).toBe(
+      `web-01 is already taken by the VM web-01 (request ${requestId}): choose another name.`,
+    );
+    expect(errors?.vm_ip).toContain(`192.168.1.50 is already used by the VM web-01`);
+    expect(await allRequests(h)).toHaveLength(1);
   });
 
   it("refuses an over-long name on the field with the limit, and never cuts it", async () => {

@@ -14,6 +14,8 @@ import {
   type HarnessOptions,
 } from "../support/harness.js";
 import { waitFor } from "../support/wait.js";
+import { openCreateForm, sendCreateForm } from "../support/create-form.js";
+import { holdings } from "../../src/policy/usage.js";
 
 /**
  * `/vm destroy` through the wire: who may, the confirmation, the destroy request reviewed like a
@@ -231,6 +233,39 @@ describe("/vm destroy", () => {
     expect(actions).toContainEqual([APPROVER, "approved"]);
     expect(actions).toContainEqual([APPROVER, "destroy_started"]);
     expect(actions).toContainEqual(["vmbot", "vm_destroyed"]);
+  });
+
+  it("frees the VM's name and address once Terraform destroyed it, and not before: asked for again, they are taken, and quotas count the VM no more", async () => {
+    const { h } = await madeVm();
+    const same = { vm_name: "web-01", vm_ip: "192.168.1.50/24" };
+    const refused = await sendCreateForm(h, await openCreateForm(h, "web-01"), same);
+    const errors = (refused.json as { errors?: Record<string, string> }).errors;
+    expect(errors?.vm_name).toContain("web-01 is already taken by the VM web-01");
+    expect(errors?.vm_ip).toContain("192.168.1.50 is already used by the VM web-01");
+    expect((await holdings(h.bot.store)).map((held) => held.spec.name)).toEqual(["web-01"]);
+
+    const { pipelineId, requestId, message } = await destroyRequested(h);
+    await click(h, message(), APPROVER, "destroy_approve");
+    await waitFor(
+      () => (h.gitlab.job(pipelineId, "tf:destroy").status === "manual" ? undefined : true),
+      "the destroy job to start",
+    );
+    runUntilSettled(h, pipelineId, "tf:destroy");
+    await h.bot.tracker.tick();
+    await h.bot.tracker.tick();
+    expect(message().text).toBe("Destroy web-01 — Destroyed");
+    // Neither the create request (ready) nor the destroy request (ready) holds anything now.
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("ready");
+    expect(await holdings(h.bot.store)).toEqual([]);
+    const before = h.gitlab.pipelines.length;
+    const accepted = await sendCreateForm(h, await openCreateForm(h, "web-01"), same);
+    expect(accepted.body).toBe("");
+    await waitFor(
+      () => (h.gitlab.pipelines.length > before ? true : undefined),
+      "the new web-01's pipeline",
+    );
+    const asked = (await h.bot.store.listActive()).filter((r) => r.kind === "create");
+    expect(asked.map((r) => [r.spec.name, r.spec.ip])).toEqual([["web-01", "192.168.1.50/24"]]);
   });
 
   it("keeps the VM listed, with the failure and the job's link, when the destroy job fails", async () => {

@@ -413,6 +413,71 @@ function contract(open: Opener): void {
     expect((await store.inventory.get("web-01"))?.leaseUntil).toBe(later);
   });
 
+  it("writes a create request only while no live VM and no create request on its way uses its name or address", async () => {
+    const holding = ["queued", "planning", "awaiting_approval", "applying", "configuring"] as const;
+    const guard = (name: string, address: string) => ({ statuses: holding, name, address });
+    const ask = (name: string, ip: string) => newRequest({ spec: { ...SAMPLE_SPEC, name, ip } });
+    const audit = { actor: "U0REQ", action: "requested", detail: {} };
+    // A live VM holds its name and its address, whatever became of the request that made it.
+    await store.inventory.record({
+      ...WEB_01,
+      spec: { ...SAMPLE_SPEC, ip: "10.0.0.7/24" },
+      leaseUntil: null,
+    });
+    const sameName = ask("web-01", "10.0.0.8/24");
+    expect(
+      await store.createVmRequest(sameName, guard("web-01", "10.0.0.8"), audit),
+    ).toBeUndefined();
+    expect(await store.findBySubmission(sameName.submissionKey)).toBeUndefined();
+    expect(await store.listAudit()).toEqual([]);
+    expect(
+      await store.createVmRequest(ask("db-01", "10.0.0.7/24"), guard("db-01", "10.0.0.7")),
+    ).toBeUndefined();
+    // A create request on its way holds them; a destroy or an extension of another VM does not.
+    const asked = ask("db-01", "10.0.0.9/24");
+    const first = await store.createVmRequest(asked, guard("db-01", "10.0.0.9"), audit);
+    expect(first).toMatchObject({ created: true, request: { status: "queued", kind: "create" } });
+    expect((await store.listAudit(first?.request.id)).map((e) => e.action)).toEqual(["requested"]);
+    expect(
+      await store.createVmRequest(ask("db-02", "10.0.0.9/16"), guard("db-02", "10.0.0.9")),
+    ).toBeUndefined();
+    for (const kind of ["destroy", "extend"] as const) {
+      await created({ kind, spec: { ...SAMPLE_SPEC, name: "old-01", ip: "10.0.0.20/24" } });
+    }
+    const free = await store.createVmRequest(
+      ask("old-01", "10.0.0.20/24"),
+      guard("old-01", "10.0.0.20"),
+    );
+    expect(free?.created).toBe(true);
+    // The same submission again (Slack's retry) is the request it made, held or not.
+    expect(
+      await store.createVmRequest(ask("db-01", "10.0.0.9/24"), guard("db-01", "10.0.0.9")),
+    ).toBeUndefined();
+    const again = { ...ask("db-01", "10.0.0.9/24"), submissionKey: asked.submissionKey };
+    expect(await store.createVmRequest(again, guard("db-01", "10.0.0.9"))).toEqual({
+      request: first?.request,
+      created: false,
+    });
+    // Ended without a VM, a request lets them go; a VM gone from GitLab, or destroyed, too.
+    await moveTo(store, first?.request.id ?? "", "rejected");
+    expect(
+      (await store.createVmRequest(ask("db-01", "10.0.0.9/24"), guard("db-01", "10.0.0.9")))
+        ?.created,
+    ).toBe(true);
+    await store.inventory.mark("web-01", "gone", "its state vanished");
+    expect(
+      (await store.createVmRequest(ask("web-01", "10.0.0.8/24"), guard("web-01", "10.0.0.8")))
+        ?.created,
+    ).toBe(true);
+    expect((await store.inventory.holding({ name: "web-01", address: "10.0.0.7" })).length).toBe(0);
+    await store.inventory.mark("web-01", "live", null);
+    expect(
+      (await store.inventory.holding({ name: "x", address: "10.0.0.7" })).map((vm) => vm.name),
+    ).toEqual(["web-01"]);
+    await store.inventory.remove("web-01", clock.now().toISOString());
+    expect(await store.inventory.holding({ name: "web-01", address: "10.0.0.7" })).toEqual([]);
+  });
+
   it("takes writes while open, and says it is closed after", async () => {
     expect(await store.writable()).toEqual({ ok: true });
     expect(await store.isOpen()).toBe(true);

@@ -1,20 +1,38 @@
 import { describe, expect, it } from "vitest";
-import { findConflicts, nextFreeAddress } from "../../src/vm/conflicts.js";
+import { findConflicts, nextFreeAddress, requestHolder, vmHolder } from "../../src/vm/conflicts.js";
 import { ipTakenWords, nameTakenWords } from "../../src/views/conflicts.js";
 import { sampleRequest, SAMPLE_SPEC } from "../support/requests.js";
 
 describe("a name or an address already held", () => {
-  const held = sampleRequest({ id: "vm-abc-11111111", status: "ready" });
+  const made = sampleRequest({ id: "vm-abc-11111111", status: "ready" });
+  // The VM that request made, as the inventory holds it.
+  const held = vmHolder({
+    name: made.spec.name,
+    requestId: made.id,
+    owner: made.requester,
+    spec: made.spec,
+    stateName: null,
+    address: "192.168.1.50",
+    pipelineId: 1,
+    approvedBy: null,
+    createdAt: made.createdAt,
+    leaseUntil: null,
+    status: "live",
+    statusNote: null,
+    checkedAt: null,
+  });
 
   it("finds the request holding the name and the one holding the address", () => {
-    const other = sampleRequest({
-      id: "vm-abc-22222222",
-      status: "awaiting_approval",
-      spec: { ...SAMPLE_SPEC, name: "db-01", ip: "192.168.1.51/24" },
-    });
+    const other = requestHolder(
+      sampleRequest({
+        id: "vm-abc-22222222",
+        status: "awaiting_approval",
+        spec: { ...SAMPLE_SPEC, name: "db-01", ip: "192.168.1.51/24" },
+      }),
+    );
     const conflicts = findConflicts({ ...SAMPLE_SPEC, ip: "192.168.1.51/24" }, [held, other]);
-    expect(conflicts.name?.id).toBe("vm-abc-11111111");
-    expect(conflicts.ip?.id).toBe("vm-abc-22222222");
+    expect(conflicts.name?.requestId).toBe("vm-abc-11111111");
+    expect(conflicts.ip?.requestId).toBe("vm-abc-22222222");
     // .50 and .51 are held, .1 is the gateway: the next free one is .52.
     expect(conflicts.suggestion).toBe("192.168.1.52/24");
     expect(
@@ -34,7 +52,7 @@ describe("a name or an address already held", () => {
     expect(nameTakenWords(held)).toBe(
       "web-01 is already taken by the VM web-01 (request vm-abc-11111111): choose another name.",
     );
-    const planning = sampleRequest({ id: "vm-abc-33333333", status: "planning" });
+    const planning = requestHolder(sampleRequest({ id: "vm-abc-33333333", status: "planning" }));
     expect(ipTakenWords("192.168.1.50/24", planning, "192.168.1.51/24")).toBe(
       "192.168.1.50 is already used by request vm-abc-33333333 for web-01 (being planned). The next free address in its subnet is 192.168.1.51/24.",
     );

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { VmSpecSchema } from "../../vm/spec.js";
 import type { AsyncApprovals, AsyncInventory } from "../async.js";
 import { VM_STATUSES, type VmRecord } from "../inventory.js";
-import { createPostgresExtendLease } from "./destroys.js";
+import { createPostgresExtendLease } from "./guarded.js";
 import { guardWrite, type Runner } from "./pool.js";
 
 /**
@@ -134,6 +134,14 @@ export function createPostgresInventory(pool: Runner, clock: () => Date): AsyncI
           : await pool.query("SELECT * FROM vms WHERE owner = $1 ORDER BY created_at DESC, name", [
               options.owner,
             ]);
+      return rows.map(toVm);
+    },
+    async holding(vm) {
+      const { rows } = await pool.query(
+        `SELECT * FROM vms WHERE status = 'live'
+           AND (name = $1 OR split_part(spec ->> 'ip', '/', 1) = $2) ORDER BY name`,
+        [vm.name, vm.address],
+      );
       return rows.map(toVm);
     },
     ...vmWrites(pool, clock),

@@ -279,7 +279,7 @@ function requestReads(
       statuses.length === 0
         ? []
         : rows(
-            `SELECT * FROM requests WHERE status = ANY($1::text[])
+            `SELECT * FROM requests WHERE kind = 'create' AND status = ANY($1::text[])
                AND (spec ->> 'name' = $2 OR split_part(spec ->> 'ip', '/', 1) = $3)
              ORDER BY created_at, id`,
             [[...statuses], vm.name, vm.address],
@@ -289,7 +289,7 @@ function requestReads(
         ? []
         : (
             await pool.query<{ id: string; requester: string; spec: unknown }>(
-              "SELECT id, requester, spec FROM requests WHERE status = ANY($1::text[]) ORDER BY created_at, id",
+              "SELECT id, requester, spec FROM requests WHERE kind = 'create' AND status = ANY($1::text[]) ORDER BY created_at, id",
               [[...statuses]],
             )
           ).rows.map((row: { id: string; requester: string; spec: unknown }) => ({

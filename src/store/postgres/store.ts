@@ -8,7 +8,7 @@ import { fencedRunner } from "./fenced.js";
 import type { Leader } from "./leader.js";
 import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
-import { createPostgresDestroyRequest } from "./destroys.js";
+import { createPostgresDestroyRequest, createPostgresVmRequest } from "./guarded.js";
 import { migratePostgres } from "./migrations.js";
 import { createPool, poolRunner, postgresProblem, type Runner } from "./pool.js";
 import { retireReplica } from "./replicas.js";
@@ -89,6 +89,7 @@ function postgresParts(runner: Runner, clock: () => Date, replica: string) {
     approvals: createPostgresApprovals(runner),
     homes: createPostgresHomes(runner, clock),
     ...requests,
+    createVmRequest: createPostgresVmRequest(runner, clock, journal),
     createDestroyRequest: createPostgresDestroyRequest(runner, clock, journal),
     effect: effects.effect,
     intend: effects.intend,

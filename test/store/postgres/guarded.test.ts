@@ -1,14 +1,16 @@
 /**
  * Writes that race over one VM, on two replicas at once: of a lease's end and its owner's
- * extension exactly one happens, and of two destroys asked for at once one request is made,
- * whichever replica gets there first. Each takes the VM's row before its check; without that,
- * both checks pass on what the other has not committed yet, and a VM its owner was told they keep
- * is destroyed, or destroyed twice.
+ * extension exactly one happens, of two destroys asked for at once one request is made, and of two
+ * create requests for one name or one address one is made, whichever replica gets there first.
+ * Each takes the VM's row (a create request, the advisory lock every create request takes) before
+ * its check; without that, both checks pass on what the other has not committed yet, and a VM its
+ * owner was told they keep is destroyed, or destroyed twice, or two VMs get one address.
  */
 import { afterEach, expect, it } from "vitest";
 import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/store.js";
 import type { NewRequest } from "../../../src/store/store.js";
 import { SAMPLE_SPEC } from "../../support/requests.js";
+import { holdGuard } from "../../../src/vm/conflicts.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
 
 const ENDED = "2026-12-02T09:00:00.000Z";
@@ -41,7 +43,7 @@ async function recordVms(store: PostgresStore, names: readonly string[]) {
   }
 }
 
-describeWithPostgres("destroys and extensions raced on PostgreSQL", () => {
+describeWithPostgres("creates, destroys and extensions raced on PostgreSQL", () => {
   const database = useDatabase();
   const opened: PostgresStore[] = [];
   const replica = async (name: string) => {
@@ -101,5 +103,37 @@ describeWithPostgres("destroys and extensions raced on PostgreSQL", () => {
     expect(made).toEqual(names.map(() => 1));
     const queued = (await one.listByStatus(["queued"])).filter((r) => names.includes(r.spec.name));
     expect(queued).toHaveLength(names.length);
+  });
+
+  it("makes one create request of two asked at once on two replicas for one name, or for one address, 40 times", async () => {
+    const [one, two] = [await replica("create-a"), await replica("create-b")];
+    const ask = (name: string, ip: string, key: string): NewRequest => ({
+      requester: "U0REQ",
+      spec: { ...SAMPLE_SPEC, name, ip },
+      notes: [],
+      channel: "C0CHAN",
+      submissionKey: key,
+    });
+    const made = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        // Even: one name, two addresses; odd: two names, one address.
+        const name = `same-${i}`;
+        const [a, b] =
+          i % 2 === 0
+            ? [ask(name, `10.1.${i}.1/24`, `view:${i}a`), ask(name, `10.1.${i}.2/24`, `view:${i}b`)]
+            : [
+                ask(name, `10.1.${i}.1/24`, `view:${i}a`),
+                ask(`${name}b`, `10.1.${i}.1/24`, `view:${i}b`),
+              ];
+        const [first, second] = await Promise.all([
+          one.createVmRequest(a, holdGuard(a.spec)),
+          two.createVmRequest(b, holdGuard(b.spec)),
+        ]);
+        return [first, second].filter((stored) => stored?.created === true).length;
+      }),
+    );
+    expect(made).toEqual(made.map(() => 1));
+    const queued = await one.listByStatus(["queued"]);
+    expect(queued.filter((r) => r.spec.name.startsWith("same-"))).toHaveLength(40);
   });
 });

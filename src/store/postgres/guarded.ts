@@ -1,14 +1,20 @@
 import { FINAL_STATUSES } from "../../requests/lifecycle.js";
 import type { AsyncInventory, AsyncStore } from "../async.js";
 import type { LeaseExtension } from "../inventory.js";
+import type { HoldGuard } from "../store.js";
 import { guardWrite, type Queryable, type Runner } from "./pool.js";
 import { bySubmission, insertRequest, type MoveJournal } from "./requests.js";
 
 /**
- * The writes that race over one VM, on PostgreSQL: a destroy request and an extension's move of
- * the lease (see ../sqlite-destroys.ts). Each takes the VM's row (`FOR UPDATE`) before its check,
- * so that on any replicas they are made one after the other and each sees the one before.
+ * The writes that race over one VM, on PostgreSQL (see ../sqlite-guarded.ts). A destroy request
+ * and an extension's move of the lease take the VM's row (`FOR UPDATE`) before their check; a
+ * create request, whose name and address may have no row yet, takes an advisory lock that every
+ * create request's write takes. So on any replicas they are made one after the other, each seeing
+ * the one before (a statement's snapshot, under READ COMMITTED, is taken after the lock is held).
  */
+
+/** The advisory lock every create request's write takes. (Any fixed 64-bit number, vmbot's own.) */
+const HOLD_LOCK = 0x766d626f74_02n;
 
 /** The VM's status and lease, its row held for the transaction; undefined when there is none. */
 async function heldVm(client: Queryable, name: string) {
@@ -28,6 +34,39 @@ async function inFlight(client: Queryable, name: string, kind?: string): Promise
     [name, FINAL_STATUSES, kind ?? null],
   );
   return rows.length > 0;
+}
+
+/** Whether a live VM or a create request in `guard.statuses` uses the guard's name or address. */
+async function held(client: Queryable, guard: HoldGuard): Promise<boolean> {
+  const { rows } = await client.query(
+    `SELECT 1 FROM vms
+     WHERE status = 'live' AND (name = $1 OR split_part(spec ->> 'ip', '/', 1) = $2)
+     UNION ALL
+     SELECT 1 FROM requests
+     WHERE kind = 'create' AND status = ANY($3::text[])
+       AND (spec ->> 'name' = $1 OR split_part(spec ->> 'ip', '/', 1) = $2)
+     LIMIT 1`,
+    [guard.name, guard.address, [...guard.statuses]],
+  );
+  return rows.length > 0;
+}
+
+export function createPostgresVmRequest(
+  pool: Runner,
+  clock: () => Date,
+  journal: MoveJournal,
+): AsyncStore["createVmRequest"] {
+  return (request, guard, audit) =>
+    guardWrite("record a new request", () =>
+      pool.transaction(async (client) => {
+        await client.query("SELECT pg_advisory_xact_lock($1)", [HOLD_LOCK.toString()]);
+        const existing = await bySubmission(client, request.submissionKey);
+        if (existing !== undefined) return { request: existing, created: false };
+        if (await held(client, guard)) return undefined;
+        const inserted = await insertRequest(client, clock, journal, request, audit);
+        return inserted === undefined ? undefined : { request: inserted, created: true };
+      }),
+    );
 }
 
 export function createPostgresDestroyRequest(

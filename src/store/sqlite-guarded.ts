@@ -4,20 +4,42 @@ import { guardWrite } from "./sqlite-checks.js";
 import type { Inventory, LeaseExtension } from "./inventory.js";
 import type { Store } from "./store.js";
 
+type RequestWrites = Pick<Store, "createRequest" | "findBySubmission">;
+
 /**
- * The writes that race over one VM, each its check and its write in one transaction: a destroy
- * request, made only while the VM is live, nothing else is in flight for it and (at a lease's
- * end) its lease still ends then; and an extension's move of the lease, made only while no
- * destroy of the VM is in flight. So two people asking to destroy one VM at once make one request,
- * and an owner who extends the lease as it ends gets the extension or the destroy, never a destroy
- * of a VM they were told they keep.
+ * The writes that race over one VM, each its check and its write in one transaction: a create
+ * request, made only while no live VM and no other create request on its way uses its name or
+ * address; a destroy request, made only while the VM is live, nothing else is in flight for it
+ * and (at a lease's end) its lease still ends then; and an extension's move of the lease, made
+ * only while no destroy of the VM is in flight. So two people asking at once for one name or one
+ * address make one request, two asking to destroy one VM make one request, and an owner who
+ * extends the lease as it ends gets the extension or the destroy, never a destroy of a VM they
+ * were told they keep.
  */
 
 const IN_FLIGHT = `status NOT IN (${FINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
 
+export function createSqliteVmRequest(
+  db: Database.Database,
+  requests: RequestWrites & Pick<Store, "findHolding">,
+  inventory: Pick<Inventory, "holding">,
+): Store["createVmRequest"] {
+  return (request, guard, audit) =>
+    guardWrite("record a new request", () =>
+      db.transaction(() => {
+        const existing = requests.findBySubmission(request.submissionKey);
+        if (existing !== undefined) return { request: existing, created: false };
+        const vm = { name: guard.name, address: guard.address };
+        if (inventory.holding(vm).length > 0) return undefined;
+        if (requests.findHolding(guard.statuses, vm).length > 0) return undefined;
+        return requests.createRequest(request, audit);
+      })(),
+    );
+}
+
 export function createSqliteDestroyRequest(
   db: Database.Database,
-  requests: Pick<Store, "createRequest" | "findBySubmission">,
+  requests: RequestWrites,
 ): Store["createDestroyRequest"] {
   const selectFree = db.prepare(`
     SELECT 1 FROM vms
