@@ -9,6 +9,9 @@ import { z } from "zod";
 /** `post_request_message`, and every `reply_<step>` in a request's thread: the message's ts. */
 export const PostedResultSchema = z.object({ ts: z.string() });
 
+/** `post_request_message` ended as failed: Slack's error code (`not_in_channel`), or "error". */
+export const PostFailedSchema = z.object({ failed: z.string() });
+
 /** The time until which a pipeline GitLab may still create late is looked for. */
 const watched = { watchUntil: z.string().optional() };
 

@@ -25,6 +25,7 @@ import {
   PipelineFailedSchema,
   PipelineRecordedSchema,
   PostedResultSchema,
+  PostFailedSchema,
 } from "../effect-results.js";
 import { notPostedWords, tookFirstPipelineNote } from "../views/request-notes.js";
 
@@ -86,38 +87,69 @@ async function postRequestMessage(
   deps: StarterDeps,
   request: RequestRecord,
 ): Promise<RequestRecord | undefined> {
-  const { store, client, effects } = deps;
+  const { store, client, effects, log } = deps;
+  let ts: string;
   try {
-    const { ts } = await effects.once(request.id, "post_request_message", {
+    ({ ts } = await effects.once(request.id, "post_request_message", {
       result: PostedResultSchema,
       reconcile: () => findRequestMessage(client, request),
       act: () => postMessage(client, request),
-    });
+      // Ended here: a run waiting for the step (another replica's) finds it failed, and neither
+      // posts nor tells the requester again.
+      settle: (error) => Promise.resolve({ failed: slackErrorCode(error) ?? "error" }),
+      failure: PostFailedSchema,
+    }));
+  } catch (error) {
+    return postFailed(deps, request, error);
+  }
+  try {
     const posted = await store.updateRequest(request.id, { messageTs: ts });
     // What was posted is what the request held: the message is not behind.
     if ((await store.effect(request.id, "post_request_message"))?.result?.reconciled !== true) {
-      await record(store, posted, messageDigest(renderRequest(request)), deps.log);
+      await record(store, posted, messageDigest(renderRequest(request)), log);
     }
     return posted;
   } catch (error) {
-    deps.log.error({ err: error }, "could not post the request message");
-    const reason = slackErrorCode(error);
-    const message = notPostedWords(request, reason);
-    await store.transition(request.id, ["queued"], "failed", { error: message });
-    await store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
-    await store.audit({
-      requestId: request.id,
-      actor: "vmbot",
-      action: "failed",
-      detail: { reason },
-    });
-    await client.chat
-      .postMessage({ channel: request.requester, text: message })
-      .catch((dmError: unknown) => {
-        deps.log.error({ err: dmError }, "could not tell the requester");
-      });
+    // The message is in the channel: the request stays queued, and the next pass records it.
+    log.warn({ err: error }, "could not record the posted request message yet");
     return undefined;
   }
+}
+
+/**
+ * The request message could not be posted, by this run or by another that ended the step as
+ * failed (EffectFailedError). The move and its audit entry are one conditional write, so whichever
+ * run gets there first tells the requester, once.
+ */
+async function postFailed(deps: StarterDeps, request: RequestRecord, error: unknown) {
+  const { store, client, log } = deps;
+  const elsewhere =
+    error instanceof EffectFailedError ? PostFailedSchema.safeParse(error.result) : undefined;
+  // Slack's error code, read from the step another run ended ("error": none was given).
+  const recorded = elsewhere?.success === true ? elsewhere.data.failed : undefined;
+  const reason =
+    recorded === undefined ? slackErrorCode(error) : recorded === "error" ? undefined : recorded;
+  if (elsewhere === undefined) log.error({ err: error }, "could not post the request message");
+  // A failure outside the act (the store, a look-up) has not ended the step yet.
+  if ((await store.effect(request.id, "post_request_message"))?.state !== "done") {
+    await store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
+  }
+  const message = notPostedWords(request, reason);
+  const failed = await store.transition(
+    request.id,
+    ["queued"],
+    "failed",
+    { error: message },
+    undefined,
+    { actor: "vmbot", action: "failed", detail: { reason } },
+  );
+  if (failed === undefined) return undefined;
+  await client.chat
+    .postMessage({ channel: request.requester, text: message })
+    .catch((dmError: unknown) => {
+      log.error({ err: dmError }, "could not tell the requester");
+    });
+  return undefined;
 }
 
 /** What a create attempt knows before it calls GitLab: when it was meant, and how to look. */
@@ -306,7 +338,8 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
     let request = initial;
     if (request.messageTs === null) {
       const posted = await postRequestMessage(deps, request);
-      if (posted === undefined) return;
+      // Not posted, or ended meanwhile by another run: no pipeline.
+      if (posted?.status !== "queued") return;
       request = posted;
     }
     // A lease extension has no pipeline: its message is all it needs (extend/waiting.ts).

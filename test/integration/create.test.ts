@@ -19,6 +19,14 @@ import {
 import { moveToAsync } from "../support/lifecycle.js";
 import { waitFor } from "../support/wait.js";
 import { openCreateForm, sendCreateForm } from "../support/create-form.js";
+import { webApi } from "@slack/bolt";
+import { slackClientOptions } from "../../src/app.js";
+import { createEffects } from "../../src/effects.js";
+import { createGitlab } from "../../src/gitlab/gitlab.js";
+import { createLogger } from "../../src/logger.js";
+import { createRedactor } from "../../src/redact.js";
+import { createRequestStarter } from "../../src/tracker/starter.js";
+import { TEST_SECRETS } from "../support/secrets.js";
 
 const start = harnessPerTest();
 
@@ -552,6 +560,66 @@ describe("/vm create", () => {
     );
     expect(h.gitlabSinceStart()).toHaveLength(0);
     expect((await allRequests(h))[0]?.status).toBe("failed");
+  });
+});
+
+describe("the request message and the store", () => {
+  it("keeps a request whose message was posted but not recorded: the next pass records it and starts the pipeline, and nobody is told it failed", async () => {
+    const h = await start();
+    const { updateRequest } = h.bot.store;
+    const seam: { updateRequest: typeof updateRequest } = h.bot.store;
+    seam.updateRequest = async (id, patch) => {
+      if (!("messageTs" in patch)) return updateRequest(id, patch);
+      seam.updateRequest = updateRequest;
+      throw new Error("Connection terminated unexpectedly");
+    };
+    await submit(h, await openForm(h));
+    const [request] = await waitFor(async () => {
+      const made = await allRequests(h);
+      const step = made[0] && (await h.bot.store.effect(made[0].id, "post_request_message"));
+      return step?.state === "done" && seam.updateRequest === updateRequest ? made : undefined;
+    }, "the message to be posted");
+    await h.bot.tracker.tick();
+    const recorded = (await h.bot.store.getRequest(request!.id))!;
+    expect(["queued", "planning"]).toContain(recorded.status);
+    expect(recorded.messageTs).toBe(h.slack.messages.find((m) => m.channel === CHANNEL)?.ts);
+    expect(recorded.pipelineId).toBe(h.gitlab.pipelines[0]?.id);
+    expect(h.slack.messages.filter((m) => m.channel === CHANNEL)).toHaveLength(1);
+    expect(h.slack.callsTo("chat.postMessage").filter((c) => c.args.channel === REQUESTER)).toEqual(
+      [],
+    );
+  });
+
+  it("tells the requester once that the message could not be posted, though another run finds the request queued and starts it again", async () => {
+    const h = await start();
+    h.slack.addChannel({ id: CHANNEL, name: "vm-requests", isMember: false });
+    await submit(h, await openForm(h));
+    await h.slack.waitFor("chat.postMessage", (call) => call.args.channel === REQUESTER);
+    const [asked] = await allRequests(h);
+    await waitFor(
+      async () =>
+        (await h.bot.store.getRequest(asked!.id))?.status === "failed" ? true : undefined,
+      "the request to fail",
+    );
+    // Another replica, whose pass read the request while it was still queued, starts it too.
+    const other = createRequestStarter({
+      config: h.config,
+      store: h.bot.store,
+      gitlab: createGitlab({ ...h.config.gitlab, token: TEST_SECRETS.gitlabToken }),
+      client: new webApi.WebClient(
+        h.config.slack.botToken,
+        slackClientOptions(h.config, createRedactor()),
+      ),
+      effects: createEffects({ store: h.bot.store }),
+      log: createLogger({ level: "silent", redactor: createRedactor() }),
+    });
+    await other.start({ ...asked!, status: "queued", messageTs: null });
+    expect(
+      h.slack.callsTo("chat.postMessage").filter((c) => c.args.channel === REQUESTER),
+    ).toHaveLength(1);
+    const failed = (await h.bot.store.listAudit(asked!.id)).filter((e) => e.action === "failed");
+    expect(failed).toHaveLength(1);
+    expect(h.gitlabSinceStart()).toHaveLength(0);
   });
 });
 
