@@ -21,6 +21,7 @@ import type { PolicySource } from "./policy/source.js";
 import type { NodeDirectory } from "./proxmox/directory.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { redactAcks, redactingFetch } from "./slack/outgoing.js";
+import { answerKeepingFetch, notRepeated } from "./slack/lost-answers.js";
 import type { AsyncStore } from "./store/async.js";
 import { createRequestStarter, type RequestStarter } from "./tracker/starter.js";
 import { createUnlockService, type UnlockService } from "./unlock/service.js";
@@ -85,15 +86,24 @@ export interface VmbotApp {
 
 /**
  * Web API client settings: a bounded number of retries and a timeout on every call, so that a
- * slow or failing Slack is answered in seconds, not the client's default half hour; and a `fetch`
- * that redacts every request's body, so no secret reaches Slack whichever call sends it.
+ * slow or failing Slack is answered in seconds, not the client's default half hour, but no call
+ * that posts sent twice; and a `fetch` that redacts every request's body, so no secret reaches
+ * Slack whichever call sends it.
  */
 export function slackClientOptions(config: Config, redact: Redactor) {
   return {
     ...(config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl }),
-    fetch: redactingFetch(redact),
+    fetch: redactingFetch(redact, answerKeepingFetch(globalThis.fetch)),
     timeout: 10_000,
-    retryConfig: { retries: 3, factor: 2, minTimeout: 500, maxTimeout: 4_000, randomize: true },
+    retryConfig: {
+      retries: 3,
+      factor: 2,
+      minTimeout: 500,
+      maxTimeout: 4_000,
+      randomize: true,
+      // A call that posts is not sent again when its answer is lost (./slack/lost-answers.ts).
+      onFailedAttempt: notRepeated,
+    },
   };
 }
 

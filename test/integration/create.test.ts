@@ -590,6 +590,29 @@ describe("the request message and the store", () => {
     );
   });
 
+  it.each([
+    ["its connection reset after Slack took it", { afterEffect: "reset" }],
+    ["a 500 after Slack took it", { afterEffect: 500 }],
+    ["a 503 before Slack took it", { status: 503 }],
+  ] as const)(
+    "posts the request message once when its answer is lost (%s), and goes on",
+    async (_, lost) => {
+      const h = await start();
+      h.slack.failNext("chat.postMessage", lost);
+      await submit(h, await openForm(h));
+      const request = await waitFor(async () => {
+        const [made] = await allRequests(h);
+        return made?.pipelineId != null ? made : undefined;
+      }, "the pipeline");
+      const posted = h.slack.messages.filter((m) => m.channel === CHANNEL);
+      expect(posted).toHaveLength(1);
+      expect(request.messageTs).toBe(posted[0]?.ts);
+      expect(
+        h.slack.callsTo("chat.postMessage").filter((c) => c.args.channel === REQUESTER),
+      ).toEqual([]);
+    },
+  );
+
   it("tells the requester once that the message could not be posted, though another run finds the request queued and starts it again", async () => {
     const h = await start();
     h.slack.addChannel({ id: CHANNEL, name: "vm-requests", isMember: false });

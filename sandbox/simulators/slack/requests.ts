@@ -133,9 +133,13 @@ export interface ApiOutcome {
   status: number;
   headers: Record<string, string>;
   body: JsonObject;
+  /** The call was done and its answer is lost: the connection reset, or this status instead. */
+  lost?: "reset" | number;
 }
 
-export function failureOutcome(failure: SlackFailure): ApiOutcome {
+export function failureOutcome(
+  failure: Exclude<SlackFailure, { afterEffect: unknown }>,
+): ApiOutcome {
   if (typeof failure === "string")
     return { status: 200, headers: {}, body: { ok: false, error: failure } };
   const headers: Record<string, string> =
@@ -147,7 +151,7 @@ export function failureOutcome(failure: SlackFailure): ApiOutcome {
   };
 }
 
-function httpErrorCode(status: number): string {
+export function httpErrorCode(status: number): string {
   if (status === 429) return "ratelimited";
   if (status === 503) return "service_unavailable";
   return "fatal_error";

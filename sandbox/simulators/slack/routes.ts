@@ -7,6 +7,7 @@ import {
   type ApiOutcome,
   type ApiRequest,
   failureOutcome,
+  httpErrorCode,
   mediaType,
   multipartParts,
   parseApiRequest,
@@ -54,12 +55,16 @@ function handleApiCall(req: RecordedRequest, res: ServerResponse, ctx: FakeSlack
   if (error !== undefined) call.error = error;
   if (request.token !== undefined) ctx.callers.set(call, request.token);
   ctx.calls.push(call);
-  sendJson(res, outcome.status, outcome.body, outcome.headers);
+  if (outcome.lost === "reset") res.socket?.destroy();
+  else if (outcome.lost !== undefined) {
+    sendJson(res, outcome.lost, { ok: false, error: httpErrorCode(outcome.lost) });
+  } else sendJson(res, outcome.status, outcome.body, outcome.headers);
 }
 
 function answer(request: ApiRequest, ctx: FakeSlackContext): ApiOutcome {
   const failure = ctx.failures.take(request.method);
-  if (failure !== undefined) return failureOutcome(failure);
+  const afterEffect = typeof failure === "object" && "afterEffect" in failure;
+  if (failure !== undefined && !afterEffect) return failureOutcome(failure);
   if (request.bodyError !== undefined) {
     return { status: 200, headers: {}, body: { ok: false, error: request.bodyError } };
   }
@@ -67,6 +72,7 @@ function answer(request: ApiRequest, ctx: FakeSlackContext): ApiOutcome {
     status: 200,
     headers: {},
     body: ctx.workspace.call(request.method, request.args, request.token),
+    ...(afterEffect ? { lost: failure.afterEffect } : {}),
   };
 }
 

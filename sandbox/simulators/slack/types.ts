@@ -14,7 +14,13 @@ export interface SlackCall {
 }
 
 /** A Slack error code for `{ ok: false, error }`, or an HTTP status (429 carries `Retry-After`). */
-export type SlackFailure = string | { status: number; retryAfter?: number };
+/**
+ * What `failNext` does to a call: a platform error (`{ ok: false, error }`), or an HTTP status
+ * (429 with `retryAfter`), Slack having done nothing; or, with `afterEffect`, the call done and
+ * its answer lost: the connection reset, or an HTTP status (a 5xx from Slack's edge, say).
+ */
+export type SlackFailure =
+  string | { status: number; retryAfter?: number } | { afterEffect: "reset" | number };
 
 export interface SlackIdentity {
   teamId: string;
@@ -185,7 +191,10 @@ export interface FakeSlack {
   ): Promise<ResponseUrlPost>;
   /** The token a recorded Web API call was made with; undefined when it carried none. */
   callerOf(call: SlackCall): string | undefined;
-  /** Makes the next call to `method` fail; queued failures apply one call each, in order. */
+  /**
+   * Makes the next call to `method` fail, before it does anything or (`afterEffect`) after;
+   * queued failures apply one call each, in order.
+   */
   failNext(method: string, failure: SlackFailure): void;
   addUsergroup(id: string, userIds: readonly string[]): void;
   addUser(user: NewUser): void;

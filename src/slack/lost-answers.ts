@@ -1,0 +1,74 @@
+/**
+ * The Web API client sends a call again when its answer does not come (a reset connection, a
+ * timeout, a 5xx from Slack's edge). For most calls that is harmless; for a call that posts, the
+ * first one may have been taken, and the second posts the same message twice: a second request
+ * message with live buttons, a reply said twice. Such a call is sent once: its lost answer is
+ * given to the caller, which reads Slack back (the request message and thread replies carry
+ * metadata for that) before trying again. A 429 was not taken, and is still waited out and sent
+ * again, as Slack asks.
+ */
+
+/**
+ * Web API methods that do something new each time they are called. (An ephemeral answer shown
+ * twice to the one person who clicked harms less than one not shown: it is sent again.)
+ */
+const NOT_REPEATABLE = new Set([
+  "chat.postMessage",
+  "chat.scheduleMessage",
+  "chat.meMessage",
+  "files.completeUploadExternal",
+]);
+
+/** A call that posts, whose answer was lost: Slack may have taken it. */
+export class AnswerLostError extends Error {
+  override name = "AnswerLostError";
+  constructor(
+    readonly method: string,
+    cause: unknown,
+  ) {
+    super(`Slack's answer to ${method} was lost; it may have been taken`, { cause });
+  }
+}
+
+const methodOf = (input: string | URL | Request): string => {
+  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+  return new URL(url, "http://slack.invalid").pathname.split("/").pop() ?? "";
+};
+
+/**
+ * A `fetch` under which a call that posts ends in AnswerLostError when its answer is lost (the
+ * client then does not send it again; see `notRepeated`).
+ */
+export function answerKeepingFetch(base: typeof fetch) {
+  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const method = methodOf(input);
+    if (!NOT_REPEATABLE.has(method)) return base(input, init);
+    let response: Response;
+    try {
+      response = await base(input, init);
+    } catch (error) {
+      throw new AnswerLostError(method, error);
+    }
+    if (response.status >= 500) {
+      throw new AnswerLostError(method, new Error(`HTTP ${String(response.status)}`));
+    }
+    return response;
+  };
+}
+
+/**
+ * The client's retry hook (`retryConfig.onFailedAttempt`): a call whose answer was lost ends
+ * there, with its error, instead of being sent again.
+ */
+export function notRepeated(error: Error): void {
+  if (answerLost(error)) throw error;
+}
+
+/** Whether `error` (a Web API client's, or one it wraps) is a lost answer to a call that posts. */
+export function answerLost(error: unknown): boolean {
+  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 4; depth += 1) {
+    if (at instanceof AnswerLostError) return true;
+    at = (at as { original?: unknown }).original ?? at.cause;
+  }
+  return false;
+}
