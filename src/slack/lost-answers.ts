@@ -72,3 +72,26 @@ export function answerLost(error: unknown): boolean {
   }
   return false;
 }
+
+/** How many times a post is made, each lost answer read back before the next. */
+const POST_ATTEMPTS = 3;
+
+/**
+ * Posts with `post`; an answer lost (Slack may have taken the post) is settled by `find`, which
+ * looks for it by its metadata, before posting again: posted once, however its answers go.
+ */
+export async function postOnce<T>(
+  post: () => Promise<T>,
+  find: () => Promise<T | undefined>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await post();
+    } catch (error) {
+      if (!answerLost(error)) throw error;
+      const found = await find();
+      if (found !== undefined) return found;
+      if (attempt === POST_ATTEMPTS) throw error;
+    }
+  }
+}

@@ -4,6 +4,7 @@ import { STEP_EVENT_TYPE } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { RequestRecord } from "../store/store.js";
 import { findMessage } from "./find.js";
+import { postOnce } from "./lost-answers.js";
 import { metadataOf } from "./metadata.js";
 import { PostedResultSchema } from "../effect-results.js";
 
@@ -21,30 +22,33 @@ export function createThreadPoster(deps: {
   return async (request, step, text) => {
     if (request.messageTs === null) return;
     const where = { channel: request.channel, threadTs: request.messageTs };
+    const find = () =>
+      findMessage(deps.client, where, (message) => {
+        const metadata = metadataOf(message);
+        return (
+          metadata?.eventType === STEP_EVENT_TYPE &&
+          metadata.payload.request_id === request.id &&
+          metadata.payload.step === step
+        );
+      });
     try {
       await deps.effects.once(request.id, `reply_${step}`, {
         result: PostedResultSchema,
-        reconcile: () =>
-          findMessage(deps.client, where, (message) => {
-            const metadata = metadataOf(message);
-            return (
-              metadata?.eventType === STEP_EVENT_TYPE &&
-              metadata.payload.request_id === request.id &&
-              metadata.payload.step === step
-            );
-          }),
-        act: async () => {
-          const posted = await deps.client.chat.postMessage({
-            channel: where.channel,
-            thread_ts: where.threadTs,
-            text,
-            metadata: {
-              event_type: STEP_EVENT_TYPE,
-              event_payload: { request_id: request.id, step },
-            },
-          });
-          return { ts: posted.ts ?? "" };
-        },
+        reconcile: find,
+        // A lost answer is read back before the reply is posted again: it is posted once.
+        act: () =>
+          postOnce(async () => {
+            const posted = await deps.client.chat.postMessage({
+              channel: where.channel,
+              thread_ts: where.threadTs,
+              text,
+              metadata: {
+                event_type: STEP_EVENT_TYPE,
+                event_payload: { request_id: request.id, step },
+              },
+            });
+            return { ts: posted.ts ?? "" };
+          }, find),
       });
     } catch (error) {
       deps.log.warn(

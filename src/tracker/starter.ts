@@ -9,7 +9,7 @@ import type { Logger } from "../logger.js";
 import type { RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
 import { findMessage } from "../slack/find.js";
-import { answerLost } from "../slack/lost-answers.js";
+import { postOnce } from "../slack/lost-answers.js";
 import { metadataOf } from "../slack/metadata.js";
 import { renderRequest } from "../views/render.js";
 import { destroyParams } from "../destroy/params.js";
@@ -84,26 +84,6 @@ const findRequestMessage = (client: SlackClient, request: RequestRecord) =>
     },
   );
 
-/** How many times the request message is posted, each lost answer read back before the next. */
-const POST_ATTEMPTS = 3;
-
-/**
- * Posts the request message. An answer lost (Slack may have taken the post) is settled by looking
- * for the message in the channel before posting again, so that it is never posted twice.
- */
-async function postAndLook(client: SlackClient, request: RequestRecord): Promise<{ ts: string }> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await postMessage(client, request);
-    } catch (error) {
-      if (!answerLost(error)) throw error;
-      const found = await findRequestMessage(client, request);
-      if (found !== undefined) return found;
-      if (attempt === POST_ATTEMPTS) throw error;
-    }
-  }
-}
-
 async function postRequestMessage(
   deps: StarterDeps,
   request: RequestRecord,
@@ -114,7 +94,12 @@ async function postRequestMessage(
     ({ ts } = await effects.once(request.id, "post_request_message", {
       result: PostedResultSchema,
       reconcile: () => findRequestMessage(client, request),
-      act: () => postAndLook(client, request),
+      // A lost answer is read back before the message is posted again: it is posted once.
+      act: () =>
+        postOnce(
+          () => postMessage(client, request),
+          () => findRequestMessage(client, request),
+        ),
       // Ended here: a run waiting for the step (another replica's) finds it failed, and neither
       // posts nor tells the requester again.
       settle: (error) => Promise.resolve({ failed: slackErrorCode(error) ?? "error" }),

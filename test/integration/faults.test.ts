@@ -143,6 +143,27 @@ describe("Slack faults", () => {
     expect(h.gitlab.pipelines).toHaveLength(1);
   });
 
+  it.each([
+    ["a 500 after Slack took it", { afterEffect: 500 }],
+    ["a 503 before Slack took it", { status: 503 }],
+  ] as const)("a thread reply whose answer is lost (%s): in the thread once", async (_, lost) => {
+    const h = await start();
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    // The next post is the reply that calls the approvers in.
+    h.slack.failNext("chat.postMessage", lost);
+    await h.bot.tracker.tick();
+    const [request] = await h.bot.store.listActive();
+    expect(request?.status).toBe("awaiting_approval");
+    const replies = () =>
+      h.slack.messages.filter((m) => m.thread_ts === request?.messageTs && m.files === undefined);
+    await waitFor(() => (replies().length > 0 ? true : undefined), "the approvers' reply");
+    // A later pass (which finishes replies not yet posted) posts nothing more.
+    await h.bot.tracker.tick();
+    expect(replies().map((m) => m.text)).toEqual([expect.stringContaining("awaits") as string]);
+  });
+
   it("a refused request message: the requester is told, and no pipeline starts", async () => {
     const h = await start();
     h.slack.failNext("chat.postMessage", "channel_not_found");
