@@ -117,9 +117,14 @@ export async function releaseProbe(
   step: string,
   log: Logger,
 ): Promise<void> {
-  await gitlab.unlockTerraformState(name, probeId(step)).catch((error: unknown) => {
+  try {
+    // A state gone, or free, holds no lock of the reading's; and GitLab's unlock makes a missing
+    // state (`find_or_create`): releasing there would leave an empty state behind.
+    if (lockedState((await findState(gitlab, name)).state) === undefined) return;
+    await gitlab.unlockTerraformState(name, probeId(step));
+  } catch (error) {
     log.warn({ err: error, state: name }, "could not release the lock taken to read the lock");
-  });
+  }
 }
 
 /**
@@ -136,6 +141,11 @@ export async function removeLock(
   log: Logger,
 ): Promise<LockRemoval> {
   const { name, lockedAt, step } = target;
+  // Read first: GitLab's lock endpoint makes a state that is missing (deleted since the admin's
+  // check), and the reading of the ID would leave it behind, empty.
+  const seen = lockedState((await findState(gitlab, name)).state);
+  if (seen === undefined) return "gone";
+  if (seen.lockedAt !== lockedAt) return "changed";
   let lock: StateLock;
   try {
     lock = await gitlab.readTerraformStateLock(name, probeId(step));

@@ -249,4 +249,40 @@ describe("the unlock service", () => {
       detail: { state: "general", foundAfterRestart: true },
     });
   });
+
+  it("leaves no empty state behind when the state was deleted before a restart finished its unlock", async () => {
+    const w = await world();
+    const store = await stoppedBeforeUnlock(w);
+    // Unlocked and deleted in GitLab while the bot was down.
+    w.fake.unlockTerraformState(PROJECT_PATH, "general");
+    w.fake.deleteTerraformState(PROJECT_PATH, "general");
+
+    await service(w, [], { store }).unlock.resume();
+    // GitLab's lock and unlock endpoints make a missing state: neither was called.
+    expect(w.fake.terraformState(PROJECT_PATH, "general")).toBeUndefined();
+    expect(w.fake.requestsTo("POST", LOCK)).toHaveLength(0);
+    expect(w.fake.requestsTo("DELETE", LOCK)).toHaveLength(0);
+    expect(store.pendingEffects()).toEqual([]);
+  });
+
+  it("reads the state before the lock's ID: one deleted since the admin's check is not made again", async () => {
+    const w = await world();
+    const store = await stoppedBeforeUnlock(w);
+    // The restart's reconciling reads the state twice and finds the lock still there; the state is
+    // deleted just before the next read, the unlock's own.
+    const terraformStates = w.gitlab.terraformStates.bind(w.gitlab);
+    let reads = 0;
+    const seam: { terraformStates: typeof terraformStates } = w.gitlab;
+    seam.terraformStates = async () => {
+      reads += 1;
+      if (reads === 3) {
+        w.fake.unlockTerraformState(PROJECT_PATH, "general");
+        w.fake.deleteTerraformState(PROJECT_PATH, "general");
+      }
+      return terraformStates();
+    };
+    await service(w, [], { store }).unlock.resume();
+    expect(w.fake.terraformState(PROJECT_PATH, "general")).toBeUndefined();
+    expect(w.fake.requestsTo("POST", LOCK)).toHaveLength(0);
+  });
 });
