@@ -6,7 +6,10 @@ import {
   notYoursToRetry,
   retryRefusedWords,
   retryUnknownWords,
+  retryVmGoneWords,
 } from "../views/failure.js";
+import { FINAL_STATUSES } from "../requests/lifecycle.js";
+import type { RequestRecord } from "../store/store.js";
 import {
   closureFor,
   clickedRequest,
@@ -33,6 +36,12 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
     }
     if (found.requester !== user && !(await deps.access.may("approve", user))) {
       await answer(notYoursToRetry(found, deps.access.who("approve")));
+      return;
+    }
+    // The VM this request made must still be there, and not on its way out.
+    const gone = await vmGoneOrGoing(deps, found);
+    if (gone !== undefined) {
+      await answer(retryVmGoneWords(found, gone === "destroying"));
       return;
     }
     const attempt = (failure.retries ?? 0) + 1;
@@ -67,4 +76,18 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
       await answer(retryUnknownWords(found));
     }
   };
+}
+
+/** Whether the VM `request` made is gone from the inventory (or another request's now), or being destroyed. */
+async function vmGoneOrGoing(
+  deps: PlanDecisionDeps,
+  request: RequestRecord,
+): Promise<"gone" | "destroying" | undefined> {
+  const vm = await deps.store.inventory.get(request.spec.name);
+  if (vm?.status !== "live" || vm.requestId !== request.id) return "gone";
+  const requests = await deps.store.requestsForVm(request.spec.name);
+  const destroying = requests.some(
+    (other) => other.kind === "destroy" && !FINAL_STATUSES.includes(other.status),
+  );
+  return destroying ? "destroying" : undefined;
 }

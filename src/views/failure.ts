@@ -114,6 +114,18 @@ export function notYoursToRetry(request: RequestRecord, approvers: readonly stri
   return `Only <@${request.requester}>, who asked for ${escapeMrkdwn(request.spec.name)}, or an approver (${whoMay(approvers)}) can retry its configuration.`;
 }
 
+/**
+ * To a Retry configure click on a request whose VM is gone (destroyed, or made again by another
+ * request), or being destroyed: configuring it again would run Ansible at an address that is
+ * not this VM's any more.
+ */
+export function retryVmGoneWords(request: RequestRecord, destroying: boolean): string {
+  const name = escapeMrkdwn(request.spec.name);
+  return destroying
+    ? `${name} is being destroyed, so its configuration is not run again.`
+    : `${name} is no longer the VM this request made (it was destroyed, or asked for again since), so there is nothing to configure.`;
+}
+
 /** To a clicker who may not plan this request again. */
 export function notYoursToPlanAgain(request: RequestRecord): string {
   return `Only <@${request.requester}>, who asked for ${escapeMrkdwn(request.spec.name)}, can plan it again. You can ask for your own VM with /vm create.`;

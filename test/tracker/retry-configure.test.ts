@@ -9,6 +9,9 @@ import {
   type Harness,
 } from "../support/harness.js";
 
+import { askToDestroy } from "../support/destroy.js";
+import { waitFor } from "../support/wait.js";
+
 const start = harnessPerTest();
 const RETRY = /\/jobs\/\d+\/retry$/;
 
@@ -173,5 +176,31 @@ describe("Retry configure after a configure failure", () => {
       JSON.stringify(call.args.blocks).includes("GitLab did not run it again"),
     );
     expect(JSON.stringify(message().blocks)).toContain("request_retry_configure");
+  });
+
+  it("refuses to configure again a VM being destroyed, or destroyed: Ansible would run at an address that is not its own", async () => {
+    const h = await start();
+    const { requestId, message } = await configureFailed(h);
+    const created = structuredClone(message());
+    const destroy = await askToDestroy(h);
+    await click(h, created, REQUESTER, "request_retry_configure");
+    expect((await ephemeralTo(h, REQUESTER)).args.text).toBe(
+      "web-01 is being destroyed, so its configuration is not run again.",
+    );
+
+    await click(h, destroy.message(), APPROVER, "destroy_approve");
+    await waitFor(
+      () => (h.gitlab.job(destroy.pipelineId, "tf:destroy").status === "manual" ? undefined : true),
+      "the destroy job to start",
+    );
+    runUntilSettled(h, destroy.pipelineId, "tf:destroy");
+    await h.bot.tracker.tick();
+    expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
+    await click(h, created, APPROVER, "request_retry_configure");
+    expect((await ephemeralTo(h, APPROVER)).args.text).toBe(
+      "web-01 is no longer the VM this request made (it was destroyed, or asked for again since), so there is nothing to configure.",
+    );
+    expect(h.gitlab.requestsTo("POST", RETRY)).toHaveLength(0);
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
   });
 });
