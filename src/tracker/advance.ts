@@ -1,5 +1,4 @@
 import type { Clock } from "../clock.js";
-import { chosenLeaseEnd } from "../vm/lease.js";
 import { parseAnsibleOutput } from "../ansible/recap.js";
 import type { Config } from "../config.js";
 import { VmbotError } from "../errors.js";
@@ -19,6 +18,7 @@ import { recapCutWords } from "../views/log-cut.js";
 import { recapText } from "../views/recap.js";
 import { applyStoppedWords, pipelineDeletedWords } from "../views/request-notes.js";
 import { isClosed, type Closure } from "./closure.js";
+import { madeVm, vmAddress } from "./vm-made.js";
 import type { FailureRecord } from "./failure-cause.js";
 import { createJobFailure } from "./job-failure.js";
 import type { ApprovalFinisher } from "./play.js";
@@ -154,38 +154,10 @@ async function applied(step: Step, request: RequestRecord, apply: Job, configure
   );
   // The VM exists from here on, whatever configure does: into the inventory before the
   // move, so a crash between the two records it again, never misses it.
-  await step.store.inventory.record({
-    name: request.spec.name,
-    requestId: request.id,
-    owner: request.requester,
-    spec: request.spec,
-    stateName: request.stateName,
-    address: address ?? null,
-    pipelineId: request.pipelineId,
-    approvedBy: request.decision?.kind === "approved" ? request.decision.by : null,
-    // The lease chosen on the form (VM_LEASE_DEFAULT for older requests) from when Terraform
-    // made it, never past the maximum; none when leases are off.
-    leaseUntil: chosenLeaseEnd(step.config.lease, request.spec.leaseMs, step.now()),
-  });
+  await step.store.inventory.record(madeVm(step.config, request, address, step.now()));
   await step.moveAndRender(request, configures ? "configuring" : "ready", {
     ...(address === undefined ? {} : { address }),
   });
-}
-
-/** How much of `vm_ip.txt` is read. */
-const VM_IP_MAX_BYTES = 4_096;
-
-/** The VM's address from the apply job's `vm_ip.txt` artifact, when there is one. */
-async function vmAddress(step: Step, jobId: number): Promise<string | undefined> {
-  try {
-    // An address is a line: what is beyond the first few kilobytes of the file is not one.
-    const read = await step.gitlab.jobArtifact(jobId, "vm_ip.txt", VM_IP_MAX_BYTES);
-    const address = read?.text.trim().split(/\s+/)[0];
-    return address === undefined || address === "" ? undefined : address.slice(0, 64);
-  } catch (error) {
-    step.log.warn({ err: error, jobId }, "could not read vm_ip.txt");
-    return undefined;
-  }
 }
 
 /** configuring: a retry from Slack settled first, then the configure job's end. */

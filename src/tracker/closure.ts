@@ -14,6 +14,7 @@ import { destroyExpiredWords } from "../views/destroy.js";
 import { extensionExpiredWords } from "../views/extend.js";
 import { CanceledResultSchema } from "../effect-results.js";
 import { eraseEveryPlan, eraseOrSay, eraseStep, type EraseDeps } from "./plan-erase.js";
+import { madeVm, vmAddress } from "./vm-made.js";
 import {
   cancelFailedWords,
   expiredWords,
@@ -289,19 +290,22 @@ async function follow(deps: ClosureDeps, now: Clock, request: RequestRecord, job
       FINISHED.has(apply.status) &&
       (await store.effect(request.id, `reply_late_apply:${apply.id}`))
     ) {
+      const endStep = `late_apply_end:${apply.id}`;
       if (request.kind === "destroy" && apply.status === "success") {
         // Terraform destroyed the VM, approved or not: it leaves the list (before the reply,
         // so a crash between the two finds it gone and says so once).
         await store.inventory.remove(request.spec.name, request.createdAt);
+      } else if (
+        request.kind === "create" &&
+        apply.status === "success" &&
+        (await store.effect(request.id, `reply_${endStep}`))?.state !== "done"
+      ) {
+        // Terraform made the VM, approved or not: it is listed, holds its name and address, and
+        // can be destroyed with /vm destroy, as the reply says (recorded before the reply).
+        const address = await vmAddress(deps, apply.id);
+        await store.inventory.record(madeVm(deps.config, request, address, now()));
       }
-      await report(
-        deps,
-        request,
-        `late_apply_end:${apply.id}`,
-        late.ended,
-        late.endedAction,
-        apply,
-      );
+      await report(deps, request, endStep, late.ended, late.endedAction, apply);
     }
   }
   const since = Date.parse(request.decision?.at ?? request.updatedAt);

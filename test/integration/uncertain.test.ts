@@ -4,6 +4,7 @@ import {
   ADMIN,
   APPROVER,
   CHANNEL,
+  REQUESTER,
   PROJECT_PATH,
   click,
   reject,
@@ -456,6 +457,44 @@ describe("a rejected or expired plan cannot be applied", () => {
     await h.bot.tracker.tick();
     expect(threadOf(h, message())).toHaveLength(count);
     expect((await h.bot.store.effect(requestId, "watch_apply"))?.state).toBe("done");
+  }, 30_000);
+
+  it("a VM an apply played in GitLab made after Reject (its plan could not be deleted) is listed, holds its name, and can be destroyed", async () => {
+    const { h, pipelineId, requestId, message } = await planned();
+    // The token's user was made a Developer: the plan cannot be deleted.
+    h.gitlab.setRole(42, "developer");
+    await reject(h, message(), APPROVER);
+    await waitFor(
+      () =>
+        threadOf(h, message()).some((m) => m.text.includes("could not make this plan unusable"))
+          ? true
+          : undefined,
+      "the warning in the thread",
+    );
+    // A Maintainer plays the apply in GitLab (its plan still there).
+    h.gitlab.setRole(42, "maintainer");
+    h.gitlab.addUser({ username: "mallory", name: "Mallory" });
+    h.gitlab.playJob(pipelineId, "tf:apply", { as: "mallory" });
+    h.gitlab.setJobArtifact(pipelineId, "tf:apply", "vm_ip.txt", "192.168.1.50\n");
+    runUntilSettled(h, pipelineId, "tf:apply");
+    expect(h.gitlab.job(pipelineId, "tf:apply").status).toBe("success");
+    await h.bot.tracker.tick();
+    await h.bot.tracker.tick();
+    expect((await h.bot.store.getRequest(requestId))?.status).toBe("rejected");
+    expect(await h.bot.store.inventory.get("web-01")).toMatchObject({
+      requestId,
+      status: "live",
+      address: "192.168.1.50",
+      approvedBy: null,
+    });
+    expect(await audit(h, requestId)).toContainEqual(["vmbot", "apply_after_close_success"]);
+    // As the thread says, /vm destroy knows it.
+    const prompt = await h.signer.slashCommand({
+      text: "destroy web-01",
+      userId: REQUESTER,
+      channelId: CHANNEL,
+    });
+    expect(prompt.body).toContain("destroy_confirm");
   }, 30_000);
 
   it("after PLAN_TTL expiry, the same: the plan is deleted and a later apply in GitLab is posted with who played it", async () => {
