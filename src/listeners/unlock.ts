@@ -10,6 +10,8 @@ import type { Logger } from "../logger.js";
 import type { UnlockService } from "../unlock/service.js";
 import { failure, UNLOCK_USAGE, type Reply, type UnlockTarget } from "../views/unlock.js";
 import { STATE_NAME } from "../vm/state-name.js";
+import { answerLost, postOnce } from "../slack/lost-answers.js";
+import { findMessage } from "../slack/find.js";
 
 /** `/vm unlock`, Force-unlock and Cancel: each reads what Slack sent, asks the unlock service, answers. */
 
@@ -94,9 +96,23 @@ async function tellChannel(
 ): Promise<void> {
   if (where.channel !== undefined) {
     try {
-      await where.client.chat.postMessage({ channel: where.channel, ...notice });
+      const channel = where.channel;
+      const since = String(Date.now() / 1000 - 60);
+      // A lost answer is read back (the notice's words, in the last minute) before posting again.
+      await postOnce(
+        async () => ({ ts: (await where.client.chat.postMessage({ channel, ...notice })).ts }),
+        () => findMessage(where.client, { channel, oldest: since }, (m) => m.text === notice.text),
+      );
       return;
     } catch (error) {
+      // Slack may have taken it: answered in place as well, the channel would be told twice.
+      if (answerLost(error)) {
+        where.log.warn(
+          { err: error },
+          "no answer to the unlock's notice; it may be in the channel",
+        );
+        return;
+      }
       where.log.warn(
         { err: error },
         "could not post the unlock in the channel; answering in place",

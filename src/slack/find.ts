@@ -3,6 +3,7 @@ import type { webApi } from "@slack/bolt";
 /** A message as conversations.history and .replies return it, as far as vmbot reads it. */
 export interface ListedMessage {
   ts?: string;
+  text?: string;
   metadata?: unknown;
   files?: { name?: string }[];
 }

@@ -8,6 +8,7 @@ import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { Redactor } from "../redact.js";
 import type { ListedMessage } from "../slack/find.js";
+import { postOnce } from "../slack/lost-answers.js";
 import { createTextSpool, uploadSpooledText, type TextSpool } from "../slack/upload.js";
 import type { RequestRecord } from "../store/store.js";
 import type { AsyncStore } from "../store/async.js";
@@ -148,25 +149,30 @@ async function uploadPlanFile(
     const spooled = await reading.file.finish(reading.last);
     // Slack takes no empty file, and an empty log has nothing to show.
     if (spooled.bytes === 0 && !reading.truncated) return "none";
+    const shared = () =>
+      deps.findInThread(request, (message) =>
+        (message.files ?? []).some((file) => file.name === filename),
+      );
     await deps.effects.once(request.id, `upload_plan:${job.id}`, {
       result: UploadedResultSchema,
-      reconcile: () =>
-        deps.findInThread(request, (message) =>
-          (message.files ?? []).some((file) => file.name === filename),
-        ),
+      reconcile: shared,
       act: async () => {
-        await uploadSpooledText(
-          deps.client,
-          spooled,
-          {
-            channel: request.channel,
-            threadTs,
-            filename,
-            title: `Terraform plan for ${request.spec.name}`,
-            ...(reading.truncated ? { head: cut.head, tail: cut.tail } : {}),
-          },
-          deps.redact,
-        );
+        // A lost answer to the share is read back before the file is shared again.
+        await postOnce(async () => {
+          await uploadSpooledText(
+            deps.client,
+            spooled,
+            {
+              channel: request.channel,
+              threadTs,
+              filename,
+              title: `Terraform plan for ${request.spec.name}`,
+              ...(reading.truncated ? { head: cut.head, tail: cut.tail } : {}),
+            },
+            deps.redact,
+          );
+          return { ts: "" };
+        }, shared);
         await deps.store.audit({
           requestId: request.id,
           actor: "vmbot",

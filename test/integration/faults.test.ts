@@ -164,6 +164,21 @@ describe("Slack faults", () => {
     expect(replies().map((m) => m.text)).toEqual([expect.stringContaining("awaits") as string]);
   });
 
+  it("the plan file's share whose answer is lost after Slack took it: in the thread once, and the message says it is there", async () => {
+    const h = await start();
+    const pipelineId = await askForVm(h);
+    await h.bot.tracker.tick();
+    runUntilSettled(h, pipelineId, "tf:plan");
+    h.slack.failNext("files.completeUploadExternal", { afterEffect: 500 });
+    await h.bot.tracker.tick();
+    const [request] = await h.bot.store.listActive();
+    expect(request?.review?.planFile).toBe("uploaded");
+    const files = h.slack.messages.filter(
+      (m) => m.thread_ts === request?.messageTs && m.files !== undefined,
+    );
+    expect(files).toHaveLength(1);
+  });
+
   it("a refused request message: the requester is told, and no pipeline starts", async () => {
     const h = await start();
     h.slack.failNext("chat.postMessage", "channel_not_found");

@@ -1,3 +1,4 @@
+import { waitFor } from "../support/wait.js";
 import { describe, expect, it } from "vitest";
 import type { FakeMessage, ResponseUrlPost } from "../../sandbox/simulators/slack/index.js";
 import { expectWithinSlackLimits } from "../support/block-kit.js";
@@ -151,6 +152,30 @@ describe("/vm unlock", () => {
       holder: "alice",
       lockedAt: lockedAt.toISOString().replace(".000", ""),
     });
+  });
+
+  it.each([
+    ["a 500 after Slack took it", { afterEffect: 500 }],
+    ["a 503 before Slack took it", { status: 503 }],
+  ] as const)("tells the channel once when the notice's answer is lost (%s)", async (_, lost) => {
+    const { h } = await lockedProject();
+    const prompt = await unlock(h);
+    h.slack.failNext("chat.postMessage", lost);
+    await click(h, prompt, "unlock_confirm");
+    await waitFor(
+      () =>
+        h.slack.messages.some((m) => m.channel === CHANNEL && m.text.includes("force-unlocked"))
+          ? true
+          : undefined,
+      "the notice",
+    );
+    // The click is answered; then nothing more is said in the channel, here or in place.
+    await h.slack.waitForResponse((post) => String(post.body.text).includes("Unlocked"));
+    const notices = h.slack.messages.filter((m) => m.text.includes("force-unlocked"));
+    expect(notices).toHaveLength(1);
+    expect(h.slack.responses.filter((post) => post.body.response_type === "in_channel")).toEqual(
+      [],
+    );
   });
 
   it("leaves the lock when the admin cancels", async () => {
