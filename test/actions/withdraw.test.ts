@@ -115,10 +115,15 @@ describe("the requester withdraws their request", () => {
     expect(h.gitlab.job(pipelineId, "tf:plan").artifacts.size).toBeGreaterThan(0);
     await click(h, h.slack.message(CHANNEL, request.messageTs!)!, REQUESTER, "request_withdraw");
     await withdrawnShown(h);
+    // Deleted, and audited once GitLab answered.
     await waitFor(
-      () => (h.gitlab.job(pipelineId, "tf:plan").artifactsDeletedAt !== null ? true : undefined),
+      async () =>
+        (await h.bot.store.listAudit(request.id)).some((entry) => entry.action === "plan_erased")
+          ? true
+          : undefined,
       "the finished plan's artifacts to be deleted",
     );
+    expect(h.gitlab.job(pipelineId, "tf:plan").artifactsDeletedAt).not.toBeNull();
     expect((await h.bot.store.getRequest(request.id))?.review).toBeNull();
     // Someone plays the apply job in GitLab all the same: it has no plan to apply.
     h.gitlab.addUser({ username: "mallory" });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { FINAL_STATUSES } from "../../requests/lifecycle.js";
 import type { AsyncInventory, AsyncStore } from "../async.js";
 import type { LeaseExtension } from "../inventory.js";
@@ -8,13 +9,29 @@ import { bySubmission, insertRequest, type MoveJournal } from "./requests.js";
 /**
  * The writes that race over one VM, on PostgreSQL (see ../sqlite-guarded.ts). A destroy request
  * and an extension's move of the lease take the VM's row (`FOR UPDATE`) before their check; a
- * create request, whose name and address may have no row yet, takes an advisory lock that every
- * create request's write takes. So on any replicas they are made one after the other, each seeing
- * the one before (a statement's snapshot, under READ COMMITTED, is taken after the lock is held).
+ * create request, whose name and address may have no row yet, takes the advisory locks of its
+ * name and of its address, which every create request's write for either takes. So on any
+ * replicas they are made one after the other, each seeing the one before (a statement's snapshot,
+ * under READ COMMITTED, is taken after the lock is held).
  */
 
-/** The advisory lock every create request's write takes. (Any fixed 64-bit number, vmbot's own.) */
-const HOLD_LOCK = 0x766d626f74_02n;
+/** The advisory locks' first key, vmbot's own ("vmb"): the second names a VM name or address. */
+const HOLD_LOCKS = 0x766d62;
+
+/** A name's or an address's advisory lock key: the first 32 bits of its SHA-256. */
+const holdKey = (what: string) => createHash("sha256").update(what).digest().readInt32BE(0);
+
+/**
+ * Takes the advisory locks of the guard's name and address, in the order of their keys (so that
+ * two writes each waiting for the other's cannot be), held until the transaction ends. Writes for
+ * other names and addresses take other locks, and go on side by side.
+ */
+async function lockHolds(client: Queryable, guard: HoldGuard): Promise<void> {
+  const keys = [...new Set([holdKey(`name:${guard.name}`), holdKey(`ip:${guard.address}`)])];
+  for (const key of keys.sort((a, b) => a - b)) {
+    await client.query("SELECT pg_advisory_xact_lock($1, $2)", [HOLD_LOCKS, key]);
+  }
+}
 
 /** The VM's status and lease, its row held for the transaction; undefined when there is none. */
 async function heldVm(client: Queryable, name: string) {
@@ -59,7 +76,7 @@ export function createPostgresVmRequest(
   return (request, guard, audit) =>
     guardWrite("record a new request", () =>
       pool.transaction(async (client) => {
-        await client.query("SELECT pg_advisory_xact_lock($1)", [HOLD_LOCK.toString()]);
+        await lockHolds(client, guard);
         const existing = await bySubmission(client, request.submissionKey);
         if (existing !== undefined) return { request: existing, created: false };
         if (await held(client, guard)) return undefined;
