@@ -13,7 +13,7 @@ import type { RequestStarter } from "../tracker/starter.js";
 import type { RequestTurns } from "../slack/after-ack.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
-import { checkRequest } from "../policy/request-check.js";
+import { checkRequest, POLICY_CHECK_BUDGET_MS } from "../policy/request-check.js";
 import { findHeldConflicts, holdGuard } from "../vm/conflicts.js";
 import { HELD_MEANWHILE_WORDS, ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 import { leaseChoiceWords } from "../views/create-modal.js";
@@ -108,8 +108,6 @@ export interface CreateSubmitDeps {
 
 /** How long a submission waits for Proxmox's node list (it is usually cached from the form). */
 const NODE_CHECK_BUDGET_MS = 1_500;
-/** How long a submission waits for the policy check (user groups are usually cached by then). */
-const POLICY_CHECK_BUDGET_MS = 1_000;
 
 /**
  * The nodes a submission may name: VM_NODES, and the nodes Proxmox reports online (the form

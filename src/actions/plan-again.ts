@@ -8,6 +8,7 @@ import {
   plannedFromNote,
 } from "../views/failure.js";
 import { notRequesterWords } from "../views/refusals.js";
+import { checkRequest, POLICY_CHECK_BUDGET_MS } from "../policy/request-check.js";
 import { HELD_MEANWHILE_WORDS, ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 import { findHeldConflicts, holdGuard, type Conflicts } from "../vm/conflicts.js";
 import type { RequestRecord } from "../store/store.js";
@@ -48,8 +49,19 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
       await answer(notRequesterWords(deps.access.who("create")));
       return;
     }
+    // The policy or the quotas may refuse now what they let through then (a request whose plan
+    // failed holds nothing of the quota meanwhile), as they would a form.
+    const again = await deps.store.findBySubmission(`again:${found.id}`);
+    const verdict =
+      again === undefined
+        ? await checkRequest(deps, found.requester, found.spec, POLICY_CHECK_BUDGET_MS)
+        : undefined;
+    if (verdict?.ok === false) {
+      await answer(`${Object.values(verdict.errors).join(" ")} Nothing was started.`);
+      return;
+    }
     // The name or the address may have been taken meanwhile (not by a plan of this one's).
-    const written = await writeAgain(deps, found, user);
+    const written = await writeAgain(deps, found, user, verdict?.decision.rule);
     if ("taken" in written) {
       await answer(written.taken + " Ask again with /vm create.");
       return;
@@ -98,7 +110,12 @@ function takenWords(spec: RequestRecord["spec"], taken: Conflicts): string | und
  * The new request, written once with the check that nothing holds its name or address (and who
  * planned it again, in the same write); or what holds them.
  */
-async function writeAgain(deps: PlanAgainDeps, found: RequestRecord, user: string) {
+async function writeAgain(
+  deps: PlanAgainDeps,
+  found: RequestRecord,
+  user: string,
+  rule: string | undefined,
+) {
   const write = () =>
     deps.store.createVmRequest(
       {
@@ -112,7 +129,11 @@ async function writeAgain(deps: PlanAgainDeps, found: RequestRecord, user: strin
       {
         actor: user,
         action: "requested",
-        detail: { spec: found.spec, plannedAgainFrom: found.id },
+        detail: {
+          spec: found.spec,
+          plannedAgainFrom: found.id,
+          ...(rule === undefined ? {} : { rule }),
+        },
       },
     );
   // Twice at most: what held the name or address may have let it go before it could be said.

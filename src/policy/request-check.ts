@@ -13,6 +13,9 @@ import { askOf, quotaStateOf } from "./usage.js";
  * or started: the refusal goes under the field it is about.
  */
 
+/** How long a request waits for the policy check (user groups are usually cached by then). */
+export const POLICY_CHECK_BUDGET_MS = 1_000;
+
 export type RequestVerdict =
   | { ok: true; decision: PolicyDecision }
   | { ok: false; errors: Partial<Record<CreateField, string>> };

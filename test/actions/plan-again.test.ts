@@ -1,6 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
 import { syntheticLockError } from "../../sandbox/simulators/gitlab/traces.js";
 import {
+  ADMIN,
+  APPROVER,
   CHANNEL,
   REQUESTER,
   askForVm,
@@ -98,4 +103,44 @@ describe("a plan that fails on a held state lock", () => {
     expect(h.gitlab.pipelines).toHaveLength(pipelines);
     expect((await h.bot.store.getRequest(requestId))?.failure?.again).toBeUndefined();
   });
+
+  it("refuses Plan again that the policy's quota refuses now, as it would a form, and starts nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "vmbot-plan-again-"));
+    dirs.push(dir);
+    const policy = join(dir, "policy.yaml");
+    writeFileSync(
+      policy,
+      [
+        "version: 1",
+        "groups:",
+        `  devs: [${REQUESTER}]`,
+        `  ops: [${APPROVER}, ${ADMIN}]`,
+        "roles:",
+        "  requesters: [devs]",
+        "  approvers: [ops]",
+        "  admins: [ops]",
+        "quotas:",
+        "  - group: devs",
+        "    max: { vms: 2 }",
+        "",
+      ].join("\n"),
+    );
+    const h = await start({ env: { VMBOT_POLICY: policy } });
+    const { message } = await lockedPlan(h);
+    // Its plan failed: it holds nothing of the quota, which two more requests fill meanwhile.
+    await askForVm(h, "web-02");
+    await askForVm(h, "web-03");
+    const pipelines = h.gitlab.pipelines.length;
+    await click(h, message(), REQUESTER, "request_plan_again");
+    expect((await ephemeralTo(h, REQUESTER)).args.text).toMatch(
+      /^Over quota: you may hold at most 2 VMs in all, .* Nothing was started\.$/,
+    );
+    expect(h.gitlab.pipelines).toHaveLength(pipelines);
+    expect(await h.bot.store.listActive()).toHaveLength(2);
+  });
+});
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
