@@ -9,6 +9,10 @@
  * and enforces the rules that bite in production: trigger_id lifetime and single
  * use, Block Kit limits, view hashes.
  *
+ * Faults: `failNext(method, failure)` answers the next call with a platform error or an HTTP
+ * status, Slack having done nothing; with `{ afterEffect }` the call is done and its answer lost
+ * (the connection reset, or a 5xx from Slack's edge), as a client that repeats it would post twice.
+ *
  * Where Slack's documentation lists the error for a situation, that error is used.
  * Views with invalid blocks are refused with `invalid_arguments` (the views.*
  * methods do not document `invalid_blocks`); messages with `invalid_blocks`.
