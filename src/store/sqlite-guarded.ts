@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { FINAL_STATUSES } from "../requests/lifecycle.js";
 import { guardWrite } from "./sqlite-checks.js";
 import type { Inventory, LeaseExtension } from "./inventory.js";
-import type { Store } from "./store.js";
+import type { AuditEntry, DestroyGuard, HoldGuard, NewRequest, Store } from "./store.js";
 
 type RequestWrites = Pick<Store, "createRequest" | "findBySubmission">;
 
@@ -19,22 +19,37 @@ type RequestWrites = Pick<Store, "createRequest" | "findBySubmission">;
 
 const IN_FLIGHT = `status NOT IN (${FINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
 
+/**
+ * A new request written in one transaction with its check: the request made for the same
+ * submission is returned as it is, whatever the check would say; else it is written when `free`
+ * says nothing stands in its way, and undefined, changing nothing, when something does.
+ */
+function guardedCreate<G>(
+  db: Database.Database,
+  requests: RequestWrites,
+  free: (guard: G) => boolean,
+) {
+  return (request: NewRequest, guard: G, audit?: Omit<AuditEntry, "requestId">) =>
+    guardWrite("record a new request", () =>
+      db.transaction(() => {
+        const existing = requests.findBySubmission(request.submissionKey);
+        if (existing !== undefined) return { request: existing, created: false };
+        return free(guard) ? requests.createRequest(request, audit) : undefined;
+      })(),
+    );
+}
+
 export function createSqliteVmRequest(
   db: Database.Database,
   requests: RequestWrites & Pick<Store, "findHolding">,
   inventory: Pick<Inventory, "holding">,
 ): Store["createVmRequest"] {
-  return (request, guard, audit) =>
-    guardWrite("record a new request", () =>
-      db.transaction(() => {
-        const existing = requests.findBySubmission(request.submissionKey);
-        if (existing !== undefined) return { request: existing, created: false };
-        const vm = { name: guard.name, address: guard.address };
-        if (inventory.holding(vm).length > 0) return undefined;
-        if (requests.findHolding(guard.statuses, vm).length > 0) return undefined;
-        return requests.createRequest(request, audit);
-      })(),
+  return guardedCreate(db, requests, (guard: HoldGuard) => {
+    const vm = { name: guard.name, address: guard.address };
+    return (
+      inventory.holding(vm).length === 0 && requests.findHolding(guard.statuses, vm).length === 0
     );
+  });
 }
 
 export function createSqliteDestroyRequest(
@@ -48,16 +63,12 @@ export function createSqliteDestroyRequest(
         SELECT 1 FROM requests
         WHERE json_extract(spec, '$.name') = @name
           AND ${IN_FLIGHT})`);
-  return (request, guard, audit) =>
-    guardWrite("record a new request", () =>
-      db.transaction(() => {
-        const existing = requests.findBySubmission(request.submissionKey);
-        if (existing !== undefined) return { request: existing, created: false };
-        const free = selectFree.get({ name: guard.name, leaseUntil: guard.leaseUntil ?? null });
-        if (free === undefined) return undefined;
-        return requests.createRequest(request, audit);
-      })(),
-    );
+  return guardedCreate(
+    db,
+    requests,
+    (guard: DestroyGuard) =>
+      selectFree.get({ name: guard.name, leaseUntil: guard.leaseUntil ?? null }) !== undefined,
+  );
 }
 
 export function createSqliteExtendLease(db: Database.Database): Inventory["extendLease"] {

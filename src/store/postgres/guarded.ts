@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { FINAL_STATUSES } from "../../requests/lifecycle.js";
 import type { AsyncInventory, AsyncStore } from "../async.js";
 import type { LeaseExtension } from "../inventory.js";
-import type { HoldGuard } from "../store.js";
+import type { AuditEntry, DestroyGuard, HoldGuard, NewRequest } from "../store.js";
 import { guardWrite, type Queryable, type Runner } from "./pool.js";
 import { bySubmission, insertRequest, type MoveJournal } from "./requests.js";
 
@@ -68,22 +68,40 @@ async function held(client: Queryable, guard: HoldGuard): Promise<boolean> {
   return rows.length > 0;
 }
 
+/**
+ * A new request written in one transaction with its check: `lock` first takes what the check
+ * reads (so that a write for the same thing waits for this one), then the request made for the
+ * same submission is returned as it is, whatever the check would say; else it is written when
+ * `free` says nothing stands in its way, and undefined, changing nothing, when something does.
+ */
+function guardedCreate<G, L>(
+  pool: Runner,
+  clock: () => Date,
+  journal: MoveJournal,
+  lock: (client: Queryable, guard: G) => Promise<L>,
+  free: (client: Queryable, guard: G, locked: L) => Promise<boolean>,
+) {
+  return (request: NewRequest, guard: G, audit?: Omit<AuditEntry, "requestId">) =>
+    guardWrite("record a new request", () =>
+      pool.transaction(async (client) => {
+        const locked = await lock(client, guard);
+        const existing = await bySubmission(client, request.submissionKey);
+        if (existing !== undefined) return { request: existing, created: false };
+        if (!(await free(client, guard, locked))) return undefined;
+        const inserted = await insertRequest(client, clock, journal, request, audit);
+        return inserted === undefined ? undefined : { request: inserted, created: true };
+      }),
+    );
+}
+
 export function createPostgresVmRequest(
   pool: Runner,
   clock: () => Date,
   journal: MoveJournal,
 ): AsyncStore["createVmRequest"] {
-  return (request, guard, audit) =>
-    guardWrite("record a new request", () =>
-      pool.transaction(async (client) => {
-        await lockHolds(client, guard);
-        const existing = await bySubmission(client, request.submissionKey);
-        if (existing !== undefined) return { request: existing, created: false };
-        if (await held(client, guard)) return undefined;
-        const inserted = await insertRequest(client, clock, journal, request, audit);
-        return inserted === undefined ? undefined : { request: inserted, created: true };
-      }),
-    );
+  return guardedCreate(pool, clock, journal, lockHolds, async (client, guard: HoldGuard) => {
+    return !(await held(client, guard));
+  });
 }
 
 export function createPostgresDestroyRequest(
@@ -91,19 +109,16 @@ export function createPostgresDestroyRequest(
   clock: () => Date,
   journal: MoveJournal,
 ): AsyncStore["createDestroyRequest"] {
-  return (request, guard, audit) =>
-    guardWrite("record a new request", () =>
-      pool.transaction(async (client) => {
-        const vm = await heldVm(client, guard.name);
-        const existing = await bySubmission(client, request.submissionKey);
-        if (existing !== undefined) return { request: existing, created: false };
-        if (vm?.status !== "live") return undefined;
-        if (guard.leaseUntil !== undefined && vm.lease_until !== guard.leaseUntil) return undefined;
-        if (await inFlight(client, guard.name)) return undefined;
-        const inserted = await insertRequest(client, clock, journal, request, audit);
-        return inserted === undefined ? undefined : { request: inserted, created: true };
-      }),
-    );
+  return guardedCreate(
+    pool,
+    clock,
+    journal,
+    (client, guard: DestroyGuard) => heldVm(client, guard.name),
+    async (client, guard, vm) =>
+      vm?.status === "live" &&
+      (guard.leaseUntil === undefined || vm.lease_until === guard.leaseUntil) &&
+      !(await inFlight(client, guard.name)),
+  );
 }
 
 export function createPostgresExtendLease(pool: Runner): AsyncInventory["extendLease"] {
