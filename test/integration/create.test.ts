@@ -5,20 +5,17 @@ import { DEFAULT_PIPELINE, VM_PIPELINE_INPUTS } from "../../sandbox/simulators/g
 import { stateValuesFor } from "../../sandbox/simulators/slack/signer.js";
 import type { FakeView } from "../../sandbox/simulators/slack/index.js";
 import {
-  APPROVER,
   CHANNEL,
   PLATFORM_INPUTS,
   REQUESTER,
-  click,
   harnessPerTest,
-  planRequest,
-  runUntilSettled,
   type Harness,
   type HarnessOptions,
 } from "../support/harness.js";
 import { moveToAsync } from "../support/lifecycle.js";
 import { waitFor } from "../support/wait.js";
 import { openCreateForm, sendCreateForm } from "../support/create-form.js";
+import { configureFailed } from "../support/destroy.js";
 import { webApi } from "@slack/bolt";
 import { slackClientOptions } from "../../src/app.js";
 import { createEffects } from "../../src/effects.js";
@@ -234,18 +231,7 @@ describe("/vm create", () => {
 
   it("keeps a VM whose configuring failed holding its name and address: the VM exists", async () => {
     const h = await start();
-    const { pipelineId, requestId, message } = await planRequest(h);
-    await click(h, message(), APPROVER, "plan_approve");
-    await waitFor(
-      () => (h.gitlab.job(pipelineId, "tf:apply").status === "manual" ? undefined : true),
-      "the apply job to start",
-    );
-    h.gitlab.failJob(pipelineId, "ansible:configure");
-    runUntilSettled(h, pipelineId, "tf:apply");
-    await h.bot.tracker.tick();
-    runUntilSettled(h, pipelineId, "ansible:configure");
-    await h.bot.tracker.tick();
-    expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
+    const { requestId } = await configureFailed(h);
     const refused = await submit(h, await openCreateForm(h, "web-01"));
     const errors = (refused.json as { errors?: Record<string, string> }).errors;
     expect(errors?.vm_name).toBe(

@@ -43,6 +43,23 @@ export async function makeVm(h: Harness): Promise<number> {
   return pipelineId;
 }
 
+/** A request approved and applied whose configure job failed: the VM exists. */
+export async function configureFailed(h: Harness) {
+  const planned = await planRequest(h);
+  const { pipelineId, requestId, message } = planned;
+  await click(h, message(), APPROVER, "plan_approve");
+  await h.slack.waitFor("chat.update", (call) =>
+    JSON.stringify(call.args.blocks).includes("Approved by"),
+  );
+  runUntilSettled(h, pipelineId, "tf:apply");
+  await h.bot.tracker.tick();
+  h.gitlab.failJob(pipelineId, "ansible:configure", "script_failure");
+  runUntilSettled(h, pipelineId, "ansible:configure");
+  await h.bot.tracker.tick();
+  expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
+  return planned;
+}
+
 /**
  * `/vm destroy web-01` by `userId`, confirmed, its pipeline run to the approval: the pipeline,
  * the request's ID and its message (read afresh).

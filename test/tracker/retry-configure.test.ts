@@ -4,12 +4,11 @@ import {
   REQUESTER,
   click,
   harnessPerTest,
-  planRequest,
   runUntilSettled,
   type Harness,
 } from "../support/harness.js";
 
-import { askToDestroy } from "../support/destroy.js";
+import { askToDestroy, configureFailed } from "../support/destroy.js";
 import { waitFor } from "../support/wait.js";
 
 const start = harnessPerTest();
@@ -17,23 +16,6 @@ const RETRY = /\/jobs\/\d+\/retry$/;
 
 const ephemeralTo = (h: Harness, user: string) =>
   h.slack.waitFor("chat.postEphemeral", (call) => call.args.user === user);
-
-/** A request approved and applied whose configure job failed: the VM exists. */
-async function configureFailed(h: Harness) {
-  const planned = await planRequest(h);
-  const { pipelineId, requestId, message } = planned;
-  await click(h, message(), APPROVER, "plan_approve");
-  await h.slack.waitFor("chat.update", (call) =>
-    JSON.stringify(call.args.blocks).includes("Approved by"),
-  );
-  runUntilSettled(h, pipelineId, "tf:apply");
-  await h.bot.tracker.tick();
-  h.gitlab.failJob(pipelineId, "ansible:configure", "script_failure");
-  runUntilSettled(h, pipelineId, "ansible:configure");
-  await h.bot.tracker.tick();
-  expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
-  return planned;
-}
 
 const audit = async (h: Harness, requestId: string) =>
   (await h.bot.store.listAudit(requestId)).map((entry) => [entry.actor, entry.action]);
