@@ -109,18 +109,19 @@ function sameInstant(created: string | null, lockedAt: string): boolean {
 /**
  * Releases a lock the step's own reading took (a free state), if it holds the state still; a
  * lock of another ID is left, and a failure only logged: the reading's lock then stays until a
- * restart's recovery or an admin's unlock.
+ * restart's recovery or an admin's unlock. `locked`: the caller has just read the state locked.
  */
 export async function releaseProbe(
   gitlab: StatesPort,
   name: string,
   step: string,
   log: Logger,
+  locked = false,
 ): Promise<void> {
   try {
     // A state gone, or free, holds no lock of the reading's; and GitLab's unlock makes a missing
     // state (`find_or_create`): releasing there would leave an empty state behind.
-    if (lockedState((await findState(gitlab, name)).state) === undefined) return;
+    if (!locked && lockedState((await findState(gitlab, name)).state) === undefined) return;
     await gitlab.unlockTerraformState(name, probeId(step));
   } catch (error) {
     log.warn({ err: error, state: name }, "could not release the lock taken to read the lock");

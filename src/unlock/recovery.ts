@@ -101,10 +101,12 @@ async function resumeOne(
     .once<UnlockedResult>(effect.subject, effect.step, {
       result: UnlockedResultSchema,
       reconcile: async () => {
-        // The crash may have come while the reading of the lock's ID held the state.
-        await releaseProbe(deps.gitlab, name, effect.step, log);
         const current = lockedState((await findState(deps.gitlab, name)).state);
-        return current?.lockedAt === lockedAt ? undefined : { gone: true };
+        if (current?.lockedAt === lockedAt) return undefined;
+        // Gone, or another lock: perhaps the reading of the lock's ID held the state when the
+        // crash came, which is given back (a lock of another ID is left).
+        if (current !== undefined) await releaseProbe(deps.gitlab, name, effect.step, log, true);
+        return { gone: true };
       },
       act: async () =>
         removalResult(await removeLock(deps.gitlab, { name, lockedAt, step: effect.step }, log)),

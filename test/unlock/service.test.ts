@@ -268,14 +268,14 @@ describe("the unlock service", () => {
   it("reads the state before the lock's ID: one deleted since the admin's check is not made again", async () => {
     const w = await world();
     const store = await stoppedBeforeUnlock(w);
-    // The restart's reconciling reads the state twice and finds the lock still there; the state is
+    // The restart's reconciling reads the state and finds the lock still there; the state is
     // deleted just before the next read, the unlock's own.
     const terraformStates = w.gitlab.terraformStates.bind(w.gitlab);
     let reads = 0;
     const seam: { terraformStates: typeof terraformStates } = w.gitlab;
     seam.terraformStates = async () => {
       reads += 1;
-      if (reads === 3) {
+      if (reads === 2) {
         w.fake.unlockTerraformState(PROJECT_PATH, "general");
         w.fake.deleteTerraformState(PROJECT_PATH, "general");
       }
