@@ -9,12 +9,14 @@ import { CREATE_FIELDS, CREATE_LEASE_FIELD } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { within, type NodeDirectory } from "../proxmox/directory.js";
 import type { AsyncStore } from "../store/async.js";
+import type { HoldGuard, QuotaGuard } from "../store/store.js";
 import type { RequestStarter } from "../tracker/starter.js";
 import type { RequestTurns } from "../slack/after-ack.js";
 import { storeWriteFailure } from "./store-failure.js";
 import { validateVmForm, type VmFormValues, type VmSpec } from "../vm/spec.js";
 import { checkRequest, POLICY_CHECK_BUDGET_MS } from "../policy/request-check.js";
-import { findHeldConflicts, holdGuard } from "../vm/conflicts.js";
+import { findHeldConflicts } from "../vm/conflicts.js";
+import { writeHeld } from "./held-write.js";
 import { HELD_MEANWHILE_WORDS, ipTakenWords, nameTakenWords } from "../views/conflicts.js";
 import { leaseChoiceWords } from "../views/create-modal.js";
 import {
@@ -152,6 +154,8 @@ interface Checked {
   notes: string[];
   channel: string;
   rule: string;
+  /** The quotas the request fits, checked again in its write. */
+  quota?: QuotaGuard;
 }
 
 /**
@@ -221,7 +225,8 @@ async function checkSubmission(
   // Inside what the policy lets this person ask for, and inside their quotas: else on the field.
   const verdict = await checkRequest(deps, userId, valid.spec, POLICY_CHECK_BUDGET_MS);
   if (!verdict.ok) return { errors: fieldErrors(verdict.errors) };
-  return { ...valid, channel: metadata.data.channel, rule: verdict.decision.rule };
+  const { quota } = verdict;
+  return { ...valid, channel: metadata.data.channel, rule: verdict.decision.rule, quota };
 }
 
 /** The form's spec once its fields are valid and its node online; else the errors to show. */
@@ -288,8 +293,9 @@ function accessErrors(decision: AccessDecision, log: Logger): FieldErrors | unde
 
 /**
  * Records the request once per form, in one write with the check that nothing holds its name or
- * address: another request written since the form was checked is answered on the field, as the
- * check would have. A store that cannot take the write gives the errors.
+ * address and that it still fits its quotas: another request written since the form was checked
+ * is answered on the field, as the check would have. A store that cannot take the write gives the
+ * errors.
  */
 async function storeRequest(
   deps: CreateSubmitDeps,
@@ -299,7 +305,7 @@ async function storeRequest(
   log: Logger,
 ): Promise<Awaited<ReturnType<AsyncStore["createRequest"]>> | { errors: FieldErrors }> {
   // The request and who asked for it, under which rule, in one write.
-  const write = () =>
+  const write = (guard: HoldGuard) =>
     deps.store.createVmRequest(
       {
         requester: userId,
@@ -309,20 +315,24 @@ async function storeRequest(
         submissionKey: `view:${view.id}`,
         stateName: stateNameFor(deps.config.stateNameTemplate, checked.spec.name),
       },
-      holdGuard(checked.spec),
+      guard,
       { actor: userId, action: "requested", detail: { spec: checked.spec, rule: checked.rule } },
     );
   try {
-    // Twice at most: what held the name or address may have let it go before it could be said.
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      const stored = await write();
-      if (stored !== undefined) return stored;
-      const taken = await conflictErrors(deps, view, checked.spec, log);
-      if (taken !== undefined) return { errors: taken };
+    const stored = await writeHeld({
+      spec: checked.spec,
+      quota: checked.quota,
+      write,
+      taken: () => conflictErrors(deps, view, checked.spec, log),
+      recheck: () => checkRequest(deps, userId, checked.spec, POLICY_CHECK_BUDGET_MS),
+      overQuota: fieldErrors,
+    });
+    if (stored === undefined) {
+      return {
+        errors: { [CREATE_FIELDS.name]: `${HELD_MEANWHILE_WORDS} Please press Create again.` },
+      };
     }
-    return {
-      errors: { [CREATE_FIELDS.name]: `${HELD_MEANWHILE_WORDS} Please press Create again.` },
-    };
+    return "refused" in stored ? { errors: stored.refused } : stored;
   } catch (error) {
     if (storeWriteFailure(error) === undefined) throw error;
     log.error({ err: error }, "could not record the request: the store refused the write");

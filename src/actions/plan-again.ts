@@ -8,10 +8,15 @@ import {
   plannedFromNote,
 } from "../views/failure.js";
 import { notRequesterWords } from "../views/refusals.js";
-import { checkRequest, POLICY_CHECK_BUDGET_MS } from "../policy/request-check.js";
+import {
+  checkRequest,
+  POLICY_CHECK_BUDGET_MS,
+  type RequestVerdict,
+} from "../policy/request-check.js";
 import { HELD_MEANWHILE_WORDS, ipTakenWords, nameTakenWords } from "../views/conflicts.js";
-import { findHeldConflicts, holdGuard, type Conflicts } from "../vm/conflicts.js";
-import type { RequestRecord } from "../store/store.js";
+import { findHeldConflicts, type Conflicts } from "../vm/conflicts.js";
+import type { HoldGuard, RequestRecord } from "../store/store.js";
+import { writeHeld } from "./held-write.js";
 import {
   closureFor,
   clickedRequest,
@@ -61,7 +66,7 @@ export function createPlanAgainAction(deps: PlanAgainDeps) {
       return;
     }
     // The name or the address may have been taken meanwhile (not by a plan of this one's).
-    const written = await writeAgain(deps, found, user, verdict?.decision.rule);
+    const written = await writeAgain(deps, found, user, verdict);
     if ("taken" in written) {
       await answer(written.taken + " Ask again with /vm create.");
       return;
@@ -107,41 +112,43 @@ function takenWords(spec: RequestRecord["spec"], taken: Conflicts): string | und
 }
 
 /**
- * The new request, written once with the check that nothing holds its name or address (and who
- * planned it again, in the same write); or what holds them.
+ * The new request, written once with the check that nothing holds its name or address and that
+ * it still fits its quotas (and who planned it again, in the same write); or what is in the way.
  */
 async function writeAgain(
   deps: PlanAgainDeps,
   found: RequestRecord,
   user: string,
-  rule: string | undefined,
+  verdict: Extract<RequestVerdict, { ok: true }> | undefined,
 ) {
-  const write = () =>
-    deps.store.createVmRequest(
-      {
-        requester: found.requester,
-        spec: found.spec,
-        notes: [plannedFromNote(found)],
-        channel: found.channel,
-        submissionKey: `again:${found.id}`,
-      },
-      holdGuard(found.spec),
-      {
-        actor: user,
-        action: "requested",
-        detail: {
+  const rule = verdict?.decision.rule;
+  const written = await writeHeld({
+    spec: found.spec,
+    quota: verdict?.quota,
+    write: (guard: HoldGuard) =>
+      deps.store.createVmRequest(
+        {
+          requester: found.requester,
           spec: found.spec,
-          plannedAgainFrom: found.id,
-          ...(rule === undefined ? {} : { rule }),
+          notes: [plannedFromNote(found)],
+          channel: found.channel,
+          submissionKey: `again:${found.id}`,
         },
-      },
-    );
-  // Twice at most: what held the name or address may have let it go before it could be said.
-  for (let attempt = 0; attempt < 2; attempt += 1) {
-    const written = await write();
-    if (written !== undefined) return written;
-    const taken = takenWords(found.spec, await findHeldConflicts(deps.store, found.spec));
-    if (taken !== undefined) return { taken };
-  }
-  return { taken: HELD_MEANWHILE_WORDS };
+        guard,
+        {
+          actor: user,
+          action: "requested",
+          detail: {
+            spec: found.spec,
+            plannedAgainFrom: found.id,
+            ...(rule === undefined ? {} : { rule }),
+          },
+        },
+      ),
+    taken: async () => takenWords(found.spec, await findHeldConflicts(deps.store, found.spec)),
+    recheck: () => checkRequest(deps, found.requester, found.spec, POLICY_CHECK_BUDGET_MS),
+    overQuota: (errors: Partial<Record<string, string>>) => Object.values(errors).join(" "),
+  });
+  if (written === undefined) return { taken: HELD_MEANWHILE_WORDS };
+  return "refused" in written ? { taken: written.refused } : written;
 }

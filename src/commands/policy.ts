@@ -2,7 +2,7 @@ import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt"
 import type { Access } from "../access.js";
 import type { Logger } from "../logger.js";
 import { within } from "../proxmox/directory.js";
-import { quotaStateOf } from "../policy/usage.js";
+import { quotaUse } from "../policy/usage.js";
 import type { AsyncStore } from "../store/async.js";
 import { policyText } from "../views/policy.js";
 
@@ -24,7 +24,7 @@ export function createPolicyCommand(deps: PolicyCommandDeps) {
         const groupsOf = (user: string) => deps.access.groupsOf(user);
         const [groups, quota] = await Promise.all([
           groupsOf(person),
-          quotaStateOf(deps.store, policy, person, groupsOf),
+          quotaUse(deps.store, policy, person, groupsOf),
         ]);
         const [mayRequest, admin] = await Promise.all([
           deps.access.may("create", person),

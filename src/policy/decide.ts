@@ -89,7 +89,8 @@ export interface PolicyDecision {
   field?: DecisionField;
 }
 
-const inGroups = (names: readonly string[] | undefined, groups: readonly string[]) =>
+/** Whether one of `groups` is among `names`: `everyone` takes in anybody, as does no list. */
+export const inGroups = (names: readonly string[] | undefined, groups: readonly string[]) =>
   names === undefined || names.some((name) => name === "everyone" || groups.includes(name));
 
 const roleGroups = (policy: PolicyFile, role: Role) =>

@@ -3,10 +3,11 @@ import type { CreateField } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { within } from "../proxmox/directory.js";
 import type { AsyncStore } from "../store/async.js";
+import type { QuotaGuard } from "../store/store.js";
 import type { VmSpec } from "../vm/spec.js";
 import { policyLateWords } from "../views/policy-words.js";
 import type { PolicyDecision } from "./decide.js";
-import { askOf, quotaStateOf } from "./usage.js";
+import { askOf, quotaGuardOf, quotaInputs, quotaStateOf } from "./usage.js";
 
 /**
  * A create form's request checked against the policy and the quotas before anything is stored
@@ -17,7 +18,7 @@ import { askOf, quotaStateOf } from "./usage.js";
 export const POLICY_CHECK_BUDGET_MS = 1_000;
 
 export type RequestVerdict =
-  | { ok: true; decision: PolicyDecision }
+  | { ok: true; decision: PolicyDecision; quota?: QuotaGuard }
   | { ok: false; errors: Partial<Record<CreateField, string>> };
 
 export async function checkRequest(
@@ -32,10 +33,19 @@ export async function checkRequest(
       const policy = access.policy();
       // With no quota in the policy, what people hold decides nothing: it is not added up.
       if (policy.quotas.length === 0) {
-        return access.check({ person, action: "create", request: askOf(spec) });
+        const decision = await access.check({ person, action: "create", request: askOf(spec) });
+        return { decision, guard: undefined };
       }
-      const quota = await quotaStateOf(deps.store, policy, person, (user) => access.groupsOf(user));
-      return access.check({ person, action: "create", request: askOf(spec), quota });
+      const groupsOf = (user: string) => access.groupsOf(user);
+      const { held, groups } = await quotaInputs(deps.store, policy, person, groupsOf);
+      const quota = quotaStateOf(held, policy, person, groups);
+      const decision = await access.check({
+        person,
+        action: "create",
+        request: askOf(spec),
+        quota,
+      });
+      return { decision, guard: quotaGuardOf(policy, person, spec, groups) };
     })(),
     budgetMs,
   );
@@ -43,7 +53,11 @@ export async function checkRequest(
     deps.log.warn("the policy check of a create form did not finish in time");
     return { ok: false, errors: { name: policyLateWords } };
   }
-  if (decided.allowed) return { ok: true, decision: decided };
-  deps.log.info({ rule: decided.rule, field: decided.field }, "create form refused by the policy");
-  return { ok: false, errors: { [decided.field ?? "name"]: decided.reason } };
+  const { decision, guard } = decided;
+  if (decision.allowed) return { ok: true, decision, ...(guard ? { quota: guard } : {}) };
+  deps.log.info(
+    { rule: decision.rule, field: decision.field },
+    "create form refused by the policy",
+  );
+  return { ok: false, errors: { [decision.field ?? "name"]: decision.reason } };
 }

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { FINAL_STATUSES } from "../requests/lifecycle.js";
+import { holdingsOf } from "./holdings.js";
 import { guardWrite } from "./sqlite-checks.js";
 import type { Inventory, LeaseExtension } from "./inventory.js";
 import type { AuditEntry, DestroyGuard, HoldGuard, NewRequest, Store } from "./store.js";
@@ -9,12 +10,13 @@ type RequestWrites = Pick<Store, "createRequest" | "findBySubmission">;
 /**
  * The writes that race over one VM, each its check and its write in one transaction: a create
  * request, made only while no live VM and no other create request on its way uses its name or
- * address; a destroy request, made only while the VM is live, nothing else is in flight for it
- * and (at a lease's end) its lease still ends then; and an extension's move of the lease, made
- * only while no destroy of the VM is in flight. So two people asking at once for one name or one
- * address make one request, two asking to destroy one VM make one request, and an owner who
- * extends the lease as it ends gets the extension or the destroy, never a destroy of a VM they
- * were told they keep.
+ * address, and while it fits its quotas; a destroy request, made only while the VM is live,
+ * nothing else is in flight for it and (at a lease's end) its lease still ends then; and an
+ * extension's move of the lease, made only while no destroy of the VM is in flight. So two people
+ * asking at once for one name or one address make one request, two forms sent at once that only
+ * one fits in a quota make one, two asking to destroy one VM make one, and an owner who extends
+ * the lease as it ends gets the extension or the destroy, never a destroy of a VM they were told
+ * they keep.
  */
 
 const IN_FLIGHT = `status NOT IN (${FINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
@@ -41,13 +43,15 @@ function guardedCreate<G>(
 
 export function createSqliteVmRequest(
   db: Database.Database,
-  requests: RequestWrites & Pick<Store, "findHolding">,
-  inventory: Pick<Inventory, "holding">,
+  requests: RequestWrites & Pick<Store, "findHolding" | "listHeld">,
+  inventory: Pick<Inventory, "holding" | "list">,
 ): Store["createVmRequest"] {
   return guardedCreate(db, requests, (guard: HoldGuard) => {
     const vm = { name: guard.name, address: guard.address };
     return (
-      inventory.holding(vm).length === 0 && requests.findHolding(guard.statuses, vm).length === 0
+      inventory.holding(vm).length === 0 &&
+      requests.findHolding(guard.statuses, vm).length === 0 &&
+      (guard.quota?.fits(holdingsOf(inventory.list(), requests.listHeld(guard.statuses))) ?? true)
     );
   });
 }

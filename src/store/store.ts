@@ -184,6 +184,32 @@ export interface HoldGuard {
   statuses: readonly RequestStatus[];
   name: string;
   address: string;
+  /** The quotas the request was checked against, checked again with what is held at the write. */
+  quota?: QuotaGuard;
+}
+
+/** A VM someone holds against their quotas: live in the inventory, or asked for and on its way. */
+export interface Holding {
+  owner: string;
+  spec: VmSpec;
+}
+
+/**
+ * A create request's quota check, made again inside its write: so that two forms sent at once by
+ * one person (or by two people sharing a group quota) cannot both fit the room only one leaves.
+ */
+export interface QuotaGuard {
+  /**
+   * The quotas the request counts against, as `person:<user>` or `group:<group>`: writes that
+   * share one are made one after the other.
+   */
+  scopes: readonly string[];
+  /**
+   * Whether the request still fits, given every VM held at the write (live VMs, and create
+   * requests in the guard's statuses whose VM is not live yet). False as well when an owner is
+   * one the check did not know: the caller checks again and, if it still fits, writes again.
+   */
+  fits(held: readonly Holding[]): boolean;
 }
 
 /** Persistence behind one small interface; SQLite by default (see sqlite.ts). */
@@ -217,10 +243,11 @@ export interface Store {
   ): { request: RequestRecord; created: boolean } | undefined;
   /**
    * Creates a create request, as `createRequest` does, in one transaction with the check that no
-   * live VM and no create request in `guard.statuses` uses its name or address. Undefined,
-   * changing nothing, when one does: another request for them was written first. The request
-   * already created for the same submission is returned whatever the check says. Made one at a
-   * time with every other such write, on any replica.
+   * live VM and no create request in `guard.statuses` uses its name or address, and that the
+   * request still fits its quotas (`guard.quota`). Undefined, changing nothing, when one does or
+   * it does not: another request for them, or against the same quota, was written first. The
+   * request already created for the same submission is returned whatever the check says. Made one
+   * at a time with every other such write for the same name, address or quota, on any replica.
    */
   createVmRequest(
     request: NewRequest,

@@ -13,6 +13,7 @@ import {
   type HarnessOptions,
 } from "../support/harness.js";
 import { moveToAsync } from "../support/lifecycle.js";
+import { holdUntilAllRead } from "../support/barrier.js";
 import { waitFor } from "../support/wait.js";
 import { openCreateForm, sendCreateForm } from "../support/create-form.js";
 import { configureFailed } from "../support/destroy.js";
@@ -199,16 +200,7 @@ describe("/vm create", () => {
     // Both forms are checked before either request is written.
     const { findHolding } = h.bot.store;
     const seam: { findHolding: typeof findHolding } = h.bot.store;
-    let checked = 0;
-    let bothChecked!: () => void;
-    const both = new Promise<void>((resolve) => (bothChecked = resolve));
-    seam.findHolding = async (...args) => {
-      const found = await findHolding(...args);
-      checked += 1;
-      if (checked === 2) bothChecked();
-      if (checked <= 2) await both;
-      return found;
-    };
+    seam.findHolding = holdUntilAllRead(findHolding);
     const answers = await Promise.all([
       submit(h, first),
       submit(h, second, { ...goodEntries, vm_ip: "192.168.1.60/24" }),

@@ -12,6 +12,7 @@ import {
   REQUESTER,
   type Harness,
 } from "../support/harness.js";
+import { holdUntilAllRead } from "../support/barrier.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -143,6 +144,26 @@ describe("a request checked against the policy before anything runs", () => {
     expect(h.gitlab.pipelines).toHaveLength(2);
     expect(await h.bot.store.listActive()).toHaveLength(2);
     expect((await denials(h)).map((entry) => entry.detail.rule)).toEqual(["quotas.0"]);
+  });
+  it("makes one request of two forms sent at once that only one fits in the quota: the other is refused on the field", async () => {
+    const { h } = await withPolicy();
+    expect(await submit(h, "web-01")).toBeUndefined();
+    // Both forms are checked against the quota before either request is written.
+    const { listHeld } = h.bot.store;
+    const seam: { listHeld: typeof listHeld } = h.bot.store;
+    seam.listHeld = holdUntilAllRead(listHeld);
+    const answers = await Promise.all([
+      submit(h, "web-02", { vm_ip: "192.168.1.60/24" }),
+      submit(h, "web-03", { vm_ip: "192.168.1.61/24" }),
+    ]);
+    const refused = answers.filter((answer) => answer !== undefined);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]?.errors?.vm_name).toMatch(
+      /^Over quota: you may hold at most 2 VMs in all, and you hold 2 VMs with 4 cores, .*this VM would make it 3 VMs\./,
+    );
+    expect(await h.bot.store.listActive()).toHaveLength(2);
+    await waitFor(() => (h.gitlab.pipelines.length === 2 ? true : undefined), "the two pipelines");
+    expect(h.gitlab.pipelines).toHaveLength(2);
   });
 });
 

@@ -9,7 +9,13 @@ import { REQUEST_STATUSES, TRANSITIONS, type RequestStatus } from "../../src/req
 import { asAsyncStore, type AsyncStore } from "../../src/store/async.js";
 import { openPostgresStore } from "../../src/store/postgres/store.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { TransitionError, type NewRequest, type RequestRecord } from "../../src/store/store.js";
+import {
+  TransitionError,
+  type Holding,
+  type NewRequest,
+  type QuotaGuard,
+  type RequestRecord,
+} from "../../src/store/store.js";
 import { testClock, type TestClock } from "../support/clock.js";
 import { pathTo } from "../support/lifecycle.js";
 import { describeWithPostgres, useDatabase } from "../support/postgres.js";
@@ -476,6 +482,51 @@ function contract(open: Opener): void {
     ).toEqual(["web-01"]);
     await store.inventory.remove("web-01", clock.now().toISOString());
     expect(await store.inventory.holding({ name: "web-01", address: "10.0.0.7" })).toEqual([]);
+  });
+
+  it("writes a create request only while it fits its quota, given every VM held at the write", async () => {
+    const holding = ["queued", "planning", "awaiting_approval", "applying", "configuring"] as const;
+    const ask = (name: string, ip: string, requester = "U0REQ") =>
+      newRequest({ requester, spec: { ...SAMPLE_SPEC, name, ip } });
+    const seen: Holding[][] = [];
+    const quota = (room: number): QuotaGuard => ({
+      scopes: ["person:U0REQ"],
+      fits(held) {
+        seen.push([...held]);
+        return held.filter((vm) => vm.owner === "U0REQ").length < room;
+      },
+    });
+    const guard = (name: string, address: string, room: number) => ({
+      statuses: holding,
+      name,
+      address,
+      quota: quota(room),
+    });
+    // A live VM, a create request on its way for it (counted once), another's request.
+    await store.inventory.record({ ...WEB_01, leaseUntil: null });
+    await created({ spec: { ...SAMPLE_SPEC, name: "web-01" } });
+    await created({
+      requester: "U0OTHER",
+      spec: { ...SAMPLE_SPEC, name: "db-07", ip: "10.0.0.7/24" },
+    });
+    const over = ask("db-01", "10.0.0.9/24");
+    expect(await store.createVmRequest(over, guard("db-01", "10.0.0.9", 1))).toBeUndefined();
+    expect(await store.findBySubmission(over.submissionKey)).toBeUndefined();
+    expect(
+      seen
+        .at(-1)
+        ?.map((vm) => [vm.owner, vm.spec.name])
+        .sort(),
+    ).toEqual([
+      ["U0OTHER", "db-07"],
+      ["U0REQ", "web-01"],
+    ]);
+    const fits = await store.createVmRequest(over, guard("db-01", "10.0.0.9", 2));
+    expect(fits?.created).toBe(true);
+    // The next one sees the one just written.
+    const next = ask("db-02", "10.0.0.10/24");
+    expect(await store.createVmRequest(next, guard("db-02", "10.0.0.10", 2))).toBeUndefined();
+    expect(seen.at(-1)?.filter((vm) => vm.owner === "U0REQ")).toHaveLength(2);
   });
 
   it("takes writes while open, and says it is closed after", async () => {

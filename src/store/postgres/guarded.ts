@@ -2,7 +2,9 @@ import { createHash } from "node:crypto";
 import { FINAL_STATUSES } from "../../requests/lifecycle.js";
 import type { AsyncInventory, AsyncStore } from "../async.js";
 import type { LeaseExtension } from "../inventory.js";
-import type { AuditEntry, DestroyGuard, HoldGuard, NewRequest } from "../store.js";
+import { VmSpecSchema } from "../../vm/spec.js";
+import { holdingsOf } from "../holdings.js";
+import type { AuditEntry, DestroyGuard, HoldGuard, Holding, NewRequest } from "../store.js";
 import { guardWrite, type Queryable, type Runner } from "./pool.js";
 import { bySubmission, insertRequest, type MoveJournal } from "./requests.js";
 
@@ -10,12 +12,12 @@ import { bySubmission, insertRequest, type MoveJournal } from "./requests.js";
  * The writes that race over one VM, on PostgreSQL (see ../sqlite-guarded.ts). A destroy request
  * and an extension's move of the lease take the VM's row (`FOR UPDATE`) before their check; a
  * create request, whose name and address may have no row yet, takes the advisory locks of its
- * name and of its address, which every create request's write for either takes. So on any
- * replicas they are made one after the other, each seeing the one before (a statement's snapshot,
- * under READ COMMITTED, is taken after the lock is held).
+ * name, of its address and of each quota it counts against, which every create request's write
+ * for any of them takes. So on any replicas they are made one after the other, each seeing the
+ * one before (a statement's snapshot, under READ COMMITTED, is taken after the lock is held).
  */
 
-/** The advisory locks' first key, vmbot's own ("vmb"): the second names a VM name or address. */
+/** The advisory locks' first key, vmbot's own ("vmb"): the second names a name, address or quota. */
 const HOLD_LOCKS = 0x766d62;
 
 /** A name's or an address's advisory lock key: the first 32 bits of its SHA-256. */
@@ -27,7 +29,9 @@ const holdKey = (what: string) => createHash("sha256").update(what).digest().rea
  * other names and addresses take other locks, and go on side by side.
  */
 async function lockHolds(client: Queryable, guard: HoldGuard): Promise<void> {
-  const keys = [...new Set([holdKey(`name:${guard.name}`), holdKey(`ip:${guard.address}`)])];
+  const scopes = (guard.quota?.scopes ?? []).map((scope) => `quota:${scope}`);
+  const held = [`name:${guard.name}`, `ip:${guard.address}`, ...scopes];
+  const keys = [...new Set(held.map(holdKey))];
   for (const key of keys.sort((a, b) => a - b)) {
     await client.query("SELECT pg_advisory_xact_lock($1, $2)", [HOLD_LOCKS, key]);
   }
@@ -68,6 +72,21 @@ async function held(client: Queryable, guard: HoldGuard): Promise<boolean> {
   return rows.length > 0;
 }
 
+/** Every VM held against the quotas: the live VMs, and create requests in `statuses`. */
+async function holdings(client: Queryable, statuses: readonly string[]): Promise<Holding[]> {
+  const vms = await client.query<{ owner: string; spec: unknown }>(
+    "SELECT owner, spec FROM vms WHERE status = 'live'",
+  );
+  const coming = await client.query<{ id: string; requester: string; spec: unknown }>(
+    "SELECT id, requester, spec FROM requests WHERE kind = 'create' AND status = ANY($1::text[])",
+    [[...statuses]],
+  );
+  return holdingsOf(
+    vms.rows.map((vm) => ({ owner: vm.owner, spec: VmSpecSchema.parse(vm.spec), status: "live" })),
+    coming.rows.map((request) => ({ ...request, spec: VmSpecSchema.parse(request.spec) })),
+  );
+}
+
 /**
  * A new request written in one transaction with its check: `lock` first takes what the check
  * reads (so that a write for the same thing waits for this one), then the request made for the
@@ -99,9 +118,15 @@ export function createPostgresVmRequest(
   clock: () => Date,
   journal: MoveJournal,
 ): AsyncStore["createVmRequest"] {
-  return guardedCreate(pool, clock, journal, lockHolds, async (client, guard: HoldGuard) => {
-    return !(await held(client, guard));
-  });
+  return guardedCreate(
+    pool,
+    clock,
+    journal,
+    lockHolds,
+    async (client, guard: HoldGuard) =>
+      !(await held(client, guard)) &&
+      (guard.quota === undefined || guard.quota.fits(await holdings(client, guard.statuses))),
+  );
 }
 
 export function createPostgresDestroyRequest(

@@ -11,6 +11,8 @@ import { openPostgresStore, type PostgresStore } from "../../../src/store/postgr
 import type { NewRequest } from "../../../src/store/store.js";
 import { SAMPLE_SPEC } from "../../support/requests.js";
 import { holdGuard } from "../../../src/vm/conflicts.js";
+import { parsePolicy } from "../../../src/policy/schema.js";
+import { quotaGuardOf } from "../../../src/policy/usage.js";
 import { describeWithPostgres, useDatabase } from "../../support/postgres.js";
 
 const ENDED = "2026-12-02T09:00:00.000Z";
@@ -135,5 +137,58 @@ describeWithPostgres("creates, destroys and extensions raced on PostgreSQL", () 
     expect(made).toEqual(made.map(() => 1));
     const queued = await one.listByStatus(["queued"]);
     expect(queued.filter((r) => r.spec.name.startsWith("same-"))).toHaveLength(40);
+  });
+
+  it("makes one create request of two asked at once that only one fits in a quota, by one person or by two of one group, 40 times", async () => {
+    const [one, two] = [await replica("quota-a"), await replica("quota-b")];
+    const parsed = parsePolicy(`
+version: 1
+groups:
+  ops: [U0OPS1, U0OPS2]
+roles: { requesters: [everyone], approvers: [ops], admins: [ops] }
+quotas:
+  - { group: everyone, per: person, max: { vms: 1 } }
+  - { group: ops, per: group, max: { vms: 1 } }
+`);
+    if (!parsed.ok) throw new Error(parsed.problems.join("; "));
+    const policy = { ...parsed.policy, source: "test" };
+    const groups = new Map([
+      ["U0OPS1", ["ops"]],
+      ["U0OPS2", ["ops"]],
+      // Who asked in the tests before, on the same database.
+      ["U0REQ", []],
+      ...Array.from({ length: 20 }, (_, i) => [`U0DEV${i}`, []] as [string, string[]]),
+    ]);
+    const ask = async (store: PostgresStore, requester: string, name: string, ip: string) => {
+      const spec = { ...SAMPLE_SPEC, name, ip };
+      const guard = quotaGuardOf(policy, requester, spec, groups);
+      const request = { requester, spec, notes: [], channel: "C0CHAN", submissionKey: name };
+      return (await store.createVmRequest(request, { ...holdGuard(spec), quota: guard }))?.created;
+    };
+    // 20 people, each sending two forms at once; then the ops group's two members, 20 times.
+    const mine = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const made = await Promise.all([
+          ask(one, `U0DEV${i}`, `dev-${i}-a`, `10.2.${i}.1/24`),
+          ask(two, `U0DEV${i}`, `dev-${i}-b`, `10.2.${i}.2/24`),
+        ]);
+        return made.filter(Boolean).length;
+      }),
+    );
+    expect(mine).toEqual(mine.map(() => 1));
+    const shared = [];
+    for (let round = 0; round < 20; round += 1) {
+      const made = await Promise.all([
+        ask(one, "U0OPS1", `ops-${round}-a`, `10.3.${round}.1/24`),
+        ask(two, "U0OPS2", `ops-${round}-b`, `10.3.${round}.2/24`),
+      ]);
+      shared.push(made.filter(Boolean).length);
+      // The group's request is withdrawn, which frees the group's room for the next round.
+      for (const request of await one.listByStatus(["queued"])) {
+        if (request.spec.name.startsWith("ops-"))
+          await one.transition(request.id, ["queued"], "withdrawn");
+      }
+    }
+    expect(shared).toEqual(shared.map(() => 1));
   });
 });
