@@ -103,21 +103,30 @@ export const PRUNE_BATCH = 5_000;
 function deliveryPruner(pool: Runner) {
   let lastMs = Number.NEGATIVE_INFINITY;
   let running = false;
+  // A prune that came due while one still ran: made when that one ends, not dropped.
+  let waiting: string | undefined;
+  const run = (forgetBefore: string) => {
+    running = true;
+    pool
+      .query(
+        `DELETE FROM deliveries WHERE key IN
+           (SELECT key FROM deliveries WHERE seen_at < $1 ORDER BY seen_at LIMIT $2)`,
+        [forgetBefore, PRUNE_BATCH],
+      )
+      .catch(() => undefined)
+      .finally(() => {
+        running = false;
+        const next = waiting;
+        waiting = undefined;
+        if (next !== undefined) run(next);
+      });
+  };
   return {
     due(now: Date, forgetBefore: string) {
-      if (running || now.getTime() - lastMs < PRUNE_EVERY_MS) return;
+      if (now.getTime() - lastMs < PRUNE_EVERY_MS) return;
       lastMs = now.getTime();
-      running = true;
-      pool
-        .query(
-          `DELETE FROM deliveries WHERE key IN
-             (SELECT key FROM deliveries WHERE seen_at < $1 ORDER BY seen_at LIMIT $2)`,
-          [forgetBefore, PRUNE_BATCH],
-        )
-        .catch(() => undefined)
-        .finally(() => {
-          running = false;
-        });
+      if (running) waiting = forgetBefore;
+      else run(forgetBefore);
     },
   };
 }

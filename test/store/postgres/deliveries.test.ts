@@ -45,4 +45,36 @@ describeWithPostgres("deliveries on PostgreSQL", () => {
     // A pruned delivery seen again is new.
     expect(await store.firstDelivery("command:T1", KEEP_MS)).toBe(true);
   });
+
+  it("makes a prune that came due while the one before still ran, when that one ends", async () => {
+    await store.pool.query("DELETE FROM deliveries");
+    // The first prune's DELETE is slow: it ends only after the next prune has come due.
+    const query = store.pool.query.bind(store.pool);
+    const seam: { query: unknown } = store.pool;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    seam.query = async (...args: Parameters<typeof query>) => {
+      if (!held && JSON.stringify(args[0]).startsWith('"DELETE FROM deliveries WHERE')) {
+        held = true;
+        await released;
+      }
+      return (query as (...a: unknown[]) => unknown)(...args);
+    };
+    try {
+      clock.advance(PRUNE_EVERY_MS + KEEP_MS);
+      expect(await store.firstDelivery("command:U1", KEEP_MS)).toBe(true);
+      clock.advance(Math.max(KEEP_MS, PRUNE_EVERY_MS) + 1);
+      expect(await store.firstDelivery("command:U2", KEEP_MS)).toBe(true);
+      expect(held).toBe(true);
+      release();
+      await waitFor(
+        async () => (JSON.stringify(await keys()) === '["command:U2"]' ? true : undefined),
+        "the prune that came due meanwhile",
+      );
+    } finally {
+      delete seam.query;
+      release();
+    }
+  });
 });
