@@ -8,8 +8,6 @@ import {
   retryUnknownWords,
   retryVmGoneWords,
 } from "../views/failure.js";
-import { FINAL_STATUSES } from "../requests/lifecycle.js";
-import type { RequestRecord } from "../store/store.js";
 import {
   closureFor,
   clickedRequest,
@@ -38,14 +36,11 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
       await answer(notYoursToRetry(found, deps.access.who("approve")));
       return;
     }
-    // The VM this request made must still be there, and not on its way out.
-    const gone = await vmGoneOrGoing(deps, found);
-    if (gone !== undefined) {
-      await answer(retryVmGoneWords(found, gone === "destroying"));
-      return;
-    }
+    // The VM this request made must still be there, and not on its way out: checked in the move,
+    // one at a time with a destroy's request, so that both are never on their way.
     const attempt = (failure.retries ?? 0) + 1;
-    const claimed = await deps.store.transition(
+    const claimed = await deps.store.transitionOnLiveVm(
+      found.spec.name,
       found.id,
       ["failed"],
       "configuring",
@@ -53,6 +48,10 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
       { step: retryStep(failure.jobId, attempt), detail: { jobId: failure.jobId, by: user } },
       { actor: user, action: "configure_retried", detail: { failedJobId: failure.jobId } },
     );
+    if (claimed === "gone" || claimed === "destroying") {
+      await answer(retryVmGoneWords(found, claimed === "destroying"));
+      return;
+    }
     if (claimed === undefined) {
       await answer(noNextStepWords((await deps.store.getRequest(found.id)) ?? found, "retry"));
       return;
@@ -76,18 +75,4 @@ export function createRetryConfigureAction(deps: PlanDecisionDeps) {
       await answer(retryUnknownWords(found));
     }
   };
-}
-
-/** Whether the VM `request` made is gone from the inventory (or another request's now), or being destroyed. */
-async function vmGoneOrGoing(
-  deps: PlanDecisionDeps,
-  request: RequestRecord,
-): Promise<"gone" | "destroying" | undefined> {
-  const vm = await deps.store.inventory.get(request.spec.name);
-  if (vm?.status !== "live" || vm.requestId !== request.id) return "gone";
-  const requests = await deps.store.requestsForVm(request.spec.name);
-  const destroying = requests.some(
-    (other) => other.kind === "destroy" && !FINAL_STATUSES.includes(other.status),
-  );
-  return destroying ? "destroying" : undefined;
 }

@@ -112,6 +112,11 @@ export function watchStore(store: AsyncStore, sink: HomeChangeSink): AsyncStore 
       told(updated, waiting(updated.status));
       return updated;
     },
+    async transitionOnLiveVm(vm, id, from, to, patch, intent, audit) {
+      const moved = await store.transitionOnLiveVm(vm, id, from, to, patch, intent, audit);
+      if (typeof moved === "object") told(moved, waiting(to) || from.some(waiting));
+      return moved;
+    },
     async transition(id, from, to, patch, intent, audit) {
       const moved = await store.transition(id, from, to, patch, intent, audit);
       told(moved, waiting(to) || from.some(waiting));

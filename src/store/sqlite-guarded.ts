@@ -12,11 +12,12 @@ type RequestWrites = Pick<Store, "createRequest" | "findBySubmission">;
  * request, made only while no live VM and no other create request on its way uses its name or
  * address, and while it fits its quotas; a destroy request, made only while the VM is live,
  * nothing else is in flight for it and (at a lease's end) its lease still ends then; and an
- * extension's move of the lease, made only while no destroy of the VM is in flight. So two people
- * asking at once for one name or one address make one request, two forms sent at once that only
- * one fits in a quota make one, two asking to destroy one VM make one, and an owner who extends
- * the lease as it ends gets the extension or the destroy, never a destroy of a VM they were told
- * they keep.
+ * extension's move of the lease, or Retry configure's move of the VM's create request, each made
+ * only while no destroy of the VM is in flight. So two people asking at once for one name or one
+ * address make one request, two forms sent at once that only one fits in a quota make one, two
+ * asking to destroy one VM make one, an owner who extends the lease as it ends gets the extension
+ * or the destroy, never a destroy of a VM they were told they keep, and a VM's configure job is
+ * never run again while it is being destroyed.
  */
 
 const IN_FLIGHT = `status NOT IN (${FINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
@@ -75,14 +76,18 @@ export function createSqliteDestroyRequest(
   );
 }
 
+/** Whether a destroy of the VM (its name the statement's one parameter) is in flight. */
+const destroyingOf = (db: Database.Database) =>
+  db.prepare(`
+    SELECT 1 FROM requests
+    WHERE kind = 'destroy' AND json_extract(spec, '$.name') = ? AND ${IN_FLIGHT}
+    LIMIT 1`);
+
 export function createSqliteExtendLease(db: Database.Database): Inventory["extendLease"] {
   const selectStatus = db.prepare<[string], { status: string }>(
     "SELECT status FROM vms WHERE name = ?",
   );
-  const selectDestroying = db.prepare(`
-    SELECT 1 FROM requests
-    WHERE kind = 'destroy' AND json_extract(spec, '$.name') = ? AND ${IN_FLIGHT}
-    LIMIT 1`);
+  const selectDestroying = destroyingOf(db);
   const updateLease = db.prepare("UPDATE vms SET lease_until = ? WHERE name = ?");
   return (name, until) =>
     guardWrite(`extend the lease of the VM ${name}`, () =>
@@ -91,6 +96,25 @@ export function createSqliteExtendLease(db: Database.Database): Inventory["exten
         if (selectDestroying.get(name) !== undefined) return "destroying";
         updateLease.run(until, name);
         return "extended";
+      })(),
+    );
+}
+
+export function createSqliteTransitionOnLiveVm(
+  db: Database.Database,
+  requests: Pick<Store, "transition">,
+): Store["transitionOnLiveVm"] {
+  const selectVm = db.prepare<[string], { status: string; request_id: string }>(
+    "SELECT status, request_id FROM vms WHERE name = ?",
+  );
+  const selectDestroying = destroyingOf(db);
+  return (vm, ...move) =>
+    guardWrite(`move request ${move[0]} onto the VM ${vm}`, () =>
+      db.transaction(() => {
+        const row = selectVm.get(vm);
+        if (row?.status !== "live" || row.request_id !== move[0]) return "gone";
+        if (selectDestroying.get(vm) !== undefined) return "destroying";
+        return requests.transition(...move);
       })(),
     );
 }

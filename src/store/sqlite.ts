@@ -9,7 +9,11 @@ import { createSqliteInventory } from "./inventory.js";
 import { createSqliteAudit } from "./sqlite-audit.js";
 import { checkIntegrity, createWriteProbe } from "./sqlite-checks.js";
 import { createSqliteEffects } from "./sqlite-effects.js";
-import { createSqliteDestroyRequest, createSqliteVmRequest } from "./sqlite-guarded.js";
+import {
+  createSqliteDestroyRequest,
+  createSqliteTransitionOnLiveVm,
+  createSqliteVmRequest,
+} from "./sqlite-guarded.js";
 import {
   createRowReader,
   createSqliteRequestReads,
@@ -121,6 +125,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     ...writes,
     createVmRequest: createSqliteVmRequest(db, { ...reads, ...writes }, inventory),
     createDestroyRequest: createSqliteDestroyRequest(db, { ...reads, ...writes }),
+    transitionOnLiveVm: createSqliteTransitionOnLiveVm(db, writes),
     ...effects,
     ...log,
     writable: probe,

@@ -272,6 +272,17 @@ export interface Store {
     /** An audit entry for the move, written in the same transaction (who approved, rejected). */
     audit?: Omit<AuditEntry, "requestId">,
   ): RequestRecord | undefined;
+  /**
+   * Moves a create request whose VM exists back onto that VM (Retry configure), as `transition`
+   * does, in one transaction with the check that the VM `vm` is live, still this request's, and
+   * that no destroy of it is in flight: made one at a time with `createDestroyRequest` for the
+   * same VM, so that a destroy and a rerun of the VM's configure job are never both on their way.
+   * `"gone"` or `"destroying"`, changing nothing, when the check fails.
+   */
+  transitionOnLiveVm(
+    vm: string,
+    ...move: Parameters<Store["transition"]>
+  ): RequestRecord | undefined | "gone" | "destroying";
   /** Requests that are not in a final status, oldest first. */
   listActive(): RequestRecord[];
   /** The requests for a VM of this name, newest first. */

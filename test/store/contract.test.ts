@@ -529,6 +529,37 @@ function contract(open: Opener): void {
     expect(seen.at(-1)?.filter((vm) => vm.owner === "U0REQ")).toHaveLength(2);
   });
 
+  it("moves a create request back onto its VM only while the VM is live, its own, and no destroy of it is in flight", async () => {
+    // The request made web-01; its configure job failed.
+    const made = await moveTo(store, (await created()).id, "failed");
+    const retry = () =>
+      store.transitionOnLiveVm("web-01", made.id, ["failed"], "configuring", {}, undefined, {
+        actor: "U0REQ",
+        action: "configure_retried",
+        detail: {},
+      });
+    expect(await retry()).toBe("gone");
+    await store.inventory.record({ ...WEB_01, requestId: "another", leaseUntil: null });
+    expect(await retry()).toBe("gone");
+    await store.inventory.record({ ...WEB_01, requestId: made.id, leaseUntil: null });
+    const destroy = newRequest({ kind: "destroy", spec: { ...SAMPLE_SPEC, name: "web-01" } });
+    const opened = await store.createDestroyRequest(destroy, { name: "web-01" });
+    expect(opened?.created).toBe(true);
+    expect(await retry()).toBe("destroying");
+    expect((await store.getRequest(made.id))?.status).toBe("failed");
+    expect(await store.listAudit(made.id)).toEqual([]);
+    await moveTo(store, opened?.request.id ?? "", "rejected");
+    const moved = await retry();
+    expect(moved).toMatchObject({ id: made.id, status: "configuring" });
+    expect((await store.listAudit(made.id)).map((entry) => entry.action)).toEqual([
+      "configure_retried",
+    ]);
+    // Its configure job on its way: no destroy is opened, and no second move is made.
+    const late = newRequest({ kind: "destroy", spec: { ...SAMPLE_SPEC, name: "web-01" } });
+    expect(await store.createDestroyRequest(late, { name: "web-01" })).toBeUndefined();
+    expect(await retry()).toBeUndefined();
+  });
+
   it("takes writes while open, and says it is closed after", async () => {
     expect(await store.writable()).toEqual({ ok: true });
     expect(await store.isOpen()).toBe(true);

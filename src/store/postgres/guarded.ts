@@ -1,16 +1,17 @@
 import { createHash } from "node:crypto";
-import { FINAL_STATUSES } from "../../requests/lifecycle.js";
+import { checkMove, FINAL_STATUSES } from "../../requests/lifecycle.js";
 import type { AsyncInventory, AsyncStore } from "../async.js";
 import type { LeaseExtension } from "../inventory.js";
 import { VmSpecSchema } from "../../vm/spec.js";
 import { holdingsOf } from "../holdings.js";
 import type { AuditEntry, DestroyGuard, HoldGuard, Holding, NewRequest } from "../store.js";
 import { guardWrite, type Queryable, type Runner } from "./pool.js";
-import { bySubmission, insertRequest, type MoveJournal } from "./requests.js";
+import { bySubmission, insertRequest, moveRequest, type MoveJournal } from "./requests.js";
 
 /**
- * The writes that race over one VM, on PostgreSQL (see ../sqlite-guarded.ts). A destroy request
- * and an extension's move of the lease take the VM's row (`FOR UPDATE`) before their check; a
+ * The writes that race over one VM, on PostgreSQL (see ../sqlite-guarded.ts). A destroy request,
+ * an extension's move of the lease and Retry configure's move take the VM's row (`FOR UPDATE`)
+ * before their check; a
  * create request, whose name and address may have no row yet, takes the advisory locks of its
  * name, of its address and of each quota it counts against, which every create request's write
  * for any of them takes. So on any replicas they are made one after the other, each seeing the
@@ -37,12 +38,13 @@ async function lockHolds(client: Queryable, guard: HoldGuard): Promise<void> {
   }
 }
 
-/** The VM's status and lease, its row held for the transaction; undefined when there is none. */
+/** The VM's status, lease and request, its row held for the transaction; undefined if none. */
 async function heldVm(client: Queryable, name: string) {
-  const { rows } = await client.query<{ status: string; lease_until: string | null }>(
-    "SELECT status, lease_until FROM vms WHERE name = $1 FOR UPDATE",
-    [name],
-  );
+  const { rows } = await client.query<{
+    status: string;
+    lease_until: string | null;
+    request_id: string;
+  }>("SELECT status, lease_until, request_id FROM vms WHERE name = $1 FOR UPDATE", [name]);
   return rows[0];
 }
 
@@ -156,4 +158,23 @@ export function createPostgresExtendLease(pool: Runner): AsyncInventory["extendL
         return "extended";
       }),
     );
+}
+
+export function createPostgresTransitionOnLiveVm(
+  pool: Runner,
+  clock: () => Date,
+  journal: MoveJournal,
+): AsyncStore["transitionOnLiveVm"] {
+  return (vm, ...move) => {
+    const [id, from, to] = move;
+    checkMove(from, to);
+    return guardWrite(`move request ${id} onto the VM ${vm}`, () =>
+      pool.transaction(async (client) => {
+        const held = await heldVm(client, vm);
+        if (held?.status !== "live" || held.request_id !== id) return "gone";
+        if (await inFlight(client, vm, "destroy")) return "destroying";
+        return moveRequest(client, clock, journal, move);
+      }),
+    );
+  };
 }

@@ -309,6 +309,30 @@ function requestReads(
  * The writes of the requests table. A move writes its intents and its audit entry (through
  * `journal`) on its own connection, in its transaction.
  */
+/**
+ * `transition`'s move on `client`, inside the caller's transaction: the conditional update, then
+ * the intents and the audit entry when it moved. The caller has checked the move (`checkMove`).
+ */
+export async function moveRequest(
+  client: Queryable,
+  clock: () => Date,
+  journal: MoveJournal,
+  [id, from, to, patch = {}, intent, entry]: Parameters<AsyncStore["transition"]>,
+): Promise<RequestRecord | undefined> {
+  const moved = await updateRequestRow(
+    client,
+    clock().toISOString(),
+    id,
+    { ...patch, status: to },
+    from,
+  );
+  if (moved === undefined) return undefined;
+  const intents = intent === undefined ? [] : "step" in intent ? [intent] : intent;
+  for (const each of intents) await journal.intend(client, id, each.step, each.detail);
+  if (entry !== undefined) await journal.audit(client, { ...entry, requestId: id });
+  return moved;
+}
+
 function requestWrites(
   pool: Runner,
   clock: () => Date,
@@ -327,23 +351,12 @@ function requestWrites(
       return updated;
     },
 
-    async transition(id, from, to, patch = {}, intent, entry) {
+    async transition(id, from, to, patch, intent, entry) {
       checkMove(from, to);
       return guardWrite(`move request ${id} to ${to}`, () =>
-        pool.transaction(async (client) => {
-          const moved = await updateRequestRow(
-            client,
-            clock().toISOString(),
-            id,
-            { ...patch, status: to },
-            from,
-          );
-          if (moved === undefined) return undefined;
-          const intents = intent === undefined ? [] : "step" in intent ? [intent] : intent;
-          for (const each of intents) await journal.intend(client, id, each.step, each.detail);
-          if (entry !== undefined) await journal.audit(client, { ...entry, requestId: id });
-          return moved;
-        }),
+        pool.transaction((client) =>
+          moveRequest(client, clock, journal, [id, from, to, patch, intent, entry]),
+        ),
       );
     },
 

@@ -8,7 +8,11 @@ import { fencedRunner } from "./fenced.js";
 import type { Leader } from "./leader.js";
 import { createPostgresEffects, type PostgresEffects } from "./effects.js";
 import { createPostgresApprovals, createPostgresInventory } from "./inventory.js";
-import { createPostgresDestroyRequest, createPostgresVmRequest } from "./guarded.js";
+import {
+  createPostgresDestroyRequest,
+  createPostgresTransitionOnLiveVm,
+  createPostgresVmRequest,
+} from "./guarded.js";
 import { migratePostgres } from "./migrations.js";
 import { createPool, poolRunner, postgresProblem, type Runner } from "./pool.js";
 import { retireReplica } from "./replicas.js";
@@ -91,6 +95,7 @@ function postgresParts(runner: Runner, clock: () => Date, replica: string) {
     ...requests,
     createVmRequest: createPostgresVmRequest(runner, clock, journal),
     createDestroyRequest: createPostgresDestroyRequest(runner, clock, journal),
+    transitionOnLiveVm: createPostgresTransitionOnLiveVm(runner, clock, journal),
     effect: effects.effect,
     intend: effects.intend,
     complete: effects.complete,

@@ -191,4 +191,56 @@ quotas:
     }
     expect(shared).toEqual(shared.map(() => 1));
   });
+
+  it("either reruns a VM's configure job or opens its destroy, never both, on two replicas, for 40 VMs", async () => {
+    const [retrying, destroying] = [await replica("retry-a"), await replica("retry-b")];
+    const names = Array.from({ length: 40 }, (_, i) => `conf-${String(i).padStart(2, "0")}`);
+    const made = new Map<string, string>();
+    for (const name of names) {
+      const request = {
+        requester: "U0REQ",
+        spec: { ...SAMPLE_SPEC, name, ip: `10.4.${names.indexOf(name)}.1/24` },
+        notes: [],
+        channel: "C0CHAN",
+        submissionKey: `view:${name}`,
+      };
+      const { request: stored } = await retrying.createRequest(request);
+      // Its VM was made; its configure job failed.
+      for (const to of [
+        "planning",
+        "awaiting_approval",
+        "applying",
+        "configuring",
+        "failed",
+      ] as const) {
+        const from = (await retrying.getRequest(stored.id))?.status ?? "queued";
+        await retrying.transition(stored.id, [from], to);
+      }
+      await retrying.inventory.record({
+        name,
+        requestId: stored.id,
+        owner: "U0REQ",
+        spec: request.spec,
+        stateName: `vm-${name}`,
+        address: null,
+        pipelineId: null,
+        approvedBy: null,
+        leaseUntil: null,
+      });
+      made.set(name, stored.id);
+    }
+    const outcomes = await Promise.all(
+      names.map(async (name) => {
+        const id = made.get(name) ?? "";
+        const [retried, destroy] = await Promise.all([
+          retrying.transitionOnLiveVm(name, id, ["failed"], "configuring"),
+          destroying.createDestroyRequest(destroyOf(name, `destroy:${name}`), { name }),
+        ]);
+        return { name, retried: typeof retried === "object", opened: destroy?.created === true };
+      }),
+    );
+    for (const outcome of outcomes) {
+      expect(outcome, outcome.name).toSatisfy((o: typeof outcome) => o.retried !== o.opened);
+    }
+  });
 });
