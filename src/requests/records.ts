@@ -127,5 +127,7 @@ export const FailureRecordSchema = z.object({
   retries: z.number().int().nonnegative().optional(),
   /** The request planned again with the same inputs (Plan again), by whom and when. */
   again: z.object({ requestId: z.string(), by: z.string(), at: z.string() }).optional(),
+  /** The destroy request that destroyed the VM this request made: nothing is left to configure. */
+  destroyedBy: z.string().optional(),
 });
 export type FailureRecord = z.infer<typeof FailureRecordSchema>;

@@ -43,6 +43,22 @@ export interface DestroyAdvanceDeps {
 }
 
 /**
+ * The create request that made the VM, when its configure job had failed: its message loses the
+ * Retry configure button, and says the VM was destroyed since.
+ */
+async function noRetryLeft(deps: DestroyAdvanceDeps, destroy: RequestRecord): Promise<void> {
+  const vm = await deps.store.inventory.get(destroy.spec.name);
+  const made = vm === undefined ? undefined : await deps.store.getRequest(vm.requestId);
+  const failure = made?.failure;
+  if (made?.status !== "failed" || failure?.stage !== "configure") return;
+  if (failure.destroyedBy !== undefined) return;
+  const told = await deps.store.transition(made.id, ["failed"], "failed", {
+    failure: { ...failure, destroyedBy: destroy.id },
+  });
+  if (told !== undefined) await deps.render(told);
+}
+
+/**
  * The destroy failed: the VM is still there, so it stays listed, with what happened to its
  * destroy. Its pipeline stays followed: a destroy job played again by hand in GitLab is reported.
  */
@@ -123,9 +139,11 @@ export function createDestroyAdvance(deps: DestroyAdvanceDeps) {
     if (request.status !== "applying") return;
     if (destroy.status !== "manual") await deps.approvals.settle(request, destroy);
     if (destroy.status === "success") {
-      // The reply first, then out of the inventory, then the move: a crash anywhere in between
-      // finds the reply posted and removes (again) a VM already removed.
+      // The reply first, then the VM's own request told, then out of the inventory, then the
+      // move: a crash anywhere in between finds the reply posted, the request told, and removes
+      // (again) a VM already removed.
       await deps.postResult(request, "destroyed", destroyedWords(request, destroy));
+      await noRetryLeft(deps, request);
       await store.inventory.remove(request.spec.name, request.createdAt);
       await store.audit({
         requestId: request.id,

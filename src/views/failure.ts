@@ -63,7 +63,9 @@ export function failureExcerptWords(
 /** The next step a failed request offers, if any. */
 export function nextStep(request: RequestRecord): "retry_configure" | "plan_again" | undefined {
   if (request.status !== "failed" || request.failure === null) return undefined;
-  if (request.failure.stage === "configure") return "retry_configure";
+  if (request.failure.stage === "configure") {
+    return request.failure.destroyedBy === undefined ? "retry_configure" : undefined;
+  }
   if (request.failure.stage === "plan" && request.failure.again === undefined) return "plan_again";
   return undefined;
 }
@@ -96,6 +98,13 @@ export function plannedAgainWords(request: RequestRecord): string | undefined {
   const again = request.failure?.again;
   if (again === undefined) return undefined;
   return `:mag: <@${again.by}> planned this again as request \`${escapeMrkdwn(again.requestId)}\`.`;
+}
+
+/** Under a request whose configure job failed, once its VM was destroyed: nothing to retry. */
+export function destroyedSinceWords(request: RequestRecord): string | undefined {
+  const by = request.failure?.destroyedBy;
+  if (by === undefined) return undefined;
+  return `:wastebasket: ${escapeMrkdwn(request.spec.name)} was destroyed since (request \`${escapeMrkdwn(by)}\`): there is nothing left to configure.`;
 }
 
 /** The first note of a request planned again from a failed one. */
@@ -137,6 +146,9 @@ export function noNextStepWords(request: RequestRecord, step: "retry" | "again")
   const again = request.failure?.again;
   if (step === "again" && again !== undefined) {
     return `${escapeMrkdwn(request.spec.name)} was planned again already, as request \`${escapeMrkdwn(again.requestId)}\`: follow that one.`;
+  }
+  if (step === "retry" && request.failure?.destroyedBy !== undefined) {
+    return retryVmGoneWords(request, false);
   }
   if (request.status !== "failed") {
     return `${escapeMrkdwn(request.spec.name)} is ${request.status.replace("_", " ")} now: there is nothing to ${what} for.`;

@@ -2,7 +2,7 @@ import type { types } from "@slack/bolt";
 import type { RequestRecord, RequestStatus } from "../store/store.js";
 import { REQUEST_ACTIONS_BLOCK, REQUEST_WITHDRAW } from "../ids.js";
 import { escapeMrkdwn, link, truncate } from "../slack/mrkdwn.js";
-import { nextStepButton, plannedAgainWords } from "./failure.js";
+import { destroyedSinceWords, nextStepButton, plannedAgainWords } from "./failure.js";
 import { wholeNumberWords } from "./numbers.js";
 
 type KnownBlock = types.KnownBlock;
@@ -198,12 +198,15 @@ export function durationsBlocks(request: RequestRecord): KnownBlock[] {
     : [{ type: "context", elements: [{ type: "mrkdwn", text: truncate(line, 2000) }] }];
 }
 
-/** A failed request's next step (Retry configure, Plan again), or where its plan went again. */
+/**
+ * A failed request's next step (Retry configure, Plan again), or where its plan went again, or
+ * that its VM was destroyed since.
+ */
 export function nextStepBlocks(request: RequestRecord): KnownBlock[] {
   const blocks: KnownBlock[] = [];
-  const again = plannedAgainWords(request);
-  if (again !== undefined) {
-    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: truncate(again, 2000) }] });
+  for (const words of [plannedAgainWords(request), destroyedSinceWords(request)]) {
+    if (words === undefined) continue;
+    blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: truncate(words, 2000) }] });
   }
   const next = nextStepButton(request);
   if (next !== undefined) {

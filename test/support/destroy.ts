@@ -99,3 +99,17 @@ export async function askToDestroy(h: Harness, userId = REQUESTER) {
   const message = () => h.slack.message(CHANNEL, request.messageTs!)!;
   return { pipelineId, requestId: request.id, message };
 }
+
+/** The destroy asked for by `askToDestroy`, approved by APPROVER and run to its end in GitLab. */
+export async function destroyApproved(
+  h: Harness,
+  destroy: { pipelineId: number; message: () => FakeMessage },
+) {
+  await click(h, destroy.message(), APPROVER, "destroy_approve");
+  await waitFor(
+    () => (h.gitlab.job(destroy.pipelineId, "tf:destroy").status === "manual" ? undefined : true),
+    "the destroy job to start",
+  );
+  runUntilSettled(h, destroy.pipelineId, "tf:destroy");
+  await h.bot.tracker.tick();
+}

@@ -8,8 +8,7 @@ import {
   type Harness,
 } from "../support/harness.js";
 
-import { askToDestroy, configureFailed } from "../support/destroy.js";
-import { waitFor } from "../support/wait.js";
+import { askToDestroy, configureFailed, destroyApproved } from "../support/destroy.js";
 
 const start = harnessPerTest();
 const RETRY = /\/jobs\/\d+\/retry$/;
@@ -170,13 +169,7 @@ describe("Retry configure after a configure failure", () => {
       "web-01 is being destroyed, so its configuration is not run again.",
     );
 
-    await click(h, destroy.message(), APPROVER, "destroy_approve");
-    await waitFor(
-      () => (h.gitlab.job(destroy.pipelineId, "tf:destroy").status === "manual" ? undefined : true),
-      "the destroy job to start",
-    );
-    runUntilSettled(h, destroy.pipelineId, "tf:destroy");
-    await h.bot.tracker.tick();
+    await destroyApproved(h, destroy);
     expect(await h.bot.store.inventory.get("web-01")).toBeUndefined();
     await click(h, created, APPROVER, "request_retry_configure");
     expect((await ephemeralTo(h, APPROVER)).args.text).toBe(
@@ -184,5 +177,17 @@ describe("Retry configure after a configure failure", () => {
     );
     expect(h.gitlab.requestsTo("POST", RETRY)).toHaveLength(0);
     expect((await h.bot.store.getRequest(requestId))?.status).toBe("failed");
+  });
+
+  it("takes the Retry configure button off the VM's message once the VM is destroyed, and says so", async () => {
+    const h = await start();
+    const { message } = await configureFailed(h);
+    expect(JSON.stringify(message().blocks)).toContain("request_retry_configure");
+    const destroy = await askToDestroy(h);
+    await destroyApproved(h, destroy);
+    const shown = JSON.stringify(message().blocks);
+    expect(shown).not.toContain("request_retry_configure");
+    expect(shown).toContain(`web-01 was destroyed since (request \``);
+    expect(shown).toContain("there is nothing left to configure.");
   });
 });
