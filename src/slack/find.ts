@@ -50,3 +50,18 @@ export async function findMessage(
   }
   return undefined;
 }
+
+/**
+ * The first message in `user`'s direct messages with vmbot since `oldest` that `matches`: how a
+ * restart finds a direct message it sent before it crashed.
+ */
+export async function findDirectMessage(
+  client: Pick<webApi.WebClient, "conversations">,
+  user: string,
+  oldest: string,
+  matches: (message: ListedMessage) => boolean,
+): Promise<{ ts: string } | undefined> {
+  const opened = await client.conversations.open({ users: user });
+  const channel = opened.channel?.id;
+  return channel === undefined ? undefined : findMessage(client, { channel, oldest }, matches);
+}

@@ -1,3 +1,4 @@
+import { slackErrorCode } from "./error-code.js";
 import { createHash } from "node:crypto";
 import type { webApi } from "@slack/bolt";
 import { REQUEST_EVENT_TYPE } from "../ids.js";
@@ -25,11 +26,6 @@ const UNEDITABLE = new Set([
   "cant_update_message",
   "edit_window_closed",
 ]);
-
-const slackErrorCode = (error: unknown): string | undefined => {
-  const data = (error as { data?: { error?: unknown } } | undefined)?.data;
-  return typeof data?.error === "string" ? data.error : undefined;
-};
 
 /** A digest of a rendered message, to tell whether the message already shows it. */
 export function messageDigest(message: ReturnType<typeof renderRequest>): string {

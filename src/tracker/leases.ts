@@ -8,7 +8,7 @@ import type { Logger } from "../logger.js";
 import type { AsyncStore } from "../store/async.js";
 import { inFlight, openDestroyRequest } from "../commands/destroy.js";
 import { LEASE_EVENT_TYPE } from "../ids.js";
-import { findMessage } from "../slack/find.js";
+import { findDirectMessage } from "../slack/find.js";
 import { metadataOf } from "../slack/metadata.js";
 import { LEASE_EXPIRED_REASON, leaseExpiredNote, leaseReminder } from "../views/lease.js";
 import type { RequestStarter } from "./starter.js";
@@ -57,11 +57,8 @@ async function remind(deps: LeaseKeeperDeps, vm: LeasedVm, until: string) {
     detail: { owner: vm.owner },
     // After a crash: the reminder is looked for in the owner's direct messages first.
     reconcile: async () => {
-      const opened = await deps.client.conversations.open({ users: vm.owner });
-      const channel = opened.channel?.id;
-      if (channel === undefined) return undefined;
       const since = Date.parse((await store.effect(subject, step))?.intendedAt ?? until) - 60_000;
-      return findMessage(deps.client, { channel, oldest: String(since / 1000) }, (message) => {
+      return findDirectMessage(deps.client, vm.owner, String(since / 1000), (message) => {
         const metadata = metadataOf(message);
         return (
           metadata?.eventType === LEASE_EVENT_TYPE &&

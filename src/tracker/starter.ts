@@ -1,3 +1,4 @@
+import { slackErrorCode } from "../slack/error-code.js";
 import type { webApi } from "@slack/bolt";
 import type { Config } from "../config.js";
 import { EffectFailedError, type Effects } from "../effects.js";
@@ -15,6 +16,7 @@ import { renderRequest } from "../views/render.js";
 import { destroyParams } from "../destroy/params.js";
 import { pipelineParams } from "../vm/spec.js";
 import { LATE_WATCH_MS } from "./late-pipelines.js";
+import { finishNotPosted, NOT_POSTED_STEP, tellNotPosted } from "./not-posted.js";
 import {
   messageDigest,
   postRequestMessage as postMessage,
@@ -41,7 +43,8 @@ export interface RequestStarter {
   start(request: RequestRecord): Promise<void>;
   /**
    * Requests queued without a message or a pipeline (what a crash interrupted), among `active`,
-   * the store's unfinished requests.
+   * the store's unfinished requests; and the requesters' notices that a message could not be
+   * posted, which a crash or Slack cut short.
    */
   resume(active: readonly RequestRecord[]): Promise<void>;
 }
@@ -60,11 +63,6 @@ const LOOKBACK_MS = 5 * 60_000;
 
 /** GitLab errors after which the pipeline may exist all the same (the answer was lost). */
 const UNCERTAIN = new Set(["gitlab_timeout", "gitlab_unreachable", "gitlab_unavailable"]);
-
-const slackErrorCode = (error: unknown): string | undefined => {
-  const data = (error as { data?: { error?: unknown } } | undefined)?.data;
-  return typeof data?.error === "string" ? data.error : undefined;
-};
 
 const before = (iso: string, ms: number) => new Date(Date.parse(iso) - ms).toISOString();
 
@@ -128,7 +126,7 @@ async function postRequestMessage(
  * run gets there first tells the requester, once.
  */
 async function postFailed(deps: StarterDeps, request: RequestRecord, error: unknown) {
-  const { store, client, log } = deps;
+  const { store, log } = deps;
   const elsewhere =
     error instanceof EffectFailedError ? PostFailedSchema.safeParse(error.result) : undefined;
   // Slack's error code, read from the step another run ended ("error": none was given).
@@ -141,20 +139,16 @@ async function postFailed(deps: StarterDeps, request: RequestRecord, error: unkn
     await store.complete(request.id, "post_request_message", { failed: reason ?? "error" });
   }
   const message = notPostedWords(request, reason);
+  // The requester's notice is intended in the same write: a crash before it is sent sends it.
   const failed = await store.transition(
     request.id,
     ["queued"],
     "failed",
     { error: message },
-    undefined,
+    { step: NOT_POSTED_STEP },
     { actor: "vmbot", action: "failed", detail: { reason } },
   );
-  if (failed === undefined) return undefined;
-  await client.chat
-    .postMessage({ channel: request.requester, text: message })
-    .catch((dmError: unknown) => {
-      log.error({ err: dmError }, "could not tell the requester");
-    });
+  if (failed !== undefined) await tellNotPosted({ ...deps, log }, failed, true);
   return undefined;
 }
 
@@ -380,6 +374,7 @@ export function createRequestStarter(deps: StarterDeps): RequestStarter {
           }),
         ),
       );
+      await finishNotPosted(deps);
     },
   };
 }

@@ -16,6 +16,7 @@ import {
   settle,
   settled,
   startWorld,
+  submitForm,
   TEST_MS,
   threadOf,
   UNLOCK_POINTS,
@@ -26,8 +27,9 @@ import { lockRemovals } from "../support/unlocks.js";
 
 /**
  * Crash tests (test/support/crash-world.ts) of a rejected request (its pipeline canceled, its
- * plan deleted) and of an unlock, the pipeline adopted after a crash without the request ID, and
- * the check that the crash tests' files together cover every crash point. The approval's are in
+ * plan deleted), of an unlock, of the requester's notice that their request could not be posted,
+ * the pipeline adopted after a crash without the request ID, and the check that the crash tests'
+ * files together cover every crash point. The approval's are in
  * crash-approve.test.ts and crash-replies.test.ts, the destroy's in crash-destroy.test.ts, the
  * lease's in crash-lease.test.ts.
  */
@@ -224,12 +226,43 @@ describe.concurrent(
     );
 
     it("has a test for each of its crash points, before and after", () => {
-      expectDeclared("rejection", declared);
+      expectDeclared(["rejection", "notice"], declared);
     });
+
+    for (const moment of MOMENTS) {
+      declared.push(`tell_not_posted:${moment}`);
+      it(
+        `crashes at tell_not_posted:${moment}: the requester is told once that the request message could not be posted`,
+        async () => {
+          const w = await startWorld(`tell_not_posted:${moment}`);
+          try {
+            w.slack.addChannel({ id: CHANNEL, name: "vm-requests", isMember: false });
+            await submitForm(w);
+            await until(w, () => (w.crashes >= 1 ? true : undefined), "the crash");
+            const told = () =>
+              w.slack.messages.filter(
+                (m) =>
+                  (m.metadata?.event_payload as { step?: string } | undefined)?.step ===
+                  "tell_not_posted",
+              );
+            await until(w, () => (told().length >= 1 ? true : undefined), "the requester told");
+            await settled(w);
+            expect(told()).toHaveLength(1);
+            expect(told()[0]?.text).toContain("(not_in_channel): invite it with");
+            expect(w.gitlab.pipelines).toHaveLength(0);
+            expect((await audit(w)).filter((e) => e.action === "failed")).toHaveLength(1);
+          } finally {
+            await w.close();
+          }
+        },
+        TEST_MS,
+      );
+    }
 
     it("has a test for every crash point, before and after, across the crash tests' files", () => {
       // 8 effects of the approval flow, the rejection's cancel and plan deletion, the unlock, a
-      // destroy's pipeline and play, and the lease reminder, each before and after; the destroy
+      // destroy's pipeline and play, the lease reminder and the requester's notice that the
+      // request message could not be posted, each before and after; the destroy
       // request a lease's end opens, the play of one it destroys without approval, and the lease
       // an approved extension writes. Each file checks that it declares its own, and every test
       // fails unless the bot crashed where it asked.
@@ -239,6 +272,7 @@ describe.concurrent(
         ...UNLOCK_POINTS,
         ...DESTROY_FLOW_POINTS.map((point) => `destroy/${point}`),
         "lease_reminder",
+        "tell_not_posted",
       ];
       const all = Object.values(CRASH_POINTS).flat();
       expect([...all].sort()).toEqual(

@@ -539,6 +539,26 @@ describe("/vm create", () => {
     expect(h.gitlabSinceStart()).toHaveLength(0);
     expect((await allRequests(h))[0]?.status).toBe("failed");
   });
+
+  it("tells the requester on the next pass when Slack fails their notice this time, and once only", async () => {
+    const h = await start();
+    // The request message refused for good; then the notice, by Slack failing this time.
+    h.slack.failNext("chat.postMessage", "channel_not_found");
+    h.slack.failNext("chat.postMessage", "internal_error");
+    await submit(h, await openForm(h));
+    const toRequester = () =>
+      h.slack.callsTo("chat.postMessage").filter((call) => call.args.channel === REQUESTER);
+    await waitFor(() => (toRequester().length === 1 ? true : undefined), "the notice tried");
+    const [asked] = await allRequests(h);
+    expect(asked?.status).toBe("failed");
+    expect(toRequester()[0]?.ok).toBe(false);
+    await h.bot.tracker.tick();
+    expect(toRequester().map((call) => call.ok)).toEqual([false, true]);
+    expect(toRequester()[1]?.args.text).toContain("(channel_not_found)");
+    await h.bot.tracker.tick();
+    expect(toRequester()).toHaveLength(2);
+    expect((await h.bot.store.effect(asked!.id, "tell_not_posted"))?.state).toBe("done");
+  });
 });
 
 describe("the request message and the store", () => {

@@ -207,7 +207,8 @@ export function settle(w: World, pipelineId: number, job: string): void {
 }
 
 /** `/vm create`, the form, and the request message showing its pipeline. */
-export async function ask(w: World): Promise<{ message: FakeMessage; pipelineId: number }> {
+/** `/vm create web-01` by REQUESTER, its form submitted. */
+export async function submitForm(w: World): Promise<void> {
   await w.signer.slashCommand({ text: "create web-01", userId: REQUESTER, channelId: CHANNEL });
   await w.slack.waitFor("views.open", (call) => call.ok, WAIT_MS);
   const view = w.slack.views.at(-1)!;
@@ -216,6 +217,10 @@ export async function ask(w: World): Promise<{ message: FakeMessage; pipelineId:
     values: stateValuesFor(view, { vm_ip: "192.168.1.50/24" }),
     userId: REQUESTER,
   });
+}
+
+export async function ask(w: World): Promise<{ message: FakeMessage; pipelineId: number }> {
+  await submitForm(w);
   const pipelineId = await until(w, () => w.gitlab.pipelines[0]?.id, "the pipeline");
   const message = await until(
     w,
@@ -450,6 +455,8 @@ export const CRASH_POINTS = {
     "lease expiry/create_pipeline:after",
     ...MOMENTS.map((moment) => `lease expiry destroy/play_destroy:${moment}`),
   ],
+  /** crash.test.ts: the requester told that their request's message could not be posted. */
+  notice: MOMENTS.map((moment) => `tell_not_posted:${moment}`),
   /** crash-lease.test.ts: the lease's reminder and an approved extension. */
   lease: [
     ...MOMENTS.map((moment) => `lease_reminder:${moment}`),
@@ -457,9 +464,13 @@ export const CRASH_POINTS = {
   ],
 };
 
-/** Checks that a file declared one test for each crash point of its theme, and no other. */
-export function expectDeclared(theme: keyof typeof CRASH_POINTS, declared: string[]): void {
-  expect([...declared].sort()).toEqual([...CRASH_POINTS[theme]].sort());
+/** Checks that a file declared one test for each crash point of its themes, and no other. */
+export function expectDeclared(
+  themes: keyof typeof CRASH_POINTS | readonly (keyof typeof CRASH_POINTS)[],
+  declared: string[],
+): void {
+  const points = (typeof themes === "string" ? [themes] : themes).flatMap((t) => CRASH_POINTS[t]);
+  expect([...declared].sort()).toEqual(points.sort());
   expect(new Set(declared).size).toBe(declared.length);
 }
 
