@@ -63,6 +63,8 @@ export interface Access {
   policy(): Policy;
   /** The policy groups `userId` belongs to, user groups expanded. */
   groupsOf(userId: string): Promise<string[]>;
+  /** Everyone in the policy group `name`: its user IDs, and its user groups' members. */
+  membersOf(name: string): Promise<ReadonlySet<string>>;
   /** The policy's decision for `userId`, with its reason and rule; denials are audited. */
   check(input: Omit<DecisionInput, "groups">): Promise<PolicyDecision>;
 }
@@ -105,6 +107,15 @@ export function createAccess(options: {
     return found.filter((name): name is string => name !== undefined);
   }
 
+  async function membersOf(name: string): Promise<ReadonlySet<string>> {
+    const ids = policy().groups[name] ?? [];
+    const expanded = await Promise.all(ids.filter((id) => id.startsWith("S")).map(members));
+    return new Set([
+      ...ids.filter((id) => !id.startsWith("S")),
+      ...expanded.flatMap((u) => [...u]),
+    ]);
+  }
+
   async function check(input: Omit<DecisionInput, "groups">): Promise<PolicyDecision> {
     const current = policy();
     const decision = decidePolicy(current, { ...input, groups: await groupsOf(input.person) });
@@ -126,6 +137,7 @@ export function createAccess(options: {
     who: (action) => whoMay(policy(), action),
     policy,
     groupsOf,
+    membersOf,
     check,
   };
 }

@@ -21,10 +21,9 @@ export function createPolicyCommand(deps: PolicyCommandDeps) {
     const answer = await within(
       (async () => {
         const policy = deps.access.policy();
-        const groupsOf = (user: string) => deps.access.groupsOf(user);
         const [groups, quota] = await Promise.all([
-          groupsOf(person),
-          quotaUse(deps.store, policy, person, groupsOf),
+          deps.access.groupsOf(person),
+          quotaUse(deps.store, policy, person, deps.access),
         ]);
         const [mayRequest, admin] = await Promise.all([
           deps.access.may("create", person),

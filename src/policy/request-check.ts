@@ -36,16 +36,15 @@ export async function checkRequest(
         const decision = await access.check({ person, action: "create", request: askOf(spec) });
         return { decision, guard: undefined };
       }
-      const groupsOf = (user: string) => access.groupsOf(user);
-      const { held, groups } = await quotaInputs(deps.store, policy, person, groupsOf);
-      const quota = quotaStateOf(held, policy, person, groups);
+      const { held, own, members } = await quotaInputs(deps.store, policy, person, access);
+      const quota = quotaStateOf(held, policy, person, members);
       const decision = await access.check({
         person,
         action: "create",
         request: askOf(spec),
         quota,
       });
-      return { decision, guard: quotaGuardOf(policy, person, spec, groups) };
+      return { decision, guard: quotaGuardOf(policy, person, own, spec, members) };
     })(),
     budgetMs,
   );

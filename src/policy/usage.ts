@@ -1,3 +1,4 @@
+import type { Access } from "../access.js";
 import type { AsyncStore } from "../store/async.js";
 import { holdingsOf } from "../store/holdings.js";
 import type { Holding, QuotaGuard } from "../store/store.js";
@@ -31,53 +32,52 @@ export async function holdings(store: Pick<AsyncStore, "inventory" | "listHeld">
   return holdingsOf(await store.inventory.list(), await store.listHeld(HOLDING));
 }
 
-/** The policy groups of each owner of `held` and of `person`, looked up side by side. */
-export async function groupsByOwner(
-  held: readonly Holding[],
-  person: string,
-  groupsOf: (user: string) => Promise<string[]>,
-): Promise<ReadonlyMap<string, readonly string[]>> {
-  const owners = [...new Set([person, ...held.map((vm) => vm.owner)])];
-  return new Map(
-    await Promise.all(owners.map(async (owner) => [owner, await groupsOf(owner)] as const)),
-  );
-}
+/** Who is in each policy group a group quota counts: `everyone` needs no list. */
+export type QuotaMembers = ReadonlyMap<string, ReadonlySet<string>>;
 
 /**
  * The quota state of `person`: their own holdings, and each group quota's members' together;
- * `groups` gives each owner's policy groups.
+ * `members` gives each group quota's members.
  */
 export function quotaStateOf(
   held: readonly Holding[],
   policy: Policy,
   person: string,
-  groups: ReadonlyMap<string, readonly string[]>,
+  members: QuotaMembers,
 ): QuotaState {
   const personal = held
     .filter((vm) => vm.owner === person)
     .reduce((u, vm) => add(u, vm.spec), NO_USAGE);
   const usage: Record<string, Usage> = {};
-  for (const group of new Set(policy.quotas.filter((q) => q.per === "group").map((q) => q.group))) {
+  for (const group of groupQuotaGroups(policy)) {
     usage[group] = held
-      .filter((vm) => inGroups([group], groups.get(vm.owner) ?? []))
+      .filter((vm) => group === "everyone" || members.get(group)?.has(vm.owner) === true)
       .reduce((u, vm) => add(u, vm.spec), NO_USAGE);
   }
   return { person: personal, groups: usage };
 }
 
+const groupQuotaGroups = (policy: Policy) => [
+  ...new Set(policy.quotas.filter((q) => q.per === "group").map((q) => q.group)),
+];
+
 /**
- * What the quotas of `person` are counted from, read now: every VM held, and the policy groups of
- * `person` and (for a group quota) of each owner; a person's quota counts only their own VMs.
+ * What the quotas of `person` are counted from, read now: every VM held, the policy groups of
+ * `person`, and the members of each group a group quota counts.
  */
 export async function quotaInputs(
   store: Pick<AsyncStore, "inventory" | "listHeld">,
   policy: Policy,
   person: string,
-  groupsOf: (user: string) => Promise<string[]>,
+  access: Pick<Access, "groupsOf" | "membersOf">,
 ) {
-  const held = await holdings(store);
-  const byGroup = policy.quotas.some((quota) => quota.per === "group");
-  return { held, groups: await groupsByOwner(byGroup ? held : [], person, groupsOf) };
+  const wanted = groupQuotaGroups(policy).filter((group) => group !== "everyone");
+  const [held, own, lists] = await Promise.all([
+    holdings(store),
+    access.groupsOf(person),
+    Promise.all(wanted.map(async (group) => [group, await access.membersOf(group)] as const)),
+  ]);
+  return { held, own, members: new Map(lists) as QuotaMembers };
 }
 
 /** What `person` and their quotas' groups hold now, read from the store. */
@@ -85,33 +85,30 @@ export async function quotaUse(
   store: Pick<AsyncStore, "inventory" | "listHeld">,
   policy: Policy,
   person: string,
-  groupsOf: (user: string) => Promise<string[]>,
+  access: Pick<Access, "groupsOf" | "membersOf">,
 ): Promise<QuotaState> {
-  const { held, groups } = await quotaInputs(store, policy, person, groupsOf);
-  return quotaStateOf(held, policy, person, groups);
+  const { held, members } = await quotaInputs(store, policy, person, access);
+  return quotaStateOf(held, policy, person, members);
 }
 
 /**
  * The check of `spec` against the quotas, to be made again inside the request's write: under
- * the quotas `person` counts against, with what is held then.
+ * the quotas `person` (in the policy groups `own`) counts against, with what is held then.
  */
 export function quotaGuardOf(
   policy: Policy,
   person: string,
+  own: readonly string[],
   spec: VmSpec,
-  groups: ReadonlyMap<string, readonly string[]>,
+  members: QuotaMembers,
 ): QuotaGuard | undefined {
-  const own = groups.get(person) ?? [];
   const mine = policy.quotas.filter((quota) => inGroups([quota.group], own));
   if (mine.length === 0) return undefined;
   const scopes = mine.map((q) => (q.per === "person" ? `person:${person}` : `group:${q.group}`));
-  const byGroup = mine.some((quota) => quota.per === "group");
   return {
     scopes: [...new Set(scopes)],
     fits(held) {
-      // An owner the check did not know may be in a group quota: unknown, so not taken as fitting.
-      if (byGroup && held.some((vm) => !groups.has(vm.owner))) return false;
-      const quota = quotaStateOf(held, policy, person, groups);
+      const quota = quotaStateOf(held, policy, person, members);
       return decide(policy, { person, groups: own, action: "create", request: askOf(spec), quota })
         .allowed;
     },

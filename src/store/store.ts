@@ -206,8 +206,7 @@ export interface QuotaGuard {
   scopes: readonly string[];
   /**
    * Whether the request still fits, given every VM held at the write (live VMs, and create
-   * requests in the guard's statuses whose VM is not live yet). False as well when an owner is
-   * one the check did not know: the caller checks again and, if it still fits, writes again.
+   * requests in the guard's statuses whose VM is not live yet).
    */
   fits(held: readonly Holding[]): boolean;
 }

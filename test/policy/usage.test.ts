@@ -24,47 +24,38 @@ quotas:
   - { group: ops, per: group, max: { vms: 3 } }
 `);
 
+/** The members of the one group a group quota counts. */
+const MEMBERS = new Map([["ops", new Set(["U0OPS1", "U0OPS2"])]]);
+
 const held = (owner: string, name: string) => ({ owner, spec: { ...SAMPLE_SPEC, name } });
 
 describe("a create request's quota check, made again in its write", () => {
   it("counts under the person's own quota and each group quota they share, and nothing else", () => {
-    const groups = new Map([
-      ["U0OPS1", ["ops"]],
-      ["U0DEV1", ["devs"]],
-    ]);
-    expect(quotaGuardOf(POLICY, "U0OPS1", SAMPLE_SPEC, groups)?.scopes).toEqual([
+    expect(quotaGuardOf(POLICY, "U0OPS1", ["ops"], SAMPLE_SPEC, MEMBERS)?.scopes).toEqual([
       "person:U0OPS1",
       "group:ops",
     ]);
-    expect(quotaGuardOf(POLICY, "U0DEV1", SAMPLE_SPEC, groups)?.scopes).toEqual(["person:U0DEV1"]);
+    expect(quotaGuardOf(POLICY, "U0DEV1", ["devs"], SAMPLE_SPEC, MEMBERS)?.scopes).toEqual([
+      "person:U0DEV1",
+    ]);
     const none = policyOf(
       "version: 1\ngroups: { ops: [U0OPS1] }\nroles: { requesters: [everyone], approvers: [ops], admins: [ops] }\n",
     );
-    expect(quotaGuardOf(none, "U0DEV1", SAMPLE_SPEC, groups)).toBeUndefined();
+    expect(quotaGuardOf(none, "U0DEV1", [], SAMPLE_SPEC, new Map())).toBeUndefined();
   });
 
   it("fits while the person's and the group's VMs held at the write leave room, counting the others' only in their group", () => {
-    const groups = new Map([
-      ["U0OPS1", ["ops"]],
-      ["U0OPS2", ["ops"]],
-      ["U0DEV1", ["devs"]],
-    ]);
-    const guard = quotaGuardOf(POLICY, "U0OPS1", SAMPLE_SPEC, groups);
+    const guard = quotaGuardOf(POLICY, "U0OPS1", ["ops"], SAMPLE_SPEC, MEMBERS);
     expect(guard?.fits([held("U0OPS1", "a"), held("U0DEV1", "b"), held("U0DEV1", "c")])).toBe(true);
     expect(guard?.fits([held("U0OPS1", "a"), held("U0OPS1", "b")])).toBe(false);
     expect(guard?.fits([held("U0OPS1", "a"), held("U0OPS2", "b")])).toBe(true);
     expect(guard?.fits([held("U0OPS1", "a"), held("U0OPS2", "b"), held("U0OPS2", "c")])).toBe(
       false,
     );
-  });
-
-  it("does not fit when an owner the check did not know holds a VM and a group quota counts", () => {
-    const groups = new Map([["U0OPS1", ["ops"]]]);
-    const guard = quotaGuardOf(POLICY, "U0OPS1", SAMPLE_SPEC, groups);
-    expect(guard?.fits([held("U0OPS1", "a")])).toBe(true);
-    expect(guard?.fits([held("U0OPS1", "a"), held("U0NEW", "b")])).toBe(false);
-    // A person's own quota counts only their VMs: whoever else holds one does not matter.
-    const dev = quotaGuardOf(POLICY, "U0DEV1", SAMPLE_SPEC, new Map([["U0DEV1", ["devs"]]]));
-    expect(dev?.fits([held("U0DEV1", "a"), held("U0NEW", "b")])).toBe(true);
+    // Someone who held nothing when the form was checked counts as well, by the group's members.
+    expect(guard?.fits([held("U0OPS2", "a"), held("U0OPS2", "b"), held("U0NEW", "c")])).toBe(true);
+    const grown = new Map([["ops", new Set(["U0OPS1", "U0OPS2", "U0NEW"])]]);
+    const again = quotaGuardOf(POLICY, "U0OPS1", ["ops"], SAMPLE_SPEC, grown);
+    expect(again?.fits([held("U0OPS2", "a"), held("U0OPS2", "b"), held("U0NEW", "c")])).toBe(false);
   });
 });
