@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import type { AsyncStore } from "../store/async.js";
 import type { RequestRecord, RequestStatus, TransitionIntent } from "../store/store.js";
 import { destroyWatch } from "./closure.js";
+import { destroyedSinceError } from "../views/failure.js";
 import {
   destroyedWords,
   destroyFailedNote,
@@ -48,11 +49,15 @@ export interface DestroyAdvanceDeps {
  */
 async function noRetryLeft(deps: DestroyAdvanceDeps, destroy: RequestRecord): Promise<void> {
   const vm = await deps.store.inventory.get(destroy.spec.name);
-  const made = vm === undefined ? undefined : await deps.store.getRequest(vm.requestId);
+  // The VM this destroy was asked for, not one made under its name since (a crash may have left
+  // this step to a later pass): as the inventory's removal checks.
+  if (vm === undefined || vm.createdAt > destroy.createdAt) return;
+  const made = await deps.store.getRequest(vm.requestId);
   const failure = made?.failure;
   if (made?.status !== "failed" || failure?.stage !== "configure") return;
   if (failure.destroyedBy !== undefined) return;
   const told = await deps.store.transition(made.id, ["failed"], "failed", {
+    error: destroyedSinceError(made),
     failure: { ...failure, destroyedBy: destroy.id },
   });
   if (told !== undefined) await deps.render(told);

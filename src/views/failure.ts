@@ -100,11 +100,16 @@ export function plannedAgainWords(request: RequestRecord): string | undefined {
   return `:mag: <@${again.by}> planned this again as request \`${escapeMrkdwn(again.requestId)}\`.`;
 }
 
-/** Under a request whose configure job failed, once its VM was destroyed: nothing to retry. */
+/** The status line of a request whose configure job failed, once its VM was destroyed. */
+export function destroyedSinceError(request: RequestRecord): string {
+  return `The configure job failed in GitLab, and ${escapeMrkdwn(request.spec.name)} has been destroyed since: there is nothing left to configure.`;
+}
+
+/** Under a request whose configure job failed, once its VM was destroyed: by which request. */
 export function destroyedSinceWords(request: RequestRecord): string | undefined {
   const by = request.failure?.destroyedBy;
   if (by === undefined) return undefined;
-  return `:wastebasket: ${escapeMrkdwn(request.spec.name)} was destroyed since (request \`${escapeMrkdwn(by)}\`): there is nothing left to configure.`;
+  return `:wastebasket: Destroyed by request \`${escapeMrkdwn(by)}\`.`;
 }
 
 /** The first note of a request planned again from a failed one. */

@@ -187,7 +187,10 @@ describe("Retry configure after a configure failure", () => {
     await destroyApproved(h, destroy);
     const shown = JSON.stringify(message().blocks);
     expect(shown).not.toContain("request_retry_configure");
-    expect(shown).toContain(`web-01 was destroyed since (request \``);
-    expect(shown).toContain("there is nothing left to configure.");
+    expect(shown).toContain(
+      "The configure job failed in GitLab, and web-01 has been destroyed since: there is nothing left to configure.",
+    );
+    expect(shown).toContain(":wastebasket: Destroyed by request `");
+    expect(shown).not.toContain("The VM exists");
   });
 });
