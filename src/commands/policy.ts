@@ -2,7 +2,7 @@ import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from "@slack/bolt"
 import type { Access } from "../access.js";
 import type { Logger } from "../logger.js";
 import { within } from "../proxmox/directory.js";
-import { quotaUse } from "../policy/usage.js";
+import { quotaInputs, quotaStateOf } from "../policy/usage.js";
 import type { AsyncStore } from "../store/async.js";
 import { policyText } from "../views/policy.js";
 
@@ -21,10 +21,13 @@ export function createPolicyCommand(deps: PolicyCommandDeps) {
     const answer = await within(
       (async () => {
         const policy = deps.access.policy();
-        const [groups, quota] = await Promise.all([
-          deps.access.groupsOf(person),
-          quotaUse(deps.store, policy, person, deps.access),
-        ]);
+        // The asker's groups come with what their quotas count: looked up once.
+        const {
+          held,
+          own: groups,
+          members,
+        } = await quotaInputs(deps.store, policy, person, deps.access);
+        const quota = quotaStateOf(held, policy, person, members);
         const [mayRequest, admin] = await Promise.all([
           deps.access.may("create", person),
           deps.access.allows("admin", person),

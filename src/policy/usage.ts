@@ -80,17 +80,6 @@ export async function quotaInputs(
   return { held, own, members: new Map(lists) as QuotaMembers };
 }
 
-/** What `person` and their quotas' groups hold now, read from the store. */
-export async function quotaUse(
-  store: Pick<AsyncStore, "inventory" | "listHeld">,
-  policy: Policy,
-  person: string,
-  access: Pick<Access, "groupsOf" | "membersOf">,
-): Promise<QuotaState> {
-  const { held, members } = await quotaInputs(store, policy, person, access);
-  return quotaStateOf(held, policy, person, members);
-}
-
 /**
  * The check of `spec` against the quotas, to be made again inside the request's write: under
  * the quotas `person` (in the policy groups `own`) counts against, with what is held then.

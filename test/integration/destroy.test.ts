@@ -16,6 +16,7 @@ import {
 import { waitFor } from "../support/wait.js";
 import { openCreateForm, sendCreateForm } from "../support/create-form.js";
 import { holdings } from "../../src/policy/usage.js";
+import { destroyApproved } from "../support/destroy.js";
 
 /**
  * `/vm destroy` through the wire: who may, the confirmation, the destroy request reviewed like a
@@ -244,14 +245,9 @@ describe("/vm destroy", () => {
     expect(errors?.vm_ip).toContain("192.168.1.50 is already used by the VM web-01");
     expect((await holdings(h.bot.store)).map((held) => held.spec.name)).toEqual(["web-01"]);
 
-    const { pipelineId, requestId, message } = await destroyRequested(h);
-    await click(h, message(), APPROVER, "destroy_approve");
-    await waitFor(
-      () => (h.gitlab.job(pipelineId, "tf:destroy").status === "manual" ? undefined : true),
-      "the destroy job to start",
-    );
-    runUntilSettled(h, pipelineId, "tf:destroy");
-    await h.bot.tracker.tick();
+    const destroy = await destroyRequested(h);
+    const { requestId, message } = destroy;
+    await destroyApproved(h, destroy);
     await h.bot.tracker.tick();
     expect(message().text).toBe("Destroy web-01 — Destroyed");
     // Neither the create request (ready) nor the destroy request (ready) holds anything now.
