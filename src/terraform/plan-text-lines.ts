@@ -124,6 +124,15 @@ export const UNFRAMED_BULLET = /^[*-] /;
  */
 export const LEGACY_RESOURCE =
   /^ {0,2}(-\/\+|\+\/-|<=|[+~-]) ([A-Za-z][\w-]*(?:\[[^\]]*\])?(?:\.[\w-]+(?:\[[^\]]*\])?)+)((?: \([^)]*\))*)$/;
+/**
+ * Whether a line whose text starts with `first` and ends with `last` may be what `LEGACY_RESOURCE`
+ * matches: it starts with a symbol (`-`, `+`, `~`, `<`) and ends as an address or a note does (a
+ * word character, `-`, `]` or `)`).
+ */
+export function mayBeLegacyLine(first: number, last: number): boolean {
+  if (first !== 0x2d && first !== 0x2b && first !== 0x7e && first !== 0x3c) return false;
+  return isWordCharacter(last) || last === 0x2d || last === 0x5d || last === 0x29;
+}
 export const LEGACY_ACTIONS_HEADER = /^\s*Terraform will perform the following actions:\s*$/;
 
 export const MAX_DETAIL_LINES = 200;

@@ -1,29 +1,30 @@
 /**
  * Which lines the plan text reader can pass over unread, decided from a few characters of the
  * line where it stands in a longer text (a chunk of a job log), without cutting it out: reading
- * such a line would change nothing in what the reader keeps. Most lines of a long plan log are
- * these: attributes inside resource blocks, heredoc values, the runner's output.
+ * such a line would change nothing in what the reader reports. Most lines of a long plan log are
+ * these: attributes inside resource blocks, heredoc values, the runner's output. A line passed
+ * over that would have ended something the reader was in (the comments under a heading, a
+ * heredoc value) ends it here, as reading it would have.
  */
-import { isWordCharacter, mayEndHeading } from "./plan-text-lines.js";
+import { markerReplaces } from "./plan-text-chars.js";
+import { isWordCharacter, mayBeLegacyLine, mayEndHeading } from "./plan-text-lines.js";
 import type { PlanTextState } from "./plan-text-state.js";
 
 /**
- * Where the next `<`, `{` and ESC of the text being read are: each found by one search that moves
- * on with the lines, never by a search per line. -2: not searched yet; -1: none left.
+ * Where the next `<` and ESC of the text being read are: each found by one search that moves on
+ * with the lines, never by a search per line. -2: not searched yet; -1: none left.
  */
 export interface LineScan {
   angle: number;
-  brace: number;
   escape: number;
 }
 
 export function createLineScan(): LineScan {
-  return { angle: -2, brace: -2, escape: -2 };
+  return { angle: -2, escape: -2 };
 }
 
 export function beginScan(scan: LineScan): void {
   scan.angle = -2;
-  scan.brace = -2;
   scan.escape = -2;
 }
 
@@ -31,12 +32,6 @@ export function beginScan(scan: LineScan): void {
 function holdsAngle(scan: LineScan, text: string, from: number, end: number): boolean {
   if (scan.angle !== -1 && scan.angle < from) scan.angle = text.indexOf("<", from);
   return scan.angle !== -1 && scan.angle < end;
-}
-
-/** Whether the line from `from` to `end` holds a `{`. */
-function holdsBrace(scan: LineScan, text: string, from: number, end: number): boolean {
-  if (scan.brace !== -1 && scan.brace < from) scan.brace = text.indexOf("{", from);
-  return scan.brace !== -1 && scan.brace < end;
 }
 
 /** Whether the line from `from` to `end` holds an ESC. */
@@ -143,29 +138,82 @@ function plainMayBeHeading(text: string, first: number, end: number): boolean {
   return mayEndHeading(text.charCodeAt(end - 1)) || holdsHeadingWords(text, first, end);
 }
 
-/**
- * Whether every line is to be read as things stand: in a diagnostic, the outputs list, or between
- * a heading and its marker line.
- */
+/** Whether every line is to be read as things stand: in a diagnostic or the outputs list. */
 function readsEveryLine(state: PlanTextState): boolean {
-  return state.diagnostic !== undefined || state.inOutputs || state.afterHeading;
+  return state.diagnostic !== undefined || state.inOutputs;
 }
 
 /**
- * Whether a line indented `indent` spaces is to be read because it may be a resource line of
- * Terraform before 0.12 (`  + aws_instance.web`, indented two spaces at most). Under "Terraform
- * will perform the following actions:", which every plan prints, until its `Plan:` line: a line
- * further in (an attribute, a heredoc's value, a block's end) is passed over by the rules for any
- * other line. Reading every line there read nearly all of a plan's.
+ * Whether a line indented `indent` spaces, whose text starts with `code` and ends with `last`, is
+ * to be read because it may be a resource line of Terraform before 0.12 (`  + aws_instance.web`,
+ * indented two spaces at most, starting with a symbol and ending as an address or a note does).
+ * Under "Terraform will perform the following actions:", which every plan prints, until its
+ * `Plan:` line: a line further in (an attribute, a heredoc's value, a block's end) or shaped
+ * otherwise (a heading, a marker line ending in `{`) is passed over by the rules for any other
+ * line. Reading every line there read nearly all of a plan's.
  */
-const mayBeLegacyResource = (state: PlanTextState, indent: number) =>
-  state.inActions && indent <= 2;
+const mayBeLegacyResource = (state: PlanTextState, indent: number, code: number, last: number) =>
+  state.inActions && indent <= 2 && mayBeLegacyLine(code, last);
+
+/**
+ * Whether nothing more the block of the resource being read says can change what is reported: it
+ * is a replacement (no line of its block changes that) and the list will not keep it, so its
+ * reasons (`# forces replacement`) and its order (`-/+`, `+/-`) are never shown.
+ */
+function settled(state: PlanTextState): boolean {
+  const resource = state.current?.resource;
+  return resource?.action === "replace" && !state.resources.keeps(resource);
+}
+
+/**
+ * Under a heading, before its marker line: whether a line the rules for any other line pass over,
+ * whose text starts at `first` and is not a comment, ends the heading's comments unread, as
+ * reading it would. A marker line that replaces (`-/+`, `+/-`) is read unless the resource is
+ * settled: it makes the resource a replacement and gives the order.
+ */
+function endsComments(state: PlanTextState, text: string, first: number): boolean {
+  if (markerReplaces(text, first) && !settled(state)) return false;
+  state.afterHeading = false;
+  return true;
+}
+
+/**
+ * A blank line, passed over: under a heading, outside a heredoc, it ends the heading's comments,
+ * as reading it would.
+ */
+function passesBlank(state: PlanTextState): boolean {
+  if (state.afterHeading && state.heredocEnd === undefined) state.afterHeading = false;
+  return true;
+}
+
+/**
+ * A line of a heredoc value, whose text starts with `code` at `first` after `indent` spaces:
+ * whether it is data, or ends the value with its word (then ended here, as reading it would end
+ * it). One less far in than its opener is read, as is one under a heading's comments.
+ */
+function passesHeredoc(
+  state: PlanTextState,
+  word: string,
+  text: string,
+  first: number,
+  indent: number,
+  end: number,
+): boolean {
+  if (state.afterHeading || indent < state.heredocIndent) return false;
+  if (text.charCodeAt(first) !== word.charCodeAt(0)) return true;
+  const after = first + word.length;
+  if (after > end || !text.startsWith(word, first)) return false;
+  if (after !== end && text.charCodeAt(after) !== 0x20) return false;
+  state.heredocEnd = undefined;
+  return true;
+}
 
 /**
  * Whether the line of `text` that starts at `first - indent` (its `indent` spaces) and ends at
- * `end` can be passed over: read, it would change nothing. `first` is where its first character
- * other than space is (`end` when there is none) and `last` where its last is, not counting the
- * escape sequences it may hold. Any line this cannot decide cheaply is read.
+ * `end` can be passed over: read, it would change nothing reported. `first` is where its first
+ * character other than space is (`end` when there is none) and `last` where its last is, not
+ * counting the escape sequences it may hold. Any line this cannot decide cheaply is read. A line
+ * with no escape sequence is decided as in a run (`passRun`).
  */
 export function passesOver(
   state: PlanTextState,
@@ -177,8 +225,12 @@ export function passesOver(
   end: number,
 ): boolean {
   if (readsEveryLine(state)) return false;
-  if (first >= end) return true; // a blank line
-  if (mayBeLegacyResource(state, indent)) return false;
+  if (first >= end) return passesBlank(state);
+  const lineStart = first - indent;
+  // The text before `lineStart`, if any, is escape sequences: the clean line is the rest.
+  if (!holdsEscape(scan, text, lineStart, end))
+    return passesPlain(state, scan, text, lineStart, first, end);
+  if (state.afterHeading) return false;
   const code = text.charCodeAt(first);
   // Tabs and other white space, non-ASCII text (frames, Unicode spaces): read.
   if (code <= 0x20 || code >= 0x7f) return false;
@@ -193,20 +245,19 @@ export function passesOver(
   const lastCode = text.charCodeAt(last);
   // Space at the end is trimmed before a line is read: read it.
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
-  const lineStart = first - indent;
+  if (mayBeLegacyResource(state, indent, code, lastCode)) return false;
   if (isWordCharacter(lastCode) && holdsAngle(scan, text, lineStart, end)) return false;
   if (comment && mayBeHeadingAt(scan, text, first, end)) return false;
   if (state.current === undefined) return true;
-  // In a resource: its marker line (`resource "type" "name" {`), `# forces replacement`.
-  if (lastCode === 0x74 && mayEndWith(scan, text, first, last, FORCES)) return false;
-  return !holdsBrace(scan, text, lineStart, end);
+  // In a resource: `# forces replacement`, unless nothing it says can show.
+  return !(lastCode === 0x74 && mayEndWith(scan, text, first, last, FORCES) && !settled(state));
 }
 
 /**
  * Whether the plain line of `text` from `start` to `end` (no escape sequence, no carriage return)
- * whose first character other than space is at `first` (`first < end`) can be passed over:
- * `passesOver`'s rules for such a line, while no diagnostic, outputs list or heading's comments
- * are being read.
+ * whose first character other than space is at `first` (`first < end`) can be passed over, while
+ * no diagnostic or outputs list is being read. What reading it would end (a heredoc value with its
+ * word, the comments under a heading) is ended.
  */
 function passesPlain(
   state: PlanTextState,
@@ -216,22 +267,23 @@ function passesPlain(
   first: number,
   end: number,
 ): boolean {
-  if (mayBeLegacyResource(state, first - start)) return false;
   const code = text.charCodeAt(first);
   if (code <= 0x20 || code >= 0x7f) return false;
   const heredocEnd = state.heredocEnd;
-  if (heredocEnd !== undefined) {
-    return first - start >= state.heredocIndent && code !== heredocEnd.charCodeAt(0);
-  }
+  if (heredocEnd !== undefined)
+    return passesHeredoc(state, heredocEnd, text, first, first - start, end);
   const comment = code === 0x23;
   if (!comment && mayBeLandmark(text, code, first, end)) return false;
   const lastCode = text.charCodeAt(end - 1);
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
+  if (mayBeLegacyResource(state, first - start, code, lastCode)) return false;
   if (isWordCharacter(lastCode) && holdsAngle(scan, text, start, end)) return false;
-  if (comment && plainMayBeHeading(text, first, end)) return false;
+  // Under a heading, a comment may be its reason: read.
+  if (comment) return !state.afterHeading && !plainMayBeHeading(text, first, end);
   if (state.current === undefined) return true;
-  if (lastCode === 0x74 && plainMayEndWith(text, first, end - 1, FORCES)) return false;
-  return !holdsBrace(scan, text, start, end);
+  if (lastCode === 0x74 && plainMayEndWith(text, first, end - 1, FORCES) && !settled(state))
+    return false;
+  return !state.afterHeading || endsComments(state, text, first);
 }
 
 /** Whether the plain line whose text is from `first` to `end` may start like a landmark. */
@@ -264,7 +316,8 @@ export function passRun(
     let first = start;
     // The newline at `end` ends the indentation.
     while (text.charCodeAt(first) === 0x20) first += 1;
-    if (first < end && !passesPlain(state, scan, text, start, first, end)) return start;
+    if (first < end ? !passesPlain(state, scan, text, start, first, end) : !passesBlank(state))
+      return start;
     start = end + 1;
     end = text.indexOf("\n", start);
   }

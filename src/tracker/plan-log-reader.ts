@@ -64,8 +64,9 @@ export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLog
         },
         passes: (text, first, indent, last, end) => parser.passes(text, first, indent, last, end),
         passRun: (text, from, stop) => parser.passRun(text, from, stop),
+        // The cleaner's lines hold no newline and no carriage return.
         line: (line) => {
-          parser.push(line);
+          parser.pushLine(line);
         },
       };
   /** A kept line, made anyway: passed over by its indentation and characters as any other. */
@@ -73,7 +74,7 @@ export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLog
     let first = 0;
     while (line.charCodeAt(first) === 0x20) first += 1;
     parser.begin(line);
-    if (!parser.passes(line, first, first, line.length - 1, line.length)) parser.push(line);
+    if (!parser.passes(line, first, first, line.length - 1, line.length)) parser.pushLine(line);
   }
   return {
     push(text) {

@@ -5,8 +5,10 @@ import {
   createPlanTextParser,
   mayBeCutHeading,
   type PlanTextResult,
+  type ResourceList,
 } from "../../src/terraform/plan-text.js";
 import { createPlanLogReader } from "../../src/tracker/plan-log-reader.js";
+import { messageResources } from "../../src/views/plan-kept.js";
 import { readFixture } from "../support/fixtures.js";
 import { colorize, hostileText, SGR, splitAt } from "../support/generators.js";
 
@@ -21,9 +23,10 @@ type Overwritten = NonNullable<TraceCleanerOptions["overwritten"]>;
 function reference(
   pieces: readonly string[],
   overwritten: Overwritten,
+  resources?: ResourceList,
 ): { plan: PlanTextResult; lines: string[] } {
   const cleaner = createTraceCleaner({ overwritten });
-  const parser = createPlanTextParser();
+  const parser = createPlanTextParser(resources);
   const lines = pieces.flatMap((piece) => cleaner.push(piece));
   const rest = cleaner.end();
   const ended = pieces.join("").endsWith("\n") || pieces.join("") === "";
@@ -35,8 +38,17 @@ function reference(
   return { plan: parser.result(), lines };
 }
 
-function read(pieces: readonly string[], overwritten: Overwritten, keepLines: boolean) {
-  const reader = createPlanLogReader({ overwritten, keepLines });
+function read(
+  pieces: readonly string[],
+  overwritten: Overwritten,
+  keepLines: boolean,
+  resources?: ResourceList,
+) {
+  const reader = createPlanLogReader({
+    overwritten,
+    keepLines,
+    ...(resources === undefined ? {} : { resources }),
+  });
   const lines = pieces.flatMap((piece) => [...reader.push(piece)]);
   const { lines: rest, last } = reader.end();
   lines.push(...rest);
@@ -152,6 +164,58 @@ const pieces = withEnd.chain((log) =>
 
 const overwrittenMode = fc.constantFrom<Overwritten>("hide", "keep");
 
+/**
+ * A resource block of a plan, `n` naming it: replacements (forced, requested, with a heredoc that
+ * holds what looks like a heading), updates a marker or an attribute makes replacements, creations,
+ * deletions, imports and moves.
+ */
+const BLOCKS: readonly ((n: number) => string)[] = [
+  (n) =>
+    `  # local_file.r${n} must be replaced\n-/+ resource "local_file" "r${n}" {\n      ~ content = (sensitive value) # forces replacement\n      ~ id      = "a1" -> (known after apply)\n        # (3 unchanged attributes hidden)\n    }`,
+  (n) =>
+    `  # local_file.h${n} must be replaced\n+/- resource "local_file" "h${n}" {\n      ~ content = <<-EOT # forces replacement\n          # local_file.x${n} will be destroyed\n          Plan: 9 to add, 9 to change, 9 to destroy.\n        EOT\n      ~ size    = 2 # forces replacement\n    }`,
+  (n) =>
+    `  # local_file.u${n} will be updated in-place\n  ~ resource "local_file" "u${n}" {\n      ~ size = 2 # forces replacement\n      + tags = {\n          + "a" = "b"\n        }\n    }`,
+  (n) =>
+    `  # local_file.m${n} will be updated in-place\n-/+ resource "local_file" "m${n}" {\n      ~ size = 2\n    }`,
+  (n) =>
+    `  # local_file.c${n} will be created\n  + resource "local_file" "c${n}" {\n      + script = <<EOT\n  # local_file.y${n} will be created\n      EOT\n    }`,
+  (n) =>
+    `  # local_file.d${n} will be destroyed\n  - resource "local_file" "d${n}" {\n      - size = 1 -> null\n    }`,
+  (n) =>
+    `  # local_file.i${n} will be updated in-place\n  # (imported from "i-${n}")\n  ~ resource "local_file" "i${n}" {\n    }`,
+  (n) =>
+    `  # local_file.t${n} is tainted, so must be replaced\n\n-/+ resource "local_file" "t${n}" {\n      ~ id = "x" # forces replacement\n    }`,
+  (n) =>
+    `  # local_file.o${n} has moved to local_file.p${n}\n    resource "local_file" "p${n}" {\n    }`,
+];
+
+/**
+ * A plan of more resources than its message names, in a job log: past the ones the message keeps,
+ * the reader passes over what only a kept resource would show.
+ */
+const longPlan = fc
+  .tuple(
+    fc.array(fc.nat(BLOCKS.length - 1), { minLength: 55, maxLength: 90 }),
+    fc.array(fc.tuple(fc.nat(200), dressing), { maxLength: 6 }),
+  )
+  .map(([kinds, dressed]) => {
+    const lines = [
+      "Terraform will perform the following actions:",
+      "",
+      ...kinds.flatMap((kind, n) => [...(BLOCKS[kind] ?? BLOCKS[0]!)(n).split("\n"), ""]),
+      `Plan: ${kinds.length} to add, 0 to change, ${kinds.length} to destroy.`,
+    ];
+    // A few lines dressed as the runner and a terminal dress them.
+    for (const [at, d] of dressed) {
+      const index = at % lines.length;
+      const line = colorize(lines[index] ?? "", d.colours, SGR);
+      lines[index] = `${d.overwrite}${d.marker}${line}${d.crlf ? "\r" : ""}`;
+    }
+    return `Running with gitlab-runner 18.2.0\n${lines.join("\n")}\n`;
+  })
+  .chain((log) => fc.array(fc.nat(log.length), { maxLength: 8 }).map((cuts) => splitAt(log, cuts)));
+
 describe("reading a plan job's log", () => {
   it("reads a log as the cleaner's lines read one by one, cut anywhere", () => {
     fc.assert(
@@ -161,6 +225,17 @@ describe("reading a plan job's log", () => {
         expect(read(parts, overwritten, true)).toEqual(expected);
       }),
       RUNS,
+    );
+  });
+
+  it("reads what a plan's message keeps of a plan longer than it names as every line read does", () => {
+    fc.assert(
+      fc.property(longPlan, overwrittenMode, (parts, overwritten) => {
+        const expected = reference(parts, overwritten, messageResources()).plan;
+        expect(read(parts, overwritten, false, messageResources()).plan).toEqual(expected);
+        expect(read(parts, overwritten, true, messageResources()).plan).toEqual(expected);
+      }),
+      { numRuns: 150 },
     );
   });
 
