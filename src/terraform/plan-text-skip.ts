@@ -6,7 +6,7 @@
  * over that would have ended something the reader was in (the comments under a heading, a
  * heredoc value) ends it here, as reading it would have.
  */
-import { markerReplaces } from "./plan-text-chars.js";
+import { heredocOpenerIn, markerReplaces } from "./plan-text-chars.js";
 import { isWordCharacter, mayBeLegacyLine, mayEndHeading } from "./plan-text-lines.js";
 import type { PlanTextState } from "./plan-text-state.js";
 
@@ -46,17 +46,13 @@ const INVOKED = " will be invoked";
 
 /**
  * Whether the text from `from` to `end` holds ` has moved to ` or ` will be invoked`: what
- * `mayBeHeading` searches a comment for, looked for in place. A search of the text would go on
- * past the line's end to the end of the chunk: a comment is a few dozen characters, a chunk
- * thousands.
+ * `mayBeHeading` searches a comment for. The comment is cut out (a slice, not a copy) and searched:
+ * a search of the text would go on past the line's end to the end of the chunk, and a call
+ * searches faster than a loop over the characters.
  */
 function holdsHeadingWords(text: string, from: number, end: number): boolean {
-  for (let at = text.indexOf(" ", from); at !== -1 && at < end; at = text.indexOf(" ", at + 1)) {
-    const next = text.charCodeAt(at + 1);
-    if (next === 0x68 && at + MOVED.length <= end && text.startsWith(MOVED, at)) return true;
-    if (next === 0x77 && at + INVOKED.length <= end && text.startsWith(INVOKED, at)) return true;
-  }
-  return false;
+  const comment = text.slice(from, end);
+  return comment.includes(MOVED) || comment.includes(INVOKED);
 }
 
 /**
@@ -112,8 +108,13 @@ function mayEndWith(
   return holdsEscape(scan, text, first, last) || plainMayEndWith(text, first, last, word);
 }
 
-/** `mayEndWith` of a line that holds no escape sequence. */
+/**
+ * `mayEndWith` of a line that holds no escape sequence: compared in one call where the line is as
+ * long as the word (a call compares faster than a loop over the characters), else by characters.
+ */
 function plainMayEndWith(text: string, first: number, last: number, word: string): boolean {
+  const from = last + 1 - word.length;
+  if (from >= first) return text.startsWith(word, from);
   for (let index = 1; index <= word.length; index += 1) {
     const at = last + 1 - index;
     if (at < first) return true;
@@ -277,13 +278,36 @@ function passesPlain(
   const lastCode = text.charCodeAt(end - 1);
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
   if (mayBeLegacyResource(state, first - start, code, lastCode)) return false;
-  if (isWordCharacter(lastCode) && holdsAngle(scan, text, start, end)) return false;
+  // Ending in a word with a `<` before it, it may open a heredoc.
+  const opens = isWordCharacter(lastCode) && holdsAngle(scan, text, start, end);
   // Under a heading, a comment may be its reason: read.
-  if (comment) return !state.afterHeading && !plainMayBeHeading(text, first, end);
-  if (state.current === undefined) return true;
-  if (lastCode === 0x74 && plainMayEndWith(text, first, end - 1, FORCES) && !settled(state))
-    return false;
-  return !state.afterHeading || endsComments(state, text, first);
+  if (comment) return !opens && !state.afterHeading && !plainMayBeHeading(text, first, end);
+  if (state.current !== undefined) {
+    if (lastCode === 0x74 && !settled(state) && plainMayEndWith(text, first, end - 1, FORCES))
+      return false;
+    if (state.afterHeading) return !opens && endsComments(state, text, first);
+  }
+  return !opens || opensHeredoc(state, text, start, first, end);
+}
+
+/**
+ * A line that may open a heredoc and that reading would change in nothing else: the heredoc it
+ * opens, if it opens one, is opened here (its value is further in than the line), as reading it
+ * would open it.
+ */
+function opensHeredoc(
+  state: PlanTextState,
+  text: string,
+  start: number,
+  first: number,
+  end: number,
+): boolean {
+  const word = heredocOpenerIn(text, start, end);
+  if (word !== undefined) {
+    state.heredocEnd = word;
+    state.heredocIndent = first - start;
+  }
+  return true;
 }
 
 /** Whether the plain line whose text is from `first` to `end` may start like a landmark. */

@@ -302,7 +302,33 @@ describe("passing over a run of plain lines", () => {
     expect(read.heredocEnd).toBeUndefined();
   });
 
-  it("reads the lines a run must not pass: a `<` after a word, a heading, a reason", () => {
+  it("opens a heredoc where it stands, and reads a line that may open one and say more", () => {
+    const read = createPlanTextState();
+    read.current = {
+      resource: { address: "local_file.a", action: "update" },
+      comments: [],
+      forcedBy: [],
+    };
+    const scan = createLineScan();
+    beginScan(scan);
+    const text = "      ~ content = <<-EOT\n  # local_file.x will be destroyed\n          EOT\n";
+    // A heading less far in than the opener ends the value: it is read.
+    expect(passRun(read, scan, text, 0, text.length)).toBe(text.indexOf("  # local_file.x"));
+    expect([read.heredocEnd, read.heredocIndent]).toEqual(["EOT", 6]);
+    for (const line of [
+      "      ~ size = <<EOT # forces replacement",
+      "  # local_file.b <<EOT",
+      "Plan: <<EOT",
+    ]) {
+      const fresh = createPlanTextState();
+      fresh.current = read.current;
+      const alone = createLineScan();
+      beginScan(alone);
+      expect(passRun(fresh, alone, `${line}\n`, 0, line.length + 1), line).toBe(0);
+    }
+  });
+
+  it("reads the lines a run must not pass: a heading, a reason, a landmark", () => {
     const read = createPlanTextState();
     read.current = {
       resource: { address: "local_file.a", action: "update" },
@@ -310,7 +336,6 @@ describe("passing over a run of plain lines", () => {
       forcedBy: [],
     };
     for (const line of [
-      "      ~ content = <<EOT",
       "  # local_file.b will be destroyed",
       "  # local_file.c has moved to local_file.d",
       "      ~ size = 2 # forces replacement",
