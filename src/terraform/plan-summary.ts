@@ -140,7 +140,8 @@ export interface PlanTextParser {
    * unread, decided without cutting it out: `first` is where its first character other than space
    * is (`end` for a blank line), after `indent` spaces, and `last` where its last character is.
    * Escape sequences may stand between, and are not counted. A line passed over is one that,
-   * pushed, would change nothing; any other is to be pushed.
+   * pushed, would change nothing the parser reports; what pushing it would begin or end (a heredoc
+   * value, the comments under a heading) passing it begins or ends. Any other is to be pushed.
    */
   passes(text: string, first: number, indent: number, last: number, end: number): boolean;
   /**

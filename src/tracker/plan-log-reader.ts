@@ -1,8 +1,8 @@
 /**
  * Reading a plan job's log as it streams in: the trace cleaner and the plan text parser in one,
  * the cleaner showing each line to the parser where it stands in its chunk, and making only the
- * lines the parser reads (resource headings, landmarks, diagnostics, heredoc openers) unless every
- * line is wanted for a file.
+ * lines the parser reads (resource headings, landmarks, diagnostics, and what a resource its list
+ * keeps says of itself) unless every line is wanted for a file.
  */
 import { createTraceCleaner, type LineSink, type TraceCleanerOptions } from "../gitlab/trace.js";
 import {
