@@ -60,8 +60,8 @@ export interface Fleet {
   store: PostgresStore;
   /** The replicas still running (not killed, not exited). */
   running(): Replica[];
-  /** A random running replica, other than `except` when another runs. */
-  pick(except?: Replica): Replica;
+  /** A random running replica, other than those in `except` when another runs. */
+  pick(...except: (Replica | undefined)[]): Replica;
   /** What a replica's `/healthz` says of its leadership; undefined when it does not answer. */
   leads(replica: Replica): Promise<boolean | undefined>;
   /** The running replica that leads, once exactly one says so (waits up to `timeoutMs`). */
@@ -161,8 +161,8 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     replicas,
     store,
     running,
-    pick(except) {
-      const others = running().filter((replica) => replica !== except);
+    pick(...except) {
+      const others = running().filter((replica) => !except.includes(replica));
       const from = others.length > 0 ? others : running();
       const chosen = from[Math.floor(Math.random() * from.length)];
       if (chosen === undefined) throw new Error("no replica is running");
@@ -206,14 +206,15 @@ const signerTo = (
 /**
  * A delivery to one random replica and, as Slack retries one it thinks timed out (the same body,
  * with X-Slack-Retry-Num and X-Slack-Retry-Reason), to another a moment later, while the first
- * may still be working. Both answers.
+ * may still be working. Both answers. Neither goes to `avoid` while two others run.
  */
 export async function deliverTwice<T extends SlackDelivery>(
   fleet: Fleet,
   send: (signer: SlackSigner) => Promise<T>,
+  avoid?: Replica,
 ): Promise<{ first: T; retry: SlackDelivery; to: Replica; again: Replica }> {
-  const to = fleet.pick();
-  const again = fleet.pick(to);
+  const to = fleet.pick(avoid);
+  const again = fleet.pick(to, avoid);
   let sent: { body: string; contentType: string } | undefined;
   const first = send(
     signerTo(fleet, to, (request) => {
@@ -264,16 +265,20 @@ export const allRequests = (fleet: Fleet): Promise<RequestRecord[]> =>
   fleet.store.listByStatus(REQUEST_STATUSES);
 
 /**
- * `/vm create <name>` and its form, each sent to a random replica and retried to another: the
- * request's ID once it is recorded. The form asks for address `ip`.
+ * `/vm create <name>` and its form, each sent to a random replica (not `avoid`) and retried to
+ * another: the request's ID once it is recorded. The form asks for address `ip`.
  */
 export async function askThroughFleet(
   fleet: Fleet,
   name: string,
   ip: string,
+  avoid?: Replica,
 ): Promise<{ requestId: string; submitted: { first: InteractionDelivery; retry: SlackDelivery } }> {
-  const command = await deliverTwice(fleet, (signer) =>
-    signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL }),
+  const command = await deliverTwice(
+    fleet,
+    (signer) =>
+      signer.slashCommand({ text: `create ${name}`, userId: REQUESTER, channelId: CHANNEL }),
+    avoid,
   );
   const opened = await fleet.slack.waitFor(
     "views.open",
@@ -286,12 +291,15 @@ export async function askThroughFleet(
     () => fleet.slack.views.find((v) => JSON.stringify(v.blocks).includes(`"${name}"`)),
     `the form for ${name}`,
   );
-  const submitted = await deliverTwice(fleet, (signer) =>
-    signer.viewSubmission({
-      view: form,
-      values: stateValuesFor(form, { vm_name: name, vm_ip: ip }),
-      userId: REQUESTER,
-    }),
+  const submitted = await deliverTwice(
+    fleet,
+    (signer) =>
+      signer.viewSubmission({
+        view: form,
+        values: stateValuesFor(form, { vm_name: name, vm_ip: ip }),
+        userId: REQUESTER,
+      }),
+    avoid,
   );
   const requestId = await waitFor(
     async () => (await allRequests(fleet)).find((r) => r.spec.name === name)?.id,
@@ -432,13 +440,18 @@ export async function pipelinesRecorded(fleet: Fleet): Promise<void> {
 
 /**
  * Asks for `count` VMs one after another (`<prefix>-01`, `<prefix>-02`…, addresses from .50),
- * each command and form through random replicas and retried: their request IDs.
+ * each command and form through random replicas (not `avoid`) and retried: their request IDs.
  */
-export async function askMany(fleet: Fleet, prefix: string, count: number): Promise<string[]> {
+export async function askMany(
+  fleet: Fleet,
+  prefix: string,
+  count: number,
+  avoid?: Replica,
+): Promise<string[]> {
   const ids: string[] = [];
   for (let index = 0; index < count; index += 1) {
     const name = `${prefix}-${String(index + 1).padStart(2, "0")}`;
-    const { requestId } = await askThroughFleet(fleet, name, `192.168.1.${50 + index}/24`);
+    const { requestId } = await askThroughFleet(fleet, name, `192.168.1.${50 + index}/24`, avoid);
     ids.push(requestId);
   }
   return ids;
