@@ -306,4 +306,43 @@ describe("reading a plan job's log", () => {
       { numRuns: 60 },
     );
   });
+  it("reads real plans longer than the message names as every line read does", () => {
+    // Each real plan's resource blocks repeated under new names, past the resources the message
+    // keeps: what the reader passes over of those it does not name is held to a full read.
+    const plans = [
+      "terraform-plan-text/terraform-plan-comment-basic-1-modify-plan.txt",
+      "terraform-plan-text/terraform-plan-comment-basic-2-delete-plan.txt",
+      "terraform-plan-text/atlantis-simple-exp-output-atlantis-plan.txt",
+      "terraform-plan-text/atlantis-import-multiple-project-exp-output-plan-again.txt",
+    ].map((path) => {
+      const plan = readFixture(path);
+      const first = plan.indexOf("  # ");
+      const end = plan.indexOf("Plan:", first);
+      const blocks = plan.slice(first, end);
+      // Each resource's name, in its heading and in its marker line, made its own.
+      const repeated = Array.from({ length: 60 }, (_, i) =>
+        blocks
+          .replace(/^(\s*# (?:[\w-]+\.)+)([\w-]+)/gm, `$1$2_${i}`)
+          .replace(/^(\s*\S*\s*(?:resource|data) "[^"]+" ")([^"]+)"/gm, `$1$2_${i}"`),
+      ).join("");
+      return `Running with gitlab-runner 18.2.0\n${plan.slice(0, first)}${repeated}${plan.slice(end)}`;
+    });
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...plans),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        overwrittenMode,
+        (log, cuts, overwritten) => {
+          const parts = splitAt(
+            log,
+            cuts.map((cut) => cut % (log.length + 1)),
+          );
+          const expected = reference(parts, overwritten, messageResources()).plan;
+          expect(expected.omitted).toBeDefined();
+          expect(read(parts, overwritten, false, messageResources()).plan).toEqual(expected);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
 });
