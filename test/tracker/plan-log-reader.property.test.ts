@@ -164,6 +164,15 @@ const pieces = withEnd.chain((log) =>
 
 const overwrittenMode = fc.constantFrom<Overwritten>("hide", "keep");
 
+/** One of `logs`, in pieces cut anywhere, as a socket hands them over. */
+const cutAnywhere = (logs: readonly string[]) =>
+  fc.tuple(fc.constantFrom(...logs), fc.array(fc.nat(), { maxLength: 6 })).map(([log, cuts]) =>
+    splitAt(
+      log,
+      cuts.map((cut) => cut % (log.length + 1)),
+    ),
+  );
+
 /**
  * A resource block of a plan, `n` naming it: replacements (forced, requested, with a heredoc that
  * holds what looks like a heading), updates a marker or an attribute makes replacements, creations,
@@ -289,23 +298,15 @@ describe("reading a plan job's log", () => {
       readFixture("terraform-plan-text/terraform-plan-comment-basic-2-delete-plan.txt"),
     ];
     fc.assert(
-      fc.property(
-        fc.constantFrom(...logs),
-        fc.array(fc.nat(), { maxLength: 6 }),
-        overwrittenMode,
-        (log, cuts, overwritten) => {
-          const parts = splitAt(
-            log,
-            cuts.map((cut) => cut % (log.length + 1)),
-          );
-          const expected = reference(parts, overwritten);
-          expect(read(parts, overwritten, false).plan).toEqual(expected.plan);
-          expect(read(parts, overwritten, true)).toEqual(expected);
-        },
-      ),
+      fc.property(cutAnywhere(logs), overwrittenMode, (parts, overwritten) => {
+        const expected = reference(parts, overwritten);
+        expect(read(parts, overwritten, false).plan).toEqual(expected.plan);
+        expect(read(parts, overwritten, true)).toEqual(expected);
+      }),
       { numRuns: 60 },
     );
   });
+
   it("reads real plans longer than the message names as every line read does", () => {
     // Each real plan's resource blocks repeated under new names, past the resources the message
     // keeps: what the reader passes over of those it does not name is held to a full read.
@@ -328,20 +329,11 @@ describe("reading a plan job's log", () => {
       return `Running with gitlab-runner 18.2.0\n${plan.slice(0, first)}${repeated}${plan.slice(end)}`;
     });
     fc.assert(
-      fc.property(
-        fc.constantFrom(...plans),
-        fc.array(fc.nat(), { maxLength: 6 }),
-        overwrittenMode,
-        (log, cuts, overwritten) => {
-          const parts = splitAt(
-            log,
-            cuts.map((cut) => cut % (log.length + 1)),
-          );
-          const expected = reference(parts, overwritten, messageResources()).plan;
-          expect(expected.omitted).toBeDefined();
-          expect(read(parts, overwritten, false, messageResources()).plan).toEqual(expected);
-        },
-      ),
+      fc.property(cutAnywhere(plans), overwrittenMode, (parts, overwritten) => {
+        const expected = reference(parts, overwritten, messageResources()).plan;
+        expect(expected.omitted).toBeDefined();
+        expect(read(parts, overwritten, false, messageResources()).plan).toEqual(expected);
+      }),
       { numRuns: 60 },
     );
   });
