@@ -4,6 +4,7 @@ import {
   SocketModeReceiver,
   type Middleware,
   type AnyMiddlewareArgs,
+  type webApi,
 } from "@slack/bolt";
 import type { RequestListener } from "node:http";
 import { createAccess, type Access } from "./access.js";
@@ -49,8 +50,11 @@ export interface AppDeps {
   ledStore?: AsyncStore;
   /** The led work's effects, recorded through `ledStore`; `effects` unless said. */
   ledEffects?: Effects;
-  /** The led work's Slack client made of the app's (PostgreSQL: fenced by the leader). */
-  ledClient?: (client: App["client"]) => App["client"];
+  /** The led work's Slack client, made with the app's token and client options (PostgreSQL: fenced by the leader). */
+  ledClient?: (
+    token: string,
+    options: (base: typeof fetch) => webApi.WebClientOptions,
+  ) => App["client"];
 }
 
 export interface VmbotApp {
@@ -88,12 +92,16 @@ export interface VmbotApp {
  * Web API client settings: a bounded number of retries and a timeout on every call, so that a
  * slow or failing Slack is answered in seconds, not the client's default half hour, but no call
  * that posts sent twice; and a `fetch` that redacts every request's body, so no secret reaches
- * Slack whichever call sends it.
+ * Slack whichever call sends it, over `base` (the led work's client sends through its own).
  */
-export function slackClientOptions(config: Config, redact: Redactor) {
+export function slackClientOptions(
+  config: Config,
+  redact: Redactor,
+  base: typeof fetch = globalThis.fetch,
+) {
   return {
     ...(config.slack.apiUrl === undefined ? {} : { slackApiUrl: config.slack.apiUrl }),
-    fetch: redactingFetch(redact, answerKeepingFetch(globalThis.fetch)),
+    fetch: redactingFetch(redact, answerKeepingFetch(base)),
     timeout: 10_000,
     retryConfig: {
       retries: 3,
@@ -216,6 +224,11 @@ export function createApp(appDeps: AppDeps): VmbotApp {
     tokenVerificationEnabled: false,
     clientOptions: slackClientOptions(config, redact),
   });
+  const ledClient =
+    deps.ledClient?.(config.slack.botToken, (base) => ({
+      ...slackClientOptions(config, redact, base),
+      logger,
+    })) ?? app.client;
   redactAcks(app, redact);
   const drain = trackInflight(app);
   app.use(answerListenerFailures(log));
@@ -224,7 +237,6 @@ export function createApp(appDeps: AppDeps): VmbotApp {
     return Promise.resolve();
   });
 
-  const ledClient = deps.ledClient?.(app.client) ?? app.client;
   const access = deps.access ?? accessOver(app, deps);
   const starter = createRequestStarter({
     config,

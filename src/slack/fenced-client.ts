@@ -1,38 +1,126 @@
-import type { webApi } from "@slack/bolt";
-import type { Leader } from "../store/postgres/leader.js";
+import { webApi } from "@slack/bolt";
+import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
+import { FencedError, type Leader } from "../store/postgres/leader.js";
+import { causeOf, methodOf } from "./lost-answers.js";
 
 type SlackClient = webApi.WebClient;
+type Fetch = typeof globalThis.fetch;
+
+const POST = "post a message to Slack";
+const UPDATE = "update a message in Slack";
+const DELETE = "delete a message in Slack";
+const SHARE = "share a file in Slack";
+
+/** The calls that change what people see, each with what it does, for the refusal's words. */
+const WRITES: Readonly<Record<string, string>> = {
+  "chat.postMessage": POST,
+  "chat.postEphemeral": POST,
+  "chat.update": UPDATE,
+  "chat.delete": DELETE,
+  "files.completeUploadExternal": SHARE,
+};
 
 /**
- * The led work's Slack client on a replica sharing PostgreSQL. Each call that changes what
- * people see (a post, an update, a delete, a file shared) first confirms that this replica still
- * leads (`Leader.confirm`: its epoch is still the one in the lease row), and is
- * refused with a FencedError, sending nothing, when it does not. A leader paused past its lease
- * (a stopped process, a long pause of the runtime, a network partition) that resumes in the
- * middle of a pass posts nothing the new leader has posted or will post. Slack cannot check an
- * epoch itself: what is left is the moment between the check and the request leaving.
+ * `handler`, whose request is aborted with what `check` throws instead of being written. undici
+ * tells a handler its request has a connection (`onRequestStart`) synchronously, right before it
+ * writes the request to the socket; its `compose` gives interceptors handlers of that interface.
+ */
+export function checkedAsItLeaves(
+  handler: Dispatcher.DispatchHandler,
+  check: () => void,
+): Dispatcher.DispatchHandler {
+  return new Proxy(handler, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key);
+      if (typeof value !== "function") return value;
+      const bound = (value as (...args: unknown[]) => unknown).bind(target);
+      if (key !== "onRequestStart") return bound;
+      return (controller: Dispatcher.DispatchController, ...rest: unknown[]) => {
+        try {
+          check();
+        } catch (error) {
+          controller.abort(error instanceof Error ? error : new Error(String(error)));
+          return undefined;
+        }
+        return bound(controller, ...rest);
+      };
+    },
+  });
+}
+
+/**
+ * A `fetch` whose requests for the calls in WRITES are written to the socket only while
+ * `fence.stillHolds`: checked when the request has its connection, with nothing between the
+ * check and the write (a new connection's handshake, a kept one's turn, all come before).
+ */
+function fencedBase(fence: Pick<Leader, "stillHolds">): Fetch {
+  const dispatcher = new Agent().compose((dispatch) => (options, handler) => {
+    const what = WRITES[methodOf(options.path)];
+    if (what === undefined) return dispatch(options, handler);
+    return dispatch(
+      options,
+      checkedAsItLeaves(handler, () => {
+        fence.stillHolds(what);
+      }),
+    );
+  });
+  // undici's own fetch, of which Node's is a copy, typed apart from the DOM's.
+  return ((input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) =>
+    undiciFetch(input, { ...init, dispatcher })) as unknown as Fetch;
+}
+
+/**
+ * The led work's Slack client on a replica sharing PostgreSQL, made with the app's client
+ * `options` over a `fetch` of its own. Each call that changes what people see (a post, an
+ * update, a delete, a file shared) is refused with a FencedError, sending nothing, unless this
+ * replica still leads: the fence is confirmed against the lease row first (`Leader.confirm`),
+ * and each request the call sends, the first and any the client sends again, is checked once
+ * more as it is written to its connection (`Leader.stillHolds`). A leader paused past its lease
+ * (a stopped process, a long pause of the runtime, a network partition) that resumes anywhere
+ * in the call, with the fence's answer in hand, in the client's queue, in a retry's backoff or
+ * waiting for a connection, posts nothing the new leader has posted or will post. Slack cannot
+ * check an epoch itself: what is left is a pause between that last check and the write, one
+ * synchronous step apart.
  * Reading calls (users, conversations, upload addresses) go straight through.
  */
 export function fencedSlackClient(
-  client: SlackClient,
-  fence: Pick<Leader, "confirm">,
+  token: string,
+  options: (base: Fetch) => webApi.WebClientOptions,
+  fence: Pick<Leader, "confirm" | "stillHolds">,
 ): SlackClient {
+  const made = options(fencedBase(fence));
+  const retries: Retries | undefined = made.retryConfig;
+  const onFailedAttempt = retries?.onFailedAttempt;
+  const retryConfig: Retries = {
+    ...retries,
+    // A request refused by the fence is not sent again: the new leader sends what is due.
+    onFailedAttempt: (error) => {
+      if (causeOf(error, FencedError) !== undefined) throw error;
+      return onFailedAttempt?.(error);
+    },
+  };
+  const client = new webApi.WebClient(token, { ...made, retryConfig });
   const guard =
     <A extends unknown[], R>(what: string, call: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       await fence.confirm(what);
-      return call(...args);
+      try {
+        return await call(...args);
+      } catch (error) {
+        // Refused as it left: the fence's own error, as when refused before, not the client's.
+        throw causeOf(error, FencedError) ?? error;
+      }
     };
   const chat: SlackClient["chat"] = {
     ...client.chat,
-    postMessage: guard("post a message to Slack", client.chat.postMessage),
-    postEphemeral: guard("post a message to Slack", client.chat.postEphemeral),
-    update: guard("update a message in Slack", client.chat.update),
-    delete: guard("delete a message in Slack", client.chat.delete),
+    postMessage: guard(POST, client.chat.postMessage),
+    postEphemeral: guard(POST, client.chat.postEphemeral),
+    update: guard(UPDATE, client.chat.update),
+    delete: guard(DELETE, client.chat.delete),
   };
   const files: SlackClient["files"] = {
     ...client.files,
-    completeUploadExternal: guard("share a file in Slack", client.files.completeUploadExternal),
+    completeUploadExternal: guard(SHARE, client.files.completeUploadExternal),
   };
   return new Proxy(client, {
     get(target, key, receiver) {
@@ -42,3 +130,8 @@ export function fencedSlackClient(
     },
   });
 }
+
+/** The client's retries, which p-retry runs: it calls `onFailedAttempt` after each failure. */
+type Retries = webApi.WebClientOptions["retryConfig"] & {
+  onFailedAttempt?: (error: Error) => void | Promise<void>;
+};

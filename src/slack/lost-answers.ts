@@ -1,3 +1,5 @@
+import { FencedError } from "../store/postgres/leader.js";
+
 /**
  * The Web API client sends a call again when its answer does not come (a reset connection, a
  * timeout, a 5xx from Slack's edge). For most calls that is harmless; for a call that posts, the
@@ -30,7 +32,8 @@ export class AnswerLostError extends Error {
   }
 }
 
-const methodOf = (input: string | URL | Request): string => {
+/** The Web API method a request of the client's `fetch` calls: `chat.update`. */
+export const methodOf = (input: string | URL | Request): string => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
   return new URL(url, "http://slack.invalid").pathname.split("/").pop() ?? "";
 };
@@ -47,6 +50,9 @@ export function answerKeepingFetch(base: typeof fetch) {
     try {
       response = await base(input, init);
     } catch (error) {
+      // Refused before it was written (this replica no longer leads): nothing was sent.
+      const refused = causeOf(error, FencedError);
+      if (refused !== undefined) throw refused;
       throw new AnswerLostError(method, error);
     }
     if (response.status >= 500) {
@@ -64,13 +70,24 @@ export function notRepeated(error: Error): void {
   if (answerLost(error)) throw error;
 }
 
-/** Whether `error` (a Web API client's, or one it wraps) is a lost answer to a call that posts. */
-export function answerLost(error: unknown): boolean {
+/**
+ * The error of `type` that `error` is, or wraps: the Web API client gives what its `fetch`
+ * threw as the `original` of its own error.
+ */
+export function causeOf<T extends Error>(
+  error: unknown,
+  type: abstract new (...args: never[]) => T,
+): T | undefined {
   for (let at: unknown = error, depth = 0; at instanceof Error && depth < 4; depth += 1) {
-    if (at instanceof AnswerLostError) return true;
+    if (at instanceof type) return at;
     at = (at as { original?: unknown }).original ?? at.cause;
   }
-  return false;
+  return undefined;
+}
+
+/** Whether `error` (a Web API client's, or one it wraps) is a lost answer to a call that posts. */
+export function answerLost(error: unknown): boolean {
+  return causeOf(error, AnswerLostError) !== undefined;
 }
 
 /** How many times a post is made, each lost answer read back before the next. */

@@ -1,4 +1,4 @@
-import type { App } from "@slack/bolt";
+import type { webApi } from "@slack/bolt";
 import type { Clock } from "../clock.js";
 import { createEffects, type EffectsOptions } from "../effects.js";
 import { fencedSlackClient } from "../slack/fenced-client.js";
@@ -79,7 +79,7 @@ function ledWork(work: LedWork, log: Logger) {
  * The leader's fence for the led work's store, which is built before the leader: writes before
  * the leader is there are refused as a follower's would be.
  */
-export function deferredFence(): Pick<Leader, "fenced" | "confirm"> & {
+export function deferredFence(): Pick<Leader, "fenced" | "confirm" | "stillHolds"> & {
   lead(leader: Leader): void;
 } {
   let current: Leader | undefined;
@@ -96,6 +96,10 @@ export function deferredFence(): Pick<Leader, "fenced" | "confirm"> & {
       return current === undefined
         ? Promise.reject(new FencedError(what, undefined))
         : current.confirm(what);
+    },
+    stillHolds(what) {
+      if (current === undefined) throw new FencedError(what, undefined);
+      current.stillHolds(what);
     },
   };
 }
@@ -119,7 +123,8 @@ export function fencedLedWork(
     renew: store.renew,
     ...crashPoint,
   });
-  const ledClient = (client: App["client"]) => fencedSlackClient(client, fence);
+  const ledClient = (token: string, options: (base: typeof fetch) => webApi.WebClientOptions) =>
+    fencedSlackClient(token, options, fence);
   return { fence, app: { ledStore: store, ledEffects: effects, ledClient } };
 }
 

@@ -9,7 +9,8 @@ import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/i
 import { slackClientOptions } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
 import { createRedactor } from "../../src/redact.js";
-import { answerLost } from "../../src/slack/lost-answers.js";
+import { answerKeepingFetch, answerLost } from "../../src/slack/lost-answers.js";
+import { FencedError } from "../../src/store/postgres/leader.js";
 import { fakeBotEnv } from "../support/harness.js";
 import { TEST_SECRETS } from "../support/secrets.js";
 
@@ -82,5 +83,15 @@ describe("a Web API call whose answer is lost", () => {
     expect(error).toMatchObject({ data: { error: "not_in_channel" } });
     expect(answerLost(error)).toBe(false);
     expect(callsTo(slack, "chat.postMessage")).toHaveLength(1);
+  });
+
+  it("gives a request refused before it was written as the refusal: nothing was sent, no answer lost", async () => {
+    const refused = new FencedError("post a message to Slack", 4);
+    const send = answerKeepingFetch(() =>
+      Promise.reject(new TypeError("fetch failed", { cause: refused })),
+    );
+    const sent = send("https://slack.com/api/chat.postMessage", { method: "POST" });
+    await expect(sent).rejects.toBe(refused);
+    expect(answerLost(await sent.catch((error: unknown) => error))).toBe(false);
   });
 });

@@ -89,6 +89,12 @@ export interface Leader {
    * lease after the lease was last renewed, in real time, since it says who led when it was read.
    */
   confirm(what: string): Promise<void>;
+  /**
+   * Throws FencedError unless this replica holds a lease taken or renewed less than a lease ago,
+   * in real time. Synchronous, asking no one: the last check, right as a request leaves, after
+   * `confirm` answered and any wait since (a queue, a retry's backoff, a pause of the process).
+   */
+  stillHolds(what: string): void;
 }
 
 interface Held {
@@ -183,14 +189,15 @@ function holding(schedule: Schedule, onChange: LeaderOptions["onChange"]) {
 
 /**
  * The checks that this replica still leads, made against the lease row: `fenced` for a write to
- * the database, in the write's own transaction; `confirm` before an effect outside it.
+ * the database, in the write's own transaction; `confirm` before an effect outside it, and
+ * `stillHolds` as its request leaves.
  */
 function fences(
   pool: pg.Pool,
   row: { name: string; replica: string; ttlMs: number },
   lease: ReturnType<typeof holding>,
   elapsed: () => number,
-): Pick<Leader, "fenced" | "confirm"> {
+): Pick<Leader, "fenced" | "confirm" | "stillHolds"> {
   const { name, replica, ttlMs } = row;
   const { change } = lease;
   /** The epoch of the lease this replica holds; FencedError when it holds none. */
@@ -243,6 +250,9 @@ function fences(
       const epoch = held(what);
       await stillCurrent(what, epoch, pool, "");
       answeredInTime(what, epoch);
+    },
+    stillHolds(what) {
+      answeredInTime(what, held(what));
     },
   };
 }

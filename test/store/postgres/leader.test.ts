@@ -159,6 +159,35 @@ describeWithPostgres("leadership with fencing", () => {
     expect(await b.step()).toBe(false);
   });
 
+  it("says it still holds, as a request leaves, only less than a lease after its last renewal", async () => {
+    const [a, b] = [leader(0), leader(1)];
+    expect(() => {
+      a.stillHolds("post to Slack");
+    }).toThrow("refused to post to Slack: this replica does not lead");
+    await a.step();
+    await a.confirm("post to Slack");
+    elapsed += TTL - 1;
+    a.stillHolds("post to Slack");
+    // Confirmed, then stood still past its lease before the request left: no database asked.
+    elapsed += 1;
+    expect(() => {
+      a.stillHolds("post to Slack");
+    }).toThrow(
+      "refused to post to Slack: this replica's leadership (epoch 1) has passed to another",
+    );
+    // Renewed, it holds again; once B has the lease and A has found so, it never does.
+    expect(await a.step()).toBe(true);
+    a.stillHolds("post to Slack");
+    clock.advance(TTL);
+    elapsed += TTL;
+    expect(await b.step()).toBe(true);
+    expect(await a.step()).toBe(false);
+    expect(() => {
+      a.stillHolds("post to Slack");
+    }).toThrow(FencedError);
+    b.stillHolds("post to Slack");
+  });
+
   it("keeps a write whose answer is read after its lease ran out, and refuses what would follow it", async () => {
     const a = leader(0);
     await a.step();
