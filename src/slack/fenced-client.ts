@@ -1,5 +1,5 @@
 import { webApi } from "@slack/bolt";
-import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { FencedError, type Leader } from "../store/postgres/leader.js";
 import { causeOf, methodOf } from "./lost-answers.js";
 
@@ -64,9 +64,10 @@ function fencedBase(fence: Pick<Leader, "stillHolds">): Fetch {
       }),
     );
   });
-  // undici's own fetch, of which Node's is a copy, typed apart from the DOM's.
-  return ((input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) =>
-    undiciFetch(input, { ...init, dispatcher })) as unknown as Fetch;
+  // Node's own fetch, which takes a dispatcher of undici's (its types are of the undici it
+  // bundles): what it sends, a FormData of an upload too, is sent as the app's client sends it.
+  const through = dispatcher as unknown as NonNullable<RequestInit["dispatcher"]>;
+  return (input, init) => globalThis.fetch(input, { ...init, dispatcher: through });
 }
 
 /**

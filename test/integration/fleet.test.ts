@@ -121,6 +121,8 @@ describeWithPostgres("three replicas on one PostgreSQL, each a process of its ow
 
       expect(requestMessages(f)).toHaveLength(REQUESTS);
       expect(f.slack.uploads).toHaveLength(REQUESTS);
+      // Each a plan, shared by the led work's own client as it was read.
+      for (const upload of f.slack.uploads) expect(upload.content).toMatch(/Plan: \d+ to add/);
       for (const requestId of ids) {
         const message = messageOf(f, requestId)!;
         expect(message.channel).toBe(CHANNEL);

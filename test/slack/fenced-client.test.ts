@@ -70,6 +70,15 @@ describe("the led work's Slack client", () => {
     expect(fence.state.checked).toEqual(what);
   });
 
+  it("uploads a file's bytes as they are, through its own connection", async () => {
+    const { slack, client } = await fencedAgainstFake();
+    const content = "Plan: 1 to add, 0 to change, 0 to destroy.\n  # ü and ✓ stay as they are\n";
+    await client.filesUploadV2({ channel_id: CHANNEL, content, filename: "plan.txt" });
+    expect(slack.uploads).toEqual([
+      expect.objectContaining({ filename: "plan.txt", content, completed: true, channel: CHANNEL }),
+    ]);
+  });
+
   it("sends nothing when the lease ran out after the fence answered, before the call left", async () => {
     const { slack, fence, client } = await fencedAgainstFake();
     const posted = await client.chat.postMessage({ channel: CHANNEL, text: "plan ready" });
