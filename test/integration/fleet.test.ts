@@ -22,6 +22,7 @@ import {
   threadSteps,
   type Fleet,
 } from "../support/fleet.js";
+import { fleetStory } from "../support/fleet-story.js";
 import { describeWithPostgres } from "../support/postgres.js";
 import { waitFor } from "../support/wait.js";
 
@@ -76,7 +77,11 @@ describeWithPostgres("three replicas on one PostgreSQL, each a process of its ow
             return message?.text.endsWith("Awaiting approval") === true ? message : undefined;
           },
           `the plan of ${name} posted for approval`,
-          { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
+          {
+            timeoutMs: FLEET_WAIT_MS,
+            intervalMs: 100,
+            detail: () => fleetStory(f, { requestId, name }),
+          },
         );
         // Two or three approvers at once, each on a random replica, each click retried.
         const approvers = someOf(APPROVERS, 2 + (index % 2));
@@ -101,7 +106,11 @@ describeWithPostgres("three replicas on one PostgreSQL, each a process of its ow
             return message?.text.endsWith("Ready") === true && told ? true : undefined;
           },
           `${name} to be ready and its requester told`,
-          { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
+          {
+            timeoutMs: FLEET_WAIT_MS,
+            intervalMs: 100,
+            detail: () => fleetStory(f, { requestId, name }),
+          },
         );
         return requestId;
       };

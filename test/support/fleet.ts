@@ -25,6 +25,7 @@ import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/
 import { REQUEST_STATUSES, type RequestRecord } from "../../src/store/store.js";
 import { WATCH_STEP } from "../../src/tracker/closure.js";
 import { CHANNEL, fakeBotEnv, PROJECT_PATH, REQUESTER } from "./harness.js";
+import { fleetStory } from "./fleet-story.js";
 import { freshDatabase } from "./postgres.js";
 import { portOf, runBot, type BotProcess } from "./process.js";
 import { recordSlackPayload } from "./logs.js";
@@ -324,7 +325,7 @@ export async function effectsSettled(fleet: Fleet, timeoutMs = FLEET_WAIT_MS): P
       return left.length === 0 ? true : undefined;
     },
     "every effect to be done",
-    { timeoutMs, intervalMs: 200, detail: () => `still pending: ${last}` },
+    { timeoutMs, intervalMs: 200, detail: () => `still pending: ${last}\n${fleetStory(fleet)}` },
   );
 }
 
@@ -343,7 +344,7 @@ export const planOf = (f: Fleet, requestId: string) =>
       return message?.text.endsWith("Awaiting approval") === true ? message : undefined;
     },
     `the plan of ${requestId} posted for approval`,
-    { timeoutMs: FLEET_WAIT_MS, intervalMs: 100 },
+    { timeoutMs: FLEET_WAIT_MS, intervalMs: 100, detail: () => fleetStory(f) },
   );
 
 /**
