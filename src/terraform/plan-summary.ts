@@ -88,6 +88,12 @@ export interface ResourceList {
    */
   add(resource: Readonly<PlanResource>, copy: () => PlanResource): void;
   /**
+   * Whether a resource like this one (its action and import as they stand), added now, may be
+   * kept: false once the list has stopped keeping resources like it, never to keep them again. A
+   * reader passes over what only a kept resource would show (its reasons, its replacement order).
+   */
+  keeps(resource: Readonly<PlanResource>): boolean;
+  /**
    * The resources kept, with `last` (the one still being read) as if it had been added, and how
    * many of those with a change were left out; the list itself is left as it is.
    */
@@ -107,6 +113,7 @@ export function everyResource(): ResourceList {
     add(_resource, copy) {
       resources.push(copy());
     },
+    keeps: () => true,
     list: (last) => ({ resources: last === undefined ? [...resources] : [...resources, last] }),
   };
 }
@@ -124,6 +131,8 @@ export interface PlanTextParser {
    * what `push` does with each, without searching each for line ends first.
    */
   pushLines(lines: readonly string[]): void;
+  /** One line as `pushLines` takes each: no newline, no carriage return. */
+  pushLine(line: string): void;
   /** A longer text begins (a chunk of a log), whose lines `passes` is then asked about. */
   begin(text: string): void;
   /**
@@ -131,7 +140,8 @@ export interface PlanTextParser {
    * unread, decided without cutting it out: `first` is where its first character other than space
    * is (`end` for a blank line), after `indent` spaces, and `last` where its last character is.
    * Escape sequences may stand between, and are not counted. A line passed over is one that,
-   * pushed, would change nothing; any other is to be pushed.
+   * pushed, would change nothing the parser reports; what pushing it would begin or end (a heredoc
+   * value, the comments under a heading) passing it begins or ends. Any other is to be pushed.
    */
   passes(text: string, first: number, indent: number, last: number, end: number): boolean;
   /**

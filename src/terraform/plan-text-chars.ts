@@ -198,14 +198,14 @@ function isWordStart(code: number): boolean {
 }
 
 /**
- * Whether white space, then a comment running to the end of the line, follow `at`: what
+ * Whether white space, then a comment running to the line's end at `end`, follow `at`: what
  * `\s+#.*$` matches there (`.` takes no line terminator).
  */
-function commentToEnd(text: string, at: number): boolean {
+function commentToEnd(text: string, at: number, end: number): boolean {
   let index = at;
-  while (isSpace(text.charCodeAt(index))) index += 1;
-  if (index === at || text.charCodeAt(index) !== 0x23) return false;
-  return !holdsLineTerminator(text, index + 1, text.length);
+  while (index < end && isSpace(text.charCodeAt(index))) index += 1;
+  if (index === at || index === end || text.charCodeAt(index) !== 0x23) return false;
+  return !holdsLineTerminator(text, index + 1, end);
 }
 
 /**
@@ -215,14 +215,19 @@ function commentToEnd(text: string, at: number): boolean {
  * line opens none.
  */
 export function heredocOpener(text: string): string | undefined {
-  for (let at = text.indexOf("<<"); at !== -1; at = text.indexOf("<<", at + 1)) {
-    let from = at + 2;
-    const code = text.charCodeAt(from);
-    if (code === 0x2d || code === 0x7e) from += 1;
-    if (!isWordStart(text.charCodeAt(from))) continue;
-    let to = from + 1;
-    while (isWordCharacter(text.charCodeAt(to))) to += 1;
-    if (to === text.length || commentToEnd(text, to)) return text.slice(from, to);
+  return heredocOpenerIn(text, 0, text.length);
+}
+
+/** `heredocOpener` of the line of `text` from `from` to `end`, read where it stands. */
+export function heredocOpenerIn(text: string, from: number, end: number): string | undefined {
+  for (let at = text.indexOf("<<", from); at !== -1 && at < end; at = text.indexOf("<<", at + 1)) {
+    let start = at + 2;
+    const code = text.charCodeAt(start);
+    if (start < end && (code === 0x2d || code === 0x7e)) start += 1;
+    if (start >= end || !isWordStart(text.charCodeAt(start))) continue;
+    let to = start + 1;
+    while (to < end && isWordCharacter(text.charCodeAt(to))) to += 1;
+    if (to === end || commentToEnd(text, to, end)) return text.slice(start, to);
   }
   return undefined;
 }

@@ -55,9 +55,23 @@ export function headingPhrase(text: string, from: number): string | undefined {
     const space = text.length - phrase.length - 1;
     if (space <= from || text.charCodeAt(space) !== 0x20 || !text.endsWith(phrase)) continue;
     // A shorter phrase leaves a longer address, holding the same line terminator.
-    return holdsLineTerminator(text, from, space) ? undefined : phrase;
+    return lineHoldsTerminator(text, from, space) ? undefined : phrase;
   }
   return undefined;
+}
+
+const LINE_TERMINATORS = ["\n", "\r", "\u2028", "\u2029"];
+
+/**
+ * `holdsLineTerminator` of text that is one line, searched for each terminator by a call: faster
+ * than a loop over the characters, and the search ends with the line.
+ */
+function lineHoldsTerminator(line: string, from: number, to: number): boolean {
+  for (const terminator of LINE_TERMINATORS) {
+    const at = line.indexOf(terminator, from);
+    if (at !== -1 && at < to) return true;
+  }
+  return false;
 }
 
 /** Whether the text from `from` to `to` holds a line terminator, which `.` does not match. */
@@ -124,6 +138,15 @@ export const UNFRAMED_BULLET = /^[*-] /;
  */
 export const LEGACY_RESOURCE =
   /^ {0,2}(-\/\+|\+\/-|<=|[+~-]) ([A-Za-z][\w-]*(?:\[[^\]]*\])?(?:\.[\w-]+(?:\[[^\]]*\])?)+)((?: \([^)]*\))*)$/;
+/**
+ * Whether a line whose text starts with `first` and ends with `last` may be what `LEGACY_RESOURCE`
+ * matches: it starts with a symbol (`-`, `+`, `~`, `<`) and ends as an address or a note does (a
+ * word character, `-`, `]` or `)`).
+ */
+export function mayBeLegacyLine(first: number, last: number): boolean {
+  if (first !== 0x2d && first !== 0x2b && first !== 0x7e && first !== 0x3c) return false;
+  return isWordCharacter(last) || last === 0x2d || last === 0x5d || last === 0x29;
+}
 export const LEGACY_ACTIONS_HEADER = /^\s*Terraform will perform the following actions:\s*$/;
 
 export const MAX_DETAIL_LINES = 200;

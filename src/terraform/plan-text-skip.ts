@@ -1,29 +1,30 @@
 /**
  * Which lines the plan text reader can pass over unread, decided from a few characters of the
  * line where it stands in a longer text (a chunk of a job log), without cutting it out: reading
- * such a line would change nothing in what the reader keeps. Most lines of a long plan log are
- * these: attributes inside resource blocks, heredoc values, the runner's output.
+ * such a line would change nothing in what the reader reports. Most lines of a long plan log are
+ * these: attributes inside resource blocks, heredoc values, the runner's output. A line passed
+ * over that would have ended something the reader was in (the comments under a heading, a
+ * heredoc value) ends it here, as reading it would have.
  */
-import { isWordCharacter, mayEndHeading } from "./plan-text-lines.js";
+import { heredocOpenerIn, markerReplaces } from "./plan-text-chars.js";
+import { isWordCharacter, mayBeLegacyLine, mayEndHeading } from "./plan-text-lines.js";
 import type { PlanTextState } from "./plan-text-state.js";
 
 /**
- * Where the next `<`, `{` and ESC of the text being read are: each found by one search that moves
- * on with the lines, never by a search per line. -2: not searched yet; -1: none left.
+ * Where the next `<` and ESC of the text being read are: each found by one search that moves on
+ * with the lines, never by a search per line. -2: not searched yet; -1: none left.
  */
 export interface LineScan {
   angle: number;
-  brace: number;
   escape: number;
 }
 
 export function createLineScan(): LineScan {
-  return { angle: -2, brace: -2, escape: -2 };
+  return { angle: -2, escape: -2 };
 }
 
 export function beginScan(scan: LineScan): void {
   scan.angle = -2;
-  scan.brace = -2;
   scan.escape = -2;
 }
 
@@ -31,12 +32,6 @@ export function beginScan(scan: LineScan): void {
 function holdsAngle(scan: LineScan, text: string, from: number, end: number): boolean {
   if (scan.angle !== -1 && scan.angle < from) scan.angle = text.indexOf("<", from);
   return scan.angle !== -1 && scan.angle < end;
-}
-
-/** Whether the line from `from` to `end` holds a `{`. */
-function holdsBrace(scan: LineScan, text: string, from: number, end: number): boolean {
-  if (scan.brace !== -1 && scan.brace < from) scan.brace = text.indexOf("{", from);
-  return scan.brace !== -1 && scan.brace < end;
 }
 
 /** Whether the line from `from` to `end` holds an ESC. */
@@ -51,17 +46,13 @@ const INVOKED = " will be invoked";
 
 /**
  * Whether the text from `from` to `end` holds ` has moved to ` or ` will be invoked`: what
- * `mayBeHeading` searches a comment for, looked for in place. A search of the text would go on
- * past the line's end to the end of the chunk: a comment is a few dozen characters, a chunk
- * thousands.
+ * `mayBeHeading` searches a comment for. The comment is cut out (a slice, not a copy) and searched:
+ * a search of the text would go on past the line's end to the end of the chunk, and a call
+ * searches faster than a loop over the characters.
  */
 function holdsHeadingWords(text: string, from: number, end: number): boolean {
-  for (let at = text.indexOf(" ", from); at !== -1 && at < end; at = text.indexOf(" ", at + 1)) {
-    const next = text.charCodeAt(at + 1);
-    if (next === 0x68 && at + MOVED.length <= end && text.startsWith(MOVED, at)) return true;
-    if (next === 0x77 && at + INVOKED.length <= end && text.startsWith(INVOKED, at)) return true;
-  }
-  return false;
+  const comment = text.slice(from, end);
+  return comment.includes(MOVED) || comment.includes(INVOKED);
 }
 
 /**
@@ -117,8 +108,13 @@ function mayEndWith(
   return holdsEscape(scan, text, first, last) || plainMayEndWith(text, first, last, word);
 }
 
-/** `mayEndWith` of a line that holds no escape sequence. */
+/**
+ * `mayEndWith` of a line that holds no escape sequence: compared in one call where the line is as
+ * long as the word (a call compares faster than a loop over the characters), else by characters.
+ */
 function plainMayEndWith(text: string, first: number, last: number, word: string): boolean {
+  const from = last + 1 - word.length;
+  if (from >= first) return text.startsWith(word, from);
   for (let index = 1; index <= word.length; index += 1) {
     const at = last + 1 - index;
     if (at < first) return true;
@@ -143,29 +139,82 @@ function plainMayBeHeading(text: string, first: number, end: number): boolean {
   return mayEndHeading(text.charCodeAt(end - 1)) || holdsHeadingWords(text, first, end);
 }
 
-/**
- * Whether every line is to be read as things stand: in a diagnostic, the outputs list, or between
- * a heading and its marker line.
- */
+/** Whether every line is to be read as things stand: in a diagnostic or the outputs list. */
 function readsEveryLine(state: PlanTextState): boolean {
-  return state.diagnostic !== undefined || state.inOutputs || state.afterHeading;
+  return state.diagnostic !== undefined || state.inOutputs;
 }
 
 /**
- * Whether a line indented `indent` spaces is to be read because it may be a resource line of
- * Terraform before 0.12 (`  + aws_instance.web`, indented two spaces at most). Under "Terraform
- * will perform the following actions:", which every plan prints, until its `Plan:` line: a line
- * further in (an attribute, a heredoc's value, a block's end) is passed over by the rules for any
- * other line. Reading every line there read nearly all of a plan's.
+ * Whether a line indented `indent` spaces, whose text starts with `code` and ends with `last`, is
+ * to be read because it may be a resource line of Terraform before 0.12 (`  + aws_instance.web`,
+ * indented two spaces at most, starting with a symbol and ending as an address or a note does).
+ * Under "Terraform will perform the following actions:", which every plan prints, until its
+ * `Plan:` line: a line further in (an attribute, a heredoc's value, a block's end) or shaped
+ * otherwise (a heading, a marker line ending in `{`) is passed over by the rules for any other
+ * line. Reading every line there read nearly all of a plan's.
  */
-const mayBeLegacyResource = (state: PlanTextState, indent: number) =>
-  state.inActions && indent <= 2;
+const mayBeLegacyResource = (state: PlanTextState, indent: number, code: number, last: number) =>
+  state.inActions && indent <= 2 && mayBeLegacyLine(code, last);
+
+/**
+ * Whether nothing more the block of the resource being read says can change what is reported: it
+ * is a replacement (no line of its block changes that) and the list will not keep it, so its
+ * reasons (`# forces replacement`) and its order (`-/+`, `+/-`) are never shown.
+ */
+function settled(state: PlanTextState): boolean {
+  const resource = state.current?.resource;
+  return resource?.action === "replace" && !state.resources.keeps(resource);
+}
+
+/**
+ * Under a heading, before its marker line: whether a line the rules for any other line pass over,
+ * whose text starts at `first` and is not a comment, ends the heading's comments unread, as
+ * reading it would. A marker line that replaces (`-/+`, `+/-`) is read unless the resource is
+ * settled: it makes the resource a replacement and gives the order.
+ */
+function endsComments(state: PlanTextState, text: string, first: number): boolean {
+  if (markerReplaces(text, first) && !settled(state)) return false;
+  state.afterHeading = false;
+  return true;
+}
+
+/**
+ * A blank line, passed over: under a heading, outside a heredoc, it ends the heading's comments,
+ * as reading it would.
+ */
+function passesBlank(state: PlanTextState): boolean {
+  if (state.afterHeading && state.heredocEnd === undefined) state.afterHeading = false;
+  return true;
+}
+
+/**
+ * A line of a heredoc value, whose text starts with `code` at `first` after `indent` spaces:
+ * whether it is data, or ends the value with its word (then ended here, as reading it would end
+ * it). One less far in than its opener is read, as is one under a heading's comments.
+ */
+function passesHeredoc(
+  state: PlanTextState,
+  word: string,
+  text: string,
+  first: number,
+  indent: number,
+  end: number,
+): boolean {
+  if (state.afterHeading || indent < state.heredocIndent) return false;
+  if (text.charCodeAt(first) !== word.charCodeAt(0)) return true;
+  const after = first + word.length;
+  if (after > end || !text.startsWith(word, first)) return false;
+  if (after !== end && text.charCodeAt(after) !== 0x20) return false;
+  state.heredocEnd = undefined;
+  return true;
+}
 
 /**
  * Whether the line of `text` that starts at `first - indent` (its `indent` spaces) and ends at
- * `end` can be passed over: read, it would change nothing. `first` is where its first character
- * other than space is (`end` when there is none) and `last` where its last is, not counting the
- * escape sequences it may hold. Any line this cannot decide cheaply is read.
+ * `end` can be passed over: read, it would change nothing reported. `first` is where its first
+ * character other than space is (`end` when there is none) and `last` where its last is, not
+ * counting the escape sequences it may hold. Any line this cannot decide cheaply is read. A line
+ * with no escape sequence is decided as in a run (`passRun`).
  */
 export function passesOver(
   state: PlanTextState,
@@ -177,8 +226,12 @@ export function passesOver(
   end: number,
 ): boolean {
   if (readsEveryLine(state)) return false;
-  if (first >= end) return true; // a blank line
-  if (mayBeLegacyResource(state, indent)) return false;
+  if (first >= end) return passesBlank(state);
+  const lineStart = first - indent;
+  // The text before `lineStart`, if any, is escape sequences: the clean line is the rest.
+  if (!holdsEscape(scan, text, lineStart, end))
+    return passesPlain(state, scan, text, lineStart, first, end);
+  if (state.afterHeading) return false;
   const code = text.charCodeAt(first);
   // Tabs and other white space, non-ASCII text (frames, Unicode spaces): read.
   if (code <= 0x20 || code >= 0x7f) return false;
@@ -193,20 +246,19 @@ export function passesOver(
   const lastCode = text.charCodeAt(last);
   // Space at the end is trimmed before a line is read: read it.
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
-  const lineStart = first - indent;
+  if (mayBeLegacyResource(state, indent, code, lastCode)) return false;
   if (isWordCharacter(lastCode) && holdsAngle(scan, text, lineStart, end)) return false;
   if (comment && mayBeHeadingAt(scan, text, first, end)) return false;
   if (state.current === undefined) return true;
-  // In a resource: its marker line (`resource "type" "name" {`), `# forces replacement`.
-  if (lastCode === 0x74 && mayEndWith(scan, text, first, last, FORCES)) return false;
-  return !holdsBrace(scan, text, lineStart, end);
+  // In a resource: `# forces replacement`, unless nothing it says can show.
+  return !(lastCode === 0x74 && mayEndWith(scan, text, first, last, FORCES) && !settled(state));
 }
 
 /**
  * Whether the plain line of `text` from `start` to `end` (no escape sequence, no carriage return)
- * whose first character other than space is at `first` (`first < end`) can be passed over:
- * `passesOver`'s rules for such a line, while no diagnostic, outputs list or heading's comments
- * are being read.
+ * whose first character other than space is at `first` (`first < end`) can be passed over, while
+ * no diagnostic or outputs list is being read. What reading it would end (a heredoc value with its
+ * word, the comments under a heading) is ended.
  */
 function passesPlain(
   state: PlanTextState,
@@ -216,22 +268,46 @@ function passesPlain(
   first: number,
   end: number,
 ): boolean {
-  if (mayBeLegacyResource(state, first - start)) return false;
   const code = text.charCodeAt(first);
   if (code <= 0x20 || code >= 0x7f) return false;
   const heredocEnd = state.heredocEnd;
-  if (heredocEnd !== undefined) {
-    return first - start >= state.heredocIndent && code !== heredocEnd.charCodeAt(0);
-  }
+  if (heredocEnd !== undefined)
+    return passesHeredoc(state, heredocEnd, text, first, first - start, end);
   const comment = code === 0x23;
   if (!comment && mayBeLandmark(text, code, first, end)) return false;
   const lastCode = text.charCodeAt(end - 1);
   if (lastCode <= 0x20 || lastCode >= 0x7f) return false;
-  if (isWordCharacter(lastCode) && holdsAngle(scan, text, start, end)) return false;
-  if (comment && plainMayBeHeading(text, first, end)) return false;
-  if (state.current === undefined) return true;
-  if (lastCode === 0x74 && plainMayEndWith(text, first, end - 1, FORCES)) return false;
-  return !holdsBrace(scan, text, start, end);
+  if (mayBeLegacyResource(state, first - start, code, lastCode)) return false;
+  // Ending in a word with a `<` before it, it may open a heredoc.
+  const opens = isWordCharacter(lastCode) && holdsAngle(scan, text, start, end);
+  // Under a heading, a comment may be its reason: read.
+  if (comment) return !opens && !state.afterHeading && !plainMayBeHeading(text, first, end);
+  if (state.current !== undefined) {
+    if (lastCode === 0x74 && !settled(state) && plainMayEndWith(text, first, end - 1, FORCES))
+      return false;
+    if (state.afterHeading) return !opens && endsComments(state, text, first);
+  }
+  return !opens || opensHeredoc(state, text, start, first, end);
+}
+
+/**
+ * A line that may open a heredoc and that reading would change in nothing else: the heredoc it
+ * opens, if it opens one, is opened here (its value is further in than the line), as reading it
+ * would open it.
+ */
+function opensHeredoc(
+  state: PlanTextState,
+  text: string,
+  start: number,
+  first: number,
+  end: number,
+): boolean {
+  const word = heredocOpenerIn(text, start, end);
+  if (word !== undefined) {
+    state.heredocEnd = word;
+    state.heredocIndent = first - start;
+  }
+  return true;
 }
 
 /** Whether the plain line whose text is from `first` to `end` may start like a landmark. */
@@ -264,7 +340,8 @@ export function passRun(
     let first = start;
     // The newline at `end` ends the indentation.
     while (text.charCodeAt(first) === 0x20) first += 1;
-    if (first < end && !passesPlain(state, scan, text, start, first, end)) return start;
+    if (first < end ? !passesPlain(state, scan, text, start, first, end) : !passesBlank(state))
+      return start;
     start = end + 1;
     end = text.indexOf("\n", start);
   }

@@ -25,6 +25,7 @@ import {
   isWordCharacter,
   LEGACY_ACTIONS_HEADER,
   LEGACY_RESOURCE,
+  mayBeLegacyLine,
   mayBeHeading,
   MOVED_HEADING,
   NO_CHANGES,
@@ -162,7 +163,12 @@ function landmarkLine(state: PlanTextState, text: string, start: number, first: 
     state.inActions = true;
     return true;
   }
-  if (state.inActions && start <= 2) {
+  // A heading (`#`) and a marker line (`... {`) are not shaped like one: not run through it.
+  if (
+    state.inActions &&
+    start <= 2 &&
+    mayBeLegacyLine(text.charCodeAt(start), text.charCodeAt(text.length - 1))
+  ) {
     const legacy = LEGACY_RESOURCE.exec(text);
     if (legacy !== null) {
       legacyResource(state, legacy[1] ?? "", legacy[2] ?? "", legacy[3] ?? "");
@@ -232,6 +238,14 @@ function readLine(state: PlanTextState, raw: string, indent?: number): void {
 }
 
 /**
+ * Reads one line into `state`, as a parser over it reads each line the trace cleaner hands out (no
+ * newline, no carriage return).
+ */
+export function readPlanLine(state: PlanTextState, line: string): void {
+  readLine(state, line);
+}
+
+/**
  * A line as the program wrote it. A carriage return inside it (a progress line drawn over a
  * heading) hides text from a terminal, not from Terraform: each part is read as a line, so a
  * destroy is a destroy whatever the terminal would show.
@@ -265,6 +279,9 @@ export function createPlanTextParser(resources?: ResourceList): PlanTextParser {
     },
     pushLines(lines) {
       for (const line of lines) readLine(state, line);
+    },
+    pushLine(line) {
+      readLine(state, line);
     },
     begin: () => {
       beginScan(scan);

@@ -1,8 +1,8 @@
 /**
  * Reading a plan job's log as it streams in: the trace cleaner and the plan text parser in one,
  * the cleaner showing each line to the parser where it stands in its chunk, and making only the
- * lines the parser reads (resource headings, landmarks, diagnostics, heredoc openers) unless every
- * line is wanted for a file.
+ * lines the parser reads (resource headings, landmarks, diagnostics, and what a resource its list
+ * keeps says of itself) unless every line is wanted for a file.
  */
 import { createTraceCleaner, type LineSink, type TraceCleanerOptions } from "../gitlab/trace.js";
 import {
@@ -64,8 +64,9 @@ export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLog
         },
         passes: (text, first, indent, last, end) => parser.passes(text, first, indent, last, end),
         passRun: (text, from, stop) => parser.passRun(text, from, stop),
+        // The cleaner's lines hold no newline and no carriage return.
         line: (line) => {
-          parser.push(line);
+          parser.pushLine(line);
         },
       };
   /** A kept line, made anyway: passed over by its indentation and characters as any other. */
@@ -73,7 +74,7 @@ export function createPlanLogReader(options: PlanLogReaderOptions = {}): PlanLog
     let first = 0;
     while (line.charCodeAt(first) === 0x20) first += 1;
     parser.begin(line);
-    if (!parser.passes(line, first, first, line.length - 1, line.length)) parser.push(line);
+    if (!parser.passes(line, first, first, line.length - 1, line.length)) parser.pushLine(line);
   }
   return {
     push(text) {

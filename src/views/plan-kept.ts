@@ -66,13 +66,21 @@ const copyOf = (keeper: Keeper): Keeper => ({
   omitted: { ...keeper.omitted },
 });
 
+/** Whether the keeper, offered this resource now, keeps it. */
+function keeps(keeper: Keeper, resource: Readonly<PlanResource>): boolean {
+  const { seen } = keeper;
+  return (
+    (isListedChange(resource) && seen.changing < KEPT_CHANGES) ||
+    (destroys(resource) && seen.destroying < KEPT_DESTROYS)
+  );
+}
+
 /** Offers a resource read whole: `copy` makes what is kept of it. */
 function offer(keeper: Keeper, resource: Readonly<PlanResource>, copy: () => PlanResource): void {
   const { seen, omitted } = keeper;
   const changing = isListedChange(resource);
   const destroying = destroys(resource);
-  const keep =
-    (changing && seen.changing < KEPT_CHANGES) || (destroying && seen.destroying < KEPT_DESTROYS);
+  const keep = keeps(keeper, resource);
   if (changing) seen.changing += 1;
   if (destroying) seen.destroying += 1;
   if (keep) keeper.kept.push(keptResource(copy()));
@@ -109,6 +117,8 @@ export function messageResources(): ResourceList {
       if (whole.length > KEPT_RESOURCES) whole = undefined;
       offer(keeper, listed, () => listed);
     },
+    // While the plan may still be kept whole, any resource may be; after, the keeper decides.
+    keeps: (resource) => whole !== undefined || keeps(keeper, resource),
     list(last) {
       if (whole !== undefined && whole.length + (last === undefined ? 0 : 1) <= KEPT_RESOURCES)
         return { resources: last === undefined ? [...whole] : [...whole, last] };

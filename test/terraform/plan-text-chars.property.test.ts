@@ -5,6 +5,7 @@ import {
   createMarkerSpan,
   forcesReplacement,
   heredocOpener,
+  heredocOpenerIn,
   holdsTypeAndName,
   markerReplaces,
   readMarker,
@@ -301,6 +302,20 @@ describe("finding where a heredoc value opens by character codes", () => {
     fc.assert(
       fc.property(fc.oneof(openerLike, line), (text) => {
         expect(heredocOpener(text)).toBe(HEREDOC_OPEN.exec(text)?.[1]);
+      }),
+      RUNS,
+    );
+  });
+
+  it("finds the same word in a line where it stands in a longer text as in the line alone", () => {
+    // Text on either side, as in a chunk of a log: what is past the line's end is not the line's.
+    const around = fc.constantFrom("", "x\n", "  # a <<EOT\n", " ");
+    const after = fc.constantFrom("", "\n", "\n# x", " # x\n", "\n<<EOT", "EOT\n");
+    fc.assert(
+      fc.property(fc.oneof(openerLike, line), around, after, (text, before, rest) => {
+        const whole = `${before}${text}${rest}`;
+        const end = before.length + text.length;
+        expect(heredocOpenerIn(whole, before.length, end)).toBe(heredocOpener(text));
       }),
       RUNS,
     );

@@ -6,7 +6,12 @@ import {
   passesOver,
   passRun,
 } from "../../src/terraform/plan-text-skip.js";
-import { createPlanTextState, type PlanTextState } from "../../src/terraform/plan-text-state.js";
+import { readPlanLine, type ResourceList } from "../../src/terraform/plan-text.js";
+import {
+  createPlanTextState,
+  planTextResult,
+  type PlanTextState,
+} from "../../src/terraform/plan-text-state.js";
 import { hostileText } from "../support/generators.js";
 
 const RUNS = { numRuns: 500 };
@@ -40,6 +45,11 @@ const plainLine = fc.oneof(
     "      ~ content = (sensitive value) # forces replacement",
     "      ~ content = <<-EOT # forces replacement",
     "      + script  = <<EOT",
+    '+/- resource "local_file" "c" {',
+    '-/+ resource "local_file" "a" {',
+    '  +/- resource "local_file" "a" { # x',
+    '  - resource "local_file" "d" {',
+    "  ~ size = 2",
     "      + tags    = {",
     "      + list    = [",
     "      + a       = 1 <",
@@ -53,6 +63,10 @@ const plainLine = fc.oneof(
     "        EOT",
     "EOT",
     "  EOTX",
+    "          EOT x",
+    "          EOT ",
+    "          EOT\t",
+    "          END",
     "    }",
     "\t+ tabbed = 1",
     "  + trailing space ",
@@ -78,10 +92,26 @@ const plainLine = fc.oneof(
   hostileText.map((text) => text.replace(/[\n\r]/g, "").replaceAll("\x1b", "")),
 );
 
-/** The states `passesOver` decides from: in a resource or not, in a heredoc, and the rest. */
+/**
+ * A list that keeps no resource any more, as the message's list past the ones it names: what only a
+ * kept resource would show (its reasons, its order) is passed over.
+ */
+const keepingNone = (): ResourceList => ({
+  add: () => undefined,
+  keeps: () => false,
+  list: () => ({ resources: [] }),
+});
+
+/**
+ * The states `passesOver` decides from: in a resource or not (one the list keeps or not), under
+ * its heading, in a heredoc, and the rest. Made afresh for each side of a comparison, as passing
+ * a line over may end what the state was in.
+ */
 const state = fc
   .record({
     current: fc.boolean(),
+    action: fc.constantFrom("update", "replace", "create", "no-op"),
+    kept: fc.boolean(),
     heredoc: fc.option(fc.tuple(fc.constantFrom("EOT", "END", "x"), fc.nat(10)), {
       nil: undefined,
     }),
@@ -90,21 +120,22 @@ const state = fc
     inActions: fc.boolean(),
     diagnostic: fc.boolean(),
   })
-  .map((flags): PlanTextState => {
-    const read = createPlanTextState();
+  .map((flags) => (): PlanTextState => {
+    const read = createPlanTextState(flags.kept ? undefined : keepingNone());
     if (flags.current) {
       read.current = {
-        resource: { address: "local_file.a", action: "update" },
+        resource: { address: "local_file.a", action: flags.action },
         comments: [],
         forcedBy: [],
       };
+      read.last = read.current;
+      read.afterHeading = flags.afterHeading;
     }
     if (flags.heredoc !== undefined) [read.heredocEnd, read.heredocIndent] = flags.heredoc;
     // Each of these stops a run at once: seldom set, so that most runs go on.
-    read.afterHeading = flags.afterHeading && flags.inOutputs;
-    read.inOutputs = flags.inOutputs && flags.inActions;
-    read.inActions = flags.inActions && flags.diagnostic;
-    if (flags.diagnostic && flags.afterHeading) {
+    read.inOutputs = flags.inOutputs && flags.inActions && flags.diagnostic;
+    read.inActions = flags.inActions;
+    if (flags.diagnostic && flags.afterHeading && flags.kept) {
       read.diagnostic = {
         framed: true,
         summary: "",
@@ -118,6 +149,19 @@ const state = fc
     }
     return read;
   });
+
+/** What a state shows of itself: what the reader reports, and what it is in the middle of. */
+function observed(read: PlanTextState) {
+  return {
+    result: planTextResult(read),
+    current: read.current?.resource.action,
+    afterHeading: read.afterHeading,
+    heredoc: read.heredocEnd === undefined ? undefined : [read.heredocEnd, read.heredocIndent],
+    inActions: read.inActions,
+    inOutputs: read.inOutputs,
+    diagnostic: read.diagnostic,
+  };
+}
 
 /**
  * Where `passesOver`, asked about each line of `text` from `from` in turn (each ending before
@@ -145,16 +189,18 @@ describe("passing over a run of plain lines", () => {
         fc.array(plainLine, { maxLength: 30 }),
         fc.constantFrom("", "tail without newline", "\x1b[0m after an escape", "a\r\n"),
         fc.nat(),
-        (read, lines, tail, lead) => {
+        (make, lines, tail, lead) => {
           // Text before `from` (a line already read) and a tail that is not part of the run.
           const before = "  # local_file.z will be created\n".slice(0, lead % 34);
           const text = `${before}${lines.map((line) => `${line}\n`).join("")}${tail}`;
           const stop = text.length - tail.length;
           const scan = createLineScan();
           beginScan(scan);
-          expect(passRun(read, scan, text, before.length, stop)).toBe(
-            lineByLine(read, text, before.length, stop),
+          const [fast, slow] = [make(), make()];
+          expect(passRun(fast, scan, text, before.length, stop)).toBe(
+            lineByLine(slow, text, before.length, stop),
           );
+          expect(observed(fast)).toEqual(observed(slow));
         },
       ),
       RUNS,
@@ -164,14 +210,15 @@ describe("passing over a run of plain lines", () => {
   it("goes on from where a run stopped with the same searches ahead", () => {
     // One scan over a whole text, as over a chunk: each run begins where the line read ended.
     fc.assert(
-      fc.property(state, fc.array(plainLine, { maxLength: 40 }), (read, lines) => {
+      fc.property(state, fc.array(plainLine, { maxLength: 40 }), (make, lines) => {
         const text = lines.map((line) => `${line}\n`).join("");
         const scan = createLineScan();
         beginScan(scan);
+        const [fast, slow] = [make(), make()];
         let from = 0;
         while (from < text.length) {
-          const at = passRun(read, scan, text, from, text.length);
-          expect(at).toBe(lineByLine(read, text, from, text.length));
+          const at = passRun(fast, scan, text, from, text.length);
+          expect(at).toBe(lineByLine(slow, text, from, text.length));
           if (at === text.length) break;
           // The line not passed over is read (here: skipped) and the next run starts after it.
           from = text.indexOf("\n", at) + 1;
@@ -193,7 +240,95 @@ describe("passing over a run of plain lines", () => {
     expect(passRun(read, scan, text, 0, cut)).toBe(text.lastIndexOf("\n", cut) + 1);
   });
 
-  it("reads the lines a run must not pass: a `{`, a `<` after a word, a heading", () => {
+  it("passes over only lines whose reading would change nothing reported, ending what reading them would end", () => {
+    fc.assert(
+      fc.property(state, plainLine, (make, line) => {
+        const passed = make();
+        const scan = createLineScan();
+        beginScan(scan);
+        const text = `${line}\n`;
+        // A line read is read: nothing to hold it to.
+        fc.pre(passRun(passed, scan, text, 0, text.length) === text.length);
+        const read = make();
+        readPlanLine(read, line);
+        expect(observed(passed)).toEqual(observed(read));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("under a heading, reads its reasons and a marker line that replaces, and passes over a marker line that does not", () => {
+    const under = (action: "update" | "replace", list?: ResourceList) => {
+      const read = createPlanTextState(list);
+      read.inActions = true;
+      read.current = { resource: { address: "local_file.a", action }, comments: [], forcedBy: [] };
+      read.last = read.current;
+      read.afterHeading = true;
+      return read;
+    };
+    const stopsAt = (read: PlanTextState, text: string) => {
+      const scan = createLineScan();
+      beginScan(scan);
+      return passRun(read, scan, text, 0, text.length);
+    };
+    const reason = "  # (because local_file.b is tainted)\n";
+    expect(stopsAt(under("update"), reason)).toBe(0);
+    // A marker line that does not replace changes nothing: passed over, ending the comments.
+    const marker = '  ~ resource "local_file" "a" {\n      + tags = {\n';
+    const read = under("update");
+    expect(stopsAt(read, marker)).toBe(marker.length);
+    expect(read.afterHeading).toBe(false);
+    // One that replaces makes the resource a replacement, and gives the order a kept one shows.
+    const replaces = '-/+ resource "local_file" "a" {\n';
+    expect(stopsAt(under("update"), replaces)).toBe(0);
+    expect(stopsAt(under("replace"), replaces)).toBe(0);
+    expect(stopsAt(under("update", keepingNone()), replaces)).toBe(0);
+    // A replacement the list will not keep shows neither its order nor its reasons: passed over.
+    const settled = under("replace", keepingNone());
+    const body = `${replaces}      ~ content = (sensitive value) # forces replacement\n    }\n`;
+    expect(stopsAt(settled, body)).toBe(body.length);
+  });
+
+  it("ends a heredoc value at its word, and reads a line that only starts like it", () => {
+    const read = createPlanTextState();
+    read.heredocEnd = "EOT";
+    read.heredocIndent = 6;
+    const scan = createLineScan();
+    beginScan(scan);
+    const text = "          # data, not a heading\n        EOTX\n        EOT\n";
+    expect(passRun(read, scan, text, 0, text.length)).toBe(text.indexOf("        EOTX"));
+    const after = text.indexOf("        EOT\n");
+    expect(passRun(read, scan, text, after, text.length)).toBe(text.length);
+    expect(read.heredocEnd).toBeUndefined();
+  });
+
+  it("opens a heredoc where it stands, and reads a line that may open one and say more", () => {
+    const read = createPlanTextState();
+    read.current = {
+      resource: { address: "local_file.a", action: "update" },
+      comments: [],
+      forcedBy: [],
+    };
+    const scan = createLineScan();
+    beginScan(scan);
+    const text = "      ~ content = <<-EOT\n  # local_file.x will be destroyed\n          EOT\n";
+    // A heading less far in than the opener ends the value: it is read.
+    expect(passRun(read, scan, text, 0, text.length)).toBe(text.indexOf("  # local_file.x"));
+    expect([read.heredocEnd, read.heredocIndent]).toEqual(["EOT", 6]);
+    for (const line of [
+      "      ~ size = <<EOT # forces replacement",
+      "  # local_file.b <<EOT",
+      "Plan: <<EOT",
+    ]) {
+      const fresh = createPlanTextState();
+      fresh.current = read.current;
+      const alone = createLineScan();
+      beginScan(alone);
+      expect(passRun(fresh, alone, `${line}\n`, 0, line.length + 1), line).toBe(0);
+    }
+  });
+
+  it("reads the lines a run must not pass: a heading, a reason, a landmark", () => {
     const read = createPlanTextState();
     read.current = {
       resource: { address: "local_file.a", action: "update" },
@@ -201,9 +336,6 @@ describe("passing over a run of plain lines", () => {
       forcedBy: [],
     };
     for (const line of [
-      '  ~ resource "local_file" "a" {',
-      "      + tags = {",
-      "      ~ content = <<EOT",
       "  # local_file.b will be destroyed",
       "  # local_file.c has moved to local_file.d",
       "      ~ size = 2 # forces replacement",
