@@ -294,73 +294,54 @@ ${table(
   ]),
 )}
 
-The one-job log is the harder of the two: its plan is all resource blocks, about 880 resources
-a megabyte where the repeated jobs hold 410, and this plan's blocks are replacements whose lines
-the parser must read (the attributes that force the replacement, a heredoc's opener and end) far
-more often than a plan of updates. Timed on their own, the chunks made beforehand as flat strings
-(30 MB, 479k lines, 26,600 resources, 20 rounds alternating), clean + parse takes 120–142 ms
-against the split's 50–53 ms (0.37–0.41×). The parser used to read every line under "Terraform
-will perform the following actions:", which every plan prints, for fear of a resource line of
-Terraform before 0.12; only lines two spaces in or fewer can be one. It read all 479k lines and
-took 180–219 ms (0.24–0.28×), and now reads 93k: the heading, the marker line, the attribute that
-forces the replacement and the heredoc's end of each resource. What is left, about 4.5 µs a
-resource, is reading those lines (the heading's phrase, its address copied out, the objects made
-for it), the runs of plain lines between them and the collector's scavenges of what is kept. The
-cleaner alone, the parser passing over every line unread, takes 22 ms. Every line is already read
-by character codes, as below; 0.5× would take reading a resource block another way, not tuning.
-The reader keeps only what the plan's message shows of the resources, as the tracker's does
-(\`messageResources\` in \`src/views/plan-kept.ts\`: a plan's first 50 resources whole, else the first
-20 with a change and the first 20 destroyed, and how many of each it left out), where it kept all
-of them, 88,700 at 100 MB, each copied out of the log, and the collector carried them from
-scavenge to scavenge; a resource's text is copied out only when it is kept. Timed on their own as
-above (14 rounds alternating, a shared machine), that takes 0.77× the time keeping all of them
-took at 10 MB, 0.86× at 30 MB and 0.71× at 100 MB.
+The one-job log is the harder of the two for the parser: its plan is all resource blocks, about
+880 resources a megabyte where the repeated jobs hold 410, each a replacement with a forcing
+attribute and, one in two, a heredoc. The repeated jobs are the harder for the cleaner: the
+runner's lines, section markers and colours every 5 KB.
 
-Where the time goes on the repeated jobs: the split finds line ends with one native call per chunk and copies nothing.
-The bot's reader (\`src/tracker/plan-log-reader.ts\`) cleans and parses in one pass and works line
-by line in JavaScript only where it must. The lines before a chunk's next ESC and \`\\r\` are handed
-to the parser in one call (\`passRun\`), which walks their newlines and passes over each by the same
-rules as one at a time, inlined for lines known to hold no escape, up to the first it would read,
-which the cleaner cuts out and hands over. For any other line without a \`\\r\` the cleaner finds,
-from the chunk itself and in one pass over its escape sequences, where its text starts, how far it is
-indented and its last character, and the parser decides from those (and, for the few lines that
-start like a landmark or end like \`# forces replacement\`, a few more characters) whether reading
-it could change anything. Only the lines it reads are cut out: 7 of every 73 in this log, the
-headings, the resources' first lines, the attributes that force a replacement and a heredoc's
-opener and end; 42 are passed over in runs (12 runs a chunk) and 22 one by one. Section markers are
-found from the carriage return each ends with and read back from there, not by a search for
-\`section_\` (about 250 ns a search on this machine, as long as reading the marker). The sections the
-markers open are not kept, as the reader never asks for them.
-The lines the parser reads are read by character codes, not by patterns: a heading's phrase is the
-longest one its line ends with (what the lazy heading pattern, with its twelve alternatives, found
-by backtracking), and a marker line's symbol, type and name, the name of an attribute that forces a
-replacement and a heredoc's word are found where they stand, each held by a property test to the
-pattern it replaced. With no match arrays, captured copies or joined strings, reading a 10 MB log
-allocates 3.1 MB where it allocated 6.6 MB (this log) and 7.5 MB where it allocated 15 MB (one plan
-of 8,900 resources in a job log, the plan's blocks repeated under new names); on the latter the
-lines the parser reads, read alone, take 13–15 ms per 10 MB where they took 16.5–17.5 (the fastest
-of 40 reads, taken alternately). A CPU profile of the reader built to JavaScript
-(\`node --cpu-prof\`, this log at 10 MB, on a shared machine under load) puts the whole read, its
-chunks made beforehand, at 21–22 ms per 10 MB at the fastest of 40 reads (22–23.5 before), the
-cleaner alone, the parser passing over every line, at 9.5 ms, the split at 3 ms and the newline
-search alone at 1.5 ms; read back to back with the reader before, the read takes 0.84–0.89 of its
-time (the median of 40 pairs, three runs; 0.67–0.83 on the plan of 8,900 resources), most of the
-gain being the garbage collector's. Made one at a time as the benchmark makes them (2.5 ms per 10
-MB), fresh chunks take the split 4–7 ms rather than 3, and the read 25–26 ms. Of that read: the
-parser's reads of the 7 lines a chunk it does not pass over 26% (the headings and the objects made
-for them 7.5%), the garbage collector 15%, the chunk loop 9%, the runs of plain lines 9% (about 30
-ns a line, where the newline search alone takes 9), reading section markers back 8%, escape
-sequences 7.5% and the search for rare control characters 5.5%. On this log the runs are short (3.5
-lines); on a plan whose resources have 30 plain attribute lines each they take the read from 21–23
-to 18.5–20 ms per 10 MB. Listing the resources took 13% of the read, and 100 MB peaked at 26–30 MB,
-until each copy stopped being made by a spread with a property more (\`{ ...resource, reason }\`):
-V8 gave every such object a hidden class of its own. Ideas measured and left: one pattern for all
-the rare control characters takes 9.5–10.4 ms per 10 MB, and one anchored negated class
-(\`^[^...]*$\`) 6.5–7.8 ms, where 27 native searches take 2.5 ms; a sticky pattern passing over
-whole runs of lines the parser would pass over takes 35–42 ms. 0.5× leaves clean + parse about twice
-the split's time plus what making and streaming the log costs both sides: the profile is flat, the
-cleaner's part (the chunk loop, markers, escapes and rare control characters, 30%) about as large as
-the parser's (35%), so no one change of those measured gets there.`;
+How the reader gets through a plan. The cleaner hands the parser, in one call, the lines before a
+chunk's next ESC and \`\\r\` (\`passRun\`); the parser passes over each it can from its first and last
+characters where it stands in the chunk, up to the first it must read, which the cleaner cuts out
+and hands over. What it reads is the headings, the plan's landmarks and diagnostics, and what a
+resource its list keeps says of itself. The reader keeps only what the plan's message shows of the
+resources (\`messageResources\` in \`src/views/plan-kept.ts\`: a plan's first 50 resources whole, else
+the first 20 with a change and the first 20 destroyed, and how many of each it left out), and the
+list says which resources it may still keep: past those, a replacement's marker line and its
+\`# forces replacement\` lines can change nothing the message shows (the order and the reasons of a
+resource it does not name), and are passed over. A marker line that does not replace (\`+\`, \`~\`,
+\`-\`) changes nothing for any resource, and ends the heading's comments unread; a heredoc is opened
+where its opener stands and ended where its word stands, as reading those lines would. Past the
+first resources, the heading is the one line of a resource block read, where the marker line, the
+forcing attribute, the heredoc's opener and its end were read as well. A property test holds every
+line passed over to what reading it would have done (\`test/terraform/plan-text-skip.property.test.ts\`),
+and another the reader with the message's list to every line read, on plans longer than the list.
+The lines it does read are read by character codes and native calls, not patterns (a heading's
+phrase, a marker line's type and name, a heredoc's word), each held by a property test to the
+pattern it replaced. Where a line was compared character by character (the end of a forcing
+attribute, a comment searched for a move's or an action's words, a heading searched for line
+terminators), one native call compares it: on this machine a character read by \`charCodeAt\` costs
+4.5–5 ns, a native comparison of 18 characters about as much as three.
+
+Measured beside this benchmark, the chunks made beforehand as flat strings and each read taken
+alternately with the reader before these changes (40 pairs, the median of their ratios, a shared
+machine): the one-job log in 0.665 of the time at 1 MB and at 30 MB, the repeated jobs in 0.845.
+Split into lines the same way, 30 MB of the one-job log takes 28 ms, the reader 112 (170 before).
+
+Where the time goes now (\`node --cpu-prof\` of the reader built to JavaScript, one job, 30 MB):
+passing over lines 33% (per line, the newline search 15–25 ns, the indentation 20–30 ns read one
+character at a time, the rules 25 ns, where the split costs 45–70 ns a line in all), the search for
+rare control characters 13% (27 native searches a chunk), the headings 15% (350–550 ns each: the
+phrase, the resource's objects and its place in the list), the garbage collector 7%, the chunk
+loop 4%. Ideas measured and left: four spaces of indentation compared in one call (0.70 of the time
+before, against 0.64 without); native searches for the landmarks' words in place of reading each
+line's first character ("No changes." alone takes 13 ms per 30 MB, as long as the indentation);
+splitting each chunk natively and passing over the lines made (175 ms became 219); a line's
+terminators searched in a slice of it (0.67 against 0.65); one pattern for all the rare control
+characters (9.5–10.4 ms per 10 MB against 2.5 for the 27 native searches); a sticky pattern passing
+over runs of lines (35–42 ms against 21–23). Section markers are read back from the carriage return
+each ends with, not found by a search for \`section_\`; the sections they open are not kept, as the
+reader never asks for them.
+`;
   return {
     body,
     verdicts: [
