@@ -91,8 +91,8 @@ Machine: ${cpu.length} CPUs (${cpu[0]?.model.trim() ?? "unknown"}), Node ${proce
 
 Reproduce: \`npm run bench\` (about ten minutes). \`BENCH_SAMPLES\` (default 600) sets the
 \`/vm create\` requests per variant, \`BENCH_SUBMIT_SAMPLES\` (300) the form submissions,
-\`BENCH_STALE_SAMPLES\` (300) the commands sent with a stale node list and
-\`BENCH_STALE_GAP_MS\` (100) their pace, \`BENCH_WEBHOOK_SAMPLES\`
+\`BENCH_STALE_SAMPLES\` (1000) the commands sent with a stale node list and
+\`BENCH_STALE_GAP_MS\` (50) their pace, \`BENCH_WEBHOOK_SAMPLES\`
 (30) and \`BENCH_POLL_SAMPLES\` (10) the notification samples, \`BENCH_PARSE_ROUNDS\` (3) and
 \`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds, \`BENCH_LOAD_COUNT\` (200) the burst of commands and
 submissions and \`BENCH_LOAD_ROUNDS\` (3) its rounds; \`BENCH_PG_SAMPLES\` (300) and \`BENCH_PG_SUBMIT_SAMPLES\` (150) the forms and
