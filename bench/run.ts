@@ -95,7 +95,7 @@ Reproduce: \`npm run bench\` (about ten minutes). \`BENCH_SAMPLES\` (default 600
 \`BENCH_STALE_GAP_MS\` (50) their pace, \`BENCH_WEBHOOK_SAMPLES\`
 (30) and \`BENCH_POLL_SAMPLES\` (10) the notification samples, \`BENCH_PARSE_ROUNDS\` (3) and
 \`BENCH_FOOTPRINT_ROUNDS\` (3) the rounds, \`BENCH_LOAD_COUNT\` (200) the burst of commands and
-submissions and \`BENCH_LOAD_ROUNDS\` (3) its rounds; \`BENCH_PG_SAMPLES\` (300) and \`BENCH_PG_SUBMIT_SAMPLES\` (150) the forms and
+submissions and \`BENCH_LOAD_ROUNDS\` (3) its rounds; \`BENCH_PG_SAMPLES\` (300) and \`BENCH_PG_SUBMIT_SAMPLES\` (600) the forms and
 submissions per engine, \`BENCH_PG_DELIVERY_SAMPLES\` (1000) the deliveries recorded each way,
 \`BENCH_PG_BURST\` (100) and \`BENCH_PG_ROUNDS\` (3) the replicas' burst and its rounds;
 \`BENCH_ONLY=command,notification,calls,parsing,footprint,load,joblog,postgres\` runs only
