@@ -165,8 +165,9 @@ function createParts(deps: TrackerDeps) {
 
 /**
  * Which pipelines a pass reads: at the first pass every followed one, then only those GitLab
- * says changed since the newest change seen, those whose last reading failed, those a webhook
- * named, and those in stages where GitLab does not move a pipeline's updated_at.
+ * says changed since the newest change seen, those followed for the first time, those whose
+ * last reading failed, those a webhook named, and those in stages where GitLab does not move a
+ * pipeline's updated_at.
  */
 function createReadList(gitlab: GitlabPort, now: Clock) {
   /** GitLab's updated_at of the newest change seen; undefined until the first pass. */
@@ -181,6 +182,12 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
   const retry = new Set<number>();
   /** Pipelines a webhook named since the last pass: read on the next one. */
   const hinted = new Set<number>();
+  /**
+   * The pipelines the last pass followed. One that is new to a pass is read whatever the list
+   * says: its request may have got its ID after GitLab's last list showing it change (the
+   * answer to the trigger came while a pass was listing, or a recovery found the pipeline).
+   */
+  let followed = new Set<number>();
 
   /** Pipelines to read on this pass, with the updated_at to remember once they are handled. */
   async function select(active: readonly Followed[]) {
@@ -202,13 +209,14 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
     // pipelines a Job Hook named, have their jobs read on every pass.
     for (const { request, pipelineId } of active) {
       const moving = request.status === "applying" || request.status === "configuring";
-      if ((moving || hinted.has(pipelineId)) && !toRead.has(pipelineId)) {
+      const first = !followed.has(pipelineId);
+      if ((moving || first || hinted.has(pipelineId)) && !toRead.has(pipelineId)) {
         toRead.set(pipelineId, undefined);
       }
     }
     hinted.clear();
-    const activeIds = new Set(active.map((a) => a.pipelineId));
-    for (const id of seen.keys()) if (!activeIds.has(id)) seen.delete(id);
+    followed = new Set(active.map((a) => a.pipelineId));
+    for (const id of seen.keys()) if (!followed.has(id)) seen.delete(id);
     return toRead;
   }
 
@@ -225,6 +233,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
     restart() {
       since = undefined;
       seen.clear();
+      followed.clear();
     },
   };
 }

@@ -17,13 +17,21 @@ interface LogLine {
   err?: { message?: string };
 }
 
-/** Whether a log line is worth telling: a warning or worse, or a change of leader. */
-const told = (line: LogLine) =>
-  (line.level ?? 0) >= WARN || /\blead/.test(line.msg ?? "") || /\bpaused\b/.test(line.msg ?? "");
+/** Changes of leader (and pauses) kept whatever else the log says: who led, and when. */
+const LEAD_LINES = 4;
 
-/** One replica's story: its log lines worth telling, the last of them. */
+/** Whether a log line says who leads. */
+const aboutLeading = (line: LogLine) => /\blead|\bpaused\b/.test(line.msg ?? "");
+
+/** Whether a log line is worth telling: a warning or worse, or a change of leader. */
+const told = (line: LogLine) => (line.level ?? 0) >= WARN || aboutLeading(line);
+
+/**
+ * One replica's story: its last log lines worth telling, and its last changes of leader even
+ * when many warnings came after them.
+ */
 function replicaStory(output: string): string[] {
-  const lines: string[] = [];
+  const lines: { text: string; leading: boolean }[] = [];
   for (const text of output.split("\n")) {
     if (!text.startsWith("{")) continue;
     let line: LogLine;
@@ -35,9 +43,14 @@ function replicaStory(output: string): string[] {
     if (!told(line)) continue;
     const at = line.time === undefined ? "" : new Date(line.time).toISOString().slice(11, 23);
     const error = line.err?.message === undefined ? "" : ` (${line.err.message})`;
-    lines.push(`${at} ${String(line.level)} ${line.msg ?? ""}${error}`);
+    lines.push({
+      text: `${at} ${String(line.level)} ${line.msg ?? ""}${error}`,
+      leading: aboutLeading(line),
+    });
   }
-  return lines.slice(-LINES_PER_REPLICA);
+  const last = new Set(lines.slice(-LINES_PER_REPLICA));
+  for (const line of lines.filter((l) => l.leading).slice(-LEAD_LINES)) last.add(line);
+  return lines.filter((line) => last.has(line)).map((line) => line.text);
 }
 
 /** The fleet's state for a timeout's message; of the request `requestId` (VM `name`) if given. */

@@ -2,6 +2,7 @@ import { WebClient } from "@slack/web-api";
 import { TEST_SECRETS } from "../support/secrets.js";
 import { describe, expect, it } from "vitest";
 import type { Tracker } from "../../src/tracker/tracker.js";
+import { waitFor } from "../support/wait.js";
 import {
   CHANNEL,
   PROJECT_PATH,
@@ -227,6 +228,38 @@ describe("the tracker", () => {
     expect((await requestOf(h, pipelineId)).status).toBe("queued");
     await trackerFor(h).tick();
     expect((await requestOf(h, pipelineId)).status).toBe("planning");
+  });
+
+  it("reads a pipeline that stopped changing before its request was followed: the ID came while a pass listed", async () => {
+    const h = await start();
+    const tracker = trackerFor(h);
+    const first = await askForVm(h, "web-01");
+    await tracker.tick(); // the first pass reads everything once; later ones only what changed
+    // The next pass has its unfinished requests and is waiting for GitLab's list of changes…
+    let answer!: () => void;
+    h.gitlab.failNext(
+      { method: "GET", path: /\/pipelines$/ },
+      { until: new Promise<void>((resolve) => (answer = resolve)) },
+    );
+    const listed = h.gitlab.requestsTo("GET", /\/pipelines$/).length;
+    const pass = tracker.tick();
+    await waitFor(
+      () => h.gitlab.requestsTo("GET", /\/pipelines$/).length > listed || undefined,
+      "the pass to ask GitLab for the changed pipelines",
+    );
+    // …when a second request gets its pipeline, which plans and stops at the manual apply job,
+    // before GitLab answers; then the first one moves on. That list is the last to show the
+    // second pipeline changing: later ones ask for what changed after the first one moved.
+    const pipelineId = await askForVm(h, "web-02");
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    h.gitlab.advance(first);
+    answer();
+    await pass;
+    expect((await requestOf(h, pipelineId)).status).toBe("queued");
+
+    await tracker.tick();
+    expect((await requestOf(h, pipelineId)).status).toBe("awaiting_approval");
   });
 
   it("costs one GitLab request per tick whether 1 or 50 requests wait, when none changes", async () => {
