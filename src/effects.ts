@@ -59,9 +59,10 @@ export interface EffectsOptions {
   /** Gives up this replica's claim on an effect whose act failed, for another to retry at once. */
   release?: PostgresEffects["release"];
   /**
-   * Holds this replica's claim longer: asked just before it acts (a replica held up past its
-   * claim, paused or slow, finds another took the effect over, and does not act too), and while
-   * it acts, so that an act taking longer than the claim holds is not taken over meanwhile.
+   * Holds this replica's claim longer: asked just before it acts, unless the claim was taken a
+   * moment ago (a replica held up past its claim, paused or slow, finds another took the effect
+   * over, and does not act too), and while it acts, so that an act taking longer than the claim
+   * holds is not taken over meanwhile.
    */
   renew?: PostgresEffects["renew"];
   /** How long a claim holds before another replica may take the effect over; 2 minutes. */
@@ -124,13 +125,16 @@ async function claimed(
   subject: string,
   step: string,
   detail?: Record<string, unknown>,
-): Promise<{ done?: EffectRecord; tookOver: boolean }> {
+): Promise<{ done?: EffectRecord; tookOver: boolean; askedAt: number }> {
   const claim = options.claim;
   let waited = false;
   for (;;) {
+    const askedAt = performance.now();
     const answer = await claim?.(subject, step, holdMs, detail);
-    if (answer === undefined || answer.claimed) return { tookOver: waited };
-    if (answer.effect.state === "done") return { done: answer.effect, tookOver: false };
+    if (answer === undefined || answer.claimed) return { tookOver: waited, askedAt };
+    if (answer.effect.state === "done") {
+      return { done: answer.effect, tookOver: false, askedAt };
+    }
     waited = true;
     await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
   }
@@ -146,6 +150,16 @@ async function stillClaimed(
   const renew = options.renew;
   if (options.claim === undefined || renew === undefined) return true;
   return renew(subject, step, holdMs);
+}
+
+/**
+ * Whether a claim asked for at `askedAt` (by the monotonic clock) holds without asking the
+ * store: less than a third of its hold has passed since, the time at which `holdClaim` renews it.
+ * The store's answer would say no more: a replica held up after it can still act late, and one
+ * that takes the effect over reconciles first for that reason.
+ */
+function justClaimed(askedAt: number | undefined, holdMs: number): boolean {
+  return askedAt !== undefined && performance.now() - askedAt < holdMs / 3;
 }
 
 /**
@@ -187,12 +201,16 @@ export function createEffects(options: EffectsOptions): Effects {
     // replica whose claim this one takes over.
     let left = recorded?.state === "intended" && plan.fresh !== true;
     for (;;) {
+      // When this replica asked for the claim it now holds, if nothing (a reconcile) came after.
+      let claimedAt: number | undefined;
       if (options.claim !== undefined) {
         const claim = await claimed(options, holdMs, subject, step, plan.detail);
         if (claim.done !== undefined) return recordedResult(subject, step, claim.done.result, plan);
         left ||= claim.tookOver;
+        claimedAt = claim.askedAt;
       }
       if (left && plan.reconcile !== undefined) {
+        claimedAt = undefined;
         const found = await plan.reconcile();
         if (found !== undefined) {
           await store.complete(subject, step, { ...found, reconciled: true });
@@ -200,7 +218,9 @@ export function createEffects(options: EffectsOptions): Effects {
         }
       }
       if (options.claim === undefined) await store.intend(subject, step, plan.detail);
-      if (await stillClaimed(options, subject, step, holdMs)) return acted(subject, step, plan);
+      if (justClaimed(claimedAt, holdMs) || (await stillClaimed(options, subject, step, holdMs))) {
+        return acted(subject, step, plan);
+      }
       // Held up past its claim: another replica took the effect over, and may have acted.
       left = true;
     }

@@ -27,15 +27,17 @@ const holdKey = (what: string) => createHash("sha256").update(what).digest().rea
 /**
  * Takes the advisory locks of the guard's name and address, in the order of their keys (so that
  * two writes each waiting for the other's cannot be), held until the transaction ends. Writes for
- * other names and addresses take other locks, and go on side by side.
+ * other names and addresses take other locks, and go on side by side. One statement: `unnest`
+ * hands the keys over in the array's order, and each row's lock is taken before the next row is.
  */
 async function lockHolds(client: Queryable, guard: HoldGuard): Promise<void> {
   const scopes = (guard.quota?.scopes ?? []).map((scope) => `quota:${scope}`);
   const held = [`name:${guard.name}`, `ip:${guard.address}`, ...scopes];
-  const keys = [...new Set(held.map(holdKey))];
-  for (const key of keys.sort((a, b) => a - b)) {
-    await client.query("SELECT pg_advisory_xact_lock($1, $2)", [HOLD_LOCKS, key]);
-  }
+  const keys = [...new Set(held.map(holdKey))].sort((a, b) => a - b);
+  await client.query("SELECT pg_advisory_xact_lock($1, key) FROM unnest($2::int4[]) AS key", [
+    HOLD_LOCKS,
+    keys,
+  ]);
 }
 
 /** The VM's status, lease and request, its row held for the transaction; undefined if none. */

@@ -183,6 +183,46 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
     expect(acts).toEqual(["b"]);
   });
 
+  it("acts on a claim it took a moment ago without asking the store again; one that came late, or a reconcile, is asked about", async () => {
+    const { store } = await replica("renew-a");
+    const renewals: string[] = [];
+    const effectsWith = (claimDelayMs: number) =>
+      createEffects({
+        store,
+        claim: async (...args) => {
+          const answer = await store.claim(...args);
+          await new Promise((resolve) => setTimeout(resolve, claimDelayMs));
+          return answer;
+        },
+        renew: (subject, step, holdMs) => {
+          renewals.push(subject);
+          return store.renew(subject, step, holdMs);
+        },
+        claimHoldMs: 900,
+      });
+    const plan = (ts: string) => ({
+      result: PostedResultSchema,
+      reconcile: () => Promise.resolve(undefined),
+      act: () => Promise.resolve({ ts }),
+    });
+
+    await effectsWith(0).once("R-fresh", "reply:ready", plan("1700000000.000800"));
+    expect(renewals).toEqual([]);
+
+    // The claim's answer took longer than a third of its hold: the store is asked.
+    await effectsWith(400).once("R-late", "reply:ready", plan("1700000000.000801"));
+    expect(renewals).toEqual(["R-late"]);
+
+    // An intent a crash left: reconciled first, then the store is asked.
+    await store.intend("R-left", "reply:ready");
+    await effectsWith(0).once("R-left", "reply:ready", plan("1700000000.000802"));
+    expect(renewals).toEqual(["R-late", "R-left"]);
+    expect(await store.effect("R-left", "reply:ready")).toMatchObject({
+      state: "done",
+      result: { ts: "1700000000.000802" },
+    });
+  });
+
   it("holds its claim while an act runs longer than a claim holds: another replica waits for the result", async () => {
     const [first, second] = await Promise.all([replica("long-a"), replica("long-b")]);
     const effectsOf = (store: PostgresStore) =>
