@@ -171,6 +171,7 @@ type PipelineCalls = Pick<
   | "findPipeline"
   | "requestPipelines"
   | "changedPipelines"
+  | "lastPipelineChange"
   | "pipeline"
   | "cancelPipeline"
 >;
@@ -191,6 +192,19 @@ export function pipelineCalls(c: GitlabClient): PipelineCalls {
         }),
       );
       return list.map(toSummary);
+    },
+
+    async lastPipelineChange() {
+      const [last] = await c.call({ what: "list_pipelines" }, z.array(PipelineListItemSchema), () =>
+        api.Pipelines.all(options.project, {
+          ref: options.ref,
+          orderBy: "updated_at",
+          sort: "desc",
+          perPage: 1,
+          maxPages: 1,
+        }),
+      );
+      return last === undefined ? undefined : toSummary(last).updatedAt;
     },
 
     async pipeline(pipelineId) {

@@ -108,6 +108,11 @@ export interface GitlabPort {
   ): Promise<{ pipelines: Pipeline[]; looked: number[] }>;
   /** The project's pipelines on the configured ref changed since `updatedAfter` (ISO 8601). */
   changedPipelines(updatedAfter: string): Promise<PipelineSummary[]>;
+  /**
+   * When the project's pipeline on the configured ref that changed last did, by GitLab's clock
+   * (ISO 8601); undefined when it has none.
+   */
+  lastPipelineChange(): Promise<string | undefined>;
   pipeline(pipelineId: number): Promise<PipelineSummary>;
   pipelineJobs(pipelineId: number): Promise<Job[]>;
   job(jobId: number): Promise<Job>;

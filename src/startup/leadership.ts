@@ -72,7 +72,16 @@ function ledWork(work: LedWork, log: Logger) {
     });
     return changing;
   };
-  return { begin: () => then(begin), end: () => then(end) };
+  /**
+   * Starts the led work; when it runs already (a lease of another epoch, taken after this
+   * replica's lapsed unseen: it was paused, say), starts it again, so that it reads afresh what
+   * another leader may have changed meanwhile.
+   */
+  const lead = async () => {
+    await end();
+    begin();
+  };
+  return { begin: () => then(lead), end: () => then(end) };
 }
 
 /**

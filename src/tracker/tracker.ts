@@ -68,8 +68,14 @@ export interface Tracker {
   stop(): Promise<void>;
 }
 
-/** How far behind its own clock the bot looks when it has no GitLab timestamp yet. */
+/** How far behind GitLab's last pipeline change the first list after a start looks. */
 const FIRST_LOOKBACK_MS = 60_000;
+/**
+ * How far behind the newest change seen each later list starts. Rails sets a row's updated_at
+ * before its transaction commits, so a change can become visible after a later one was listed;
+ * `seen` keeps the changes listed again from costing a read.
+ */
+const LIST_OVERLAP_MS = 10_000;
 /** Pipelines followed at once in a pass. */
 const PARALLEL_READS = 4;
 
@@ -170,8 +176,10 @@ function createParts(deps: TrackerDeps) {
  * pipeline's updated_at.
  */
 function createReadList(gitlab: GitlabPort, now: Clock) {
-  /** GitLab's updated_at of the newest change seen; undefined until the first pass. */
+  /** What the next list asks for: changes after this (ISO 8601); undefined until the first pass. */
   let since: string | undefined;
+  /** GitLab's updated_at of the newest change seen, in milliseconds. */
+  let newest = 0;
   /**
    * Each pipeline's updated_at when it was last read. GitLab compares `updated_after` against
    * timestamps finer than the API shows, so the newest pipeline comes back on every list: this
@@ -192,16 +200,20 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
   /** Pipelines to read on this pass, with the updated_at to remember once they are handled. */
   async function select(active: readonly Followed[]) {
     const toRead = new Map<number, string | undefined>();
+    if (active.length === 0) return undefined;
     if (since === undefined) {
-      // First pass after start: look at every unfinished request once, then only at changes.
+      // First pass after start: look at every unfinished request once, then only at changes
+      // after GitLab's last one by GitLab's clock: this replica's may run ahead of it.
+      const last = await gitlab.lastPipelineChange();
+      newest = last === undefined ? now().getTime() : Date.parse(last);
       for (const { pipelineId } of active) toRead.set(pipelineId, undefined);
-      since = new Date(now().getTime() - FIRST_LOOKBACK_MS).toISOString();
+      since = new Date(newest - FIRST_LOOKBACK_MS).toISOString();
     } else {
-      if (active.length === 0) return undefined;
       for (const p of await gitlab.changedPipelines(since)) {
         if (seen.get(p.id) !== p.updatedAt) toRead.set(p.id, p.updatedAt);
-        if (p.updatedAt > since) since = p.updatedAt;
+        newest = Math.max(newest, Date.parse(p.updatedAt));
       }
+      since = new Date(newest - LIST_OVERLAP_MS).toISOString();
     }
     for (const id of retry) if (!toRead.has(id)) toRead.set(id, undefined);
     // GitLab moves a pipeline's updated_at only when its combined status changes: from the
@@ -263,9 +275,10 @@ export function createTracker(deps: TrackerDeps): Tracker {
         reads.read(pipelineId, toRead.get(pipelineId));
       } catch (error) {
         reads.failed(pipelineId);
-        // Another replica leads now: this pass ends here, writing nothing more.
+        // Another replica leads now: this pass ends here, writing nothing more. What it had
+        // still to read is read on a later pass, if this replica leads again meanwhile.
         if (error instanceof FencedError) {
-          queue.length = 0;
+          for (const left of queue.splice(0)) reads.failed(left.pipelineId);
           throw error;
         }
         // One request's trouble must not stop the others; it is read again on the next pass.

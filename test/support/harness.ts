@@ -114,8 +114,8 @@ export interface HarnessOptions {
   /** Variables to set, or to remove with `undefined`. */
   env?: Record<string, string | undefined>;
   project?: Partial<FakeProjectOptions>;
-  /** How the fake GitLab behaves beyond its project: its version, its GraphQL fields. */
-  gitlab?: Pick<FakeGitlabOptions, "version" | "inputsQuery">;
+  /** How the fake GitLab behaves beyond its project: its version, its GraphQL fields, its clock. */
+  gitlab?: Pick<FakeGitlabOptions, "version" | "inputsQuery" | "now">;
   gitlabTimeoutMs?: number;
   /** Starts a fake Proxmox (its token defaults to the test token) and points the bot at it. */
   proxmox?: Partial<FakeProxmoxOptions> | true;

@@ -1,7 +1,9 @@
 import { WebClient } from "@slack/web-api";
 import { TEST_SECRETS } from "../support/secrets.js";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Tracker } from "../../src/tracker/tracker.js";
+import { FencedError } from "../../src/store/postgres/leader.js";
+import { testClock } from "../support/clock.js";
 import { waitFor } from "../support/wait.js";
 import {
   CHANNEL,
@@ -231,7 +233,8 @@ describe("the tracker", () => {
   });
 
   it("reads a pipeline that stopped changing before its request was followed: the ID came while a pass listed", async () => {
-    const h = await start();
+    const gitlabClock = testClock();
+    const h = await start({ gitlab: { now: gitlabClock.now } });
     const tracker = trackerFor(h);
     const first = await askForVm(h, "web-01");
     await tracker.tick(); // the first pass reads everything once; later ones only what changed
@@ -248,16 +251,96 @@ describe("the tracker", () => {
       "the pass to ask GitLab for the changed pipelines",
     );
     // …when a second request gets its pipeline, which plans and stops at the manual apply job,
-    // before GitLab answers; then the first one moves on. That list is the last to show the
-    // second pipeline changing: later ones ask for what changed after the first one moved.
+    // before GitLab answers; a minute later the first one moves on. That list is the last to
+    // show the second pipeline changing: later ones ask for what changed after the first moved.
     const pipelineId = await askForVm(h, "web-02");
     runUntilSettled(h, pipelineId, "tf:plan");
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    gitlabClock.advance(60_000);
     h.gitlab.advance(first);
     answer();
     await pass;
     expect((await requestOf(h, pipelineId)).status).toBe("queued");
 
+    await tracker.tick();
+    expect((await requestOf(h, pipelineId)).status).toBe("awaiting_approval");
+  });
+
+  it("reads on a later pass what a pass cut short by a change of leader had still to read", async () => {
+    const gitlabClock = testClock();
+    const h = await start({ gitlab: { now: gitlabClock.now } });
+    const tracker = trackerFor(h);
+    const ids: number[] = [];
+    for (const name of ["web-01", "web-02", "web-03", "web-04", "web-05", "web-06"]) {
+      ids.push(await askForVm(h, name));
+    }
+    await tracker.tick(); // the first pass reads everything once; later ones only what changed
+    // Every plan ends: the last two's a minute before the others'.
+    const [first, ...rest] = ids as [number, ...number[]];
+    const [slow, left] = [rest.slice(0, 3), rest.slice(3)];
+    for (const pipelineId of left) runUntilSettled(h, pipelineId, "tf:plan");
+    gitlabClock.advance(60_000);
+    for (const pipelineId of [first, ...slow]) runUntilSettled(h, pipelineId, "tf:plan");
+    // The pass reads four at a time. The first one's move is refused at once (another replica
+    // leads now) while the next three are still being read, slowly; the last two are left.
+    const refusedId = (await requestOf(h, first)).id;
+    const store = h.bot.store;
+    const transition = store.transition.bind(store);
+    let refused = 0;
+    vi.spyOn(store, "transition").mockImplementation((...args) => {
+      if (args[0] === refusedId && refused++ === 0) {
+        return Promise.reject(new FencedError("move a request", 1));
+      }
+      return transition(...args);
+    });
+    h.gitlab.failNext(
+      { method: "GET", path: new RegExp(`/pipelines/(${slow.join("|")})/jobs`) },
+      { delayMs: 300 },
+      { times: slow.length },
+    );
+    await tracker.tick();
+    expect(refused).toBe(1);
+    // What the cut-short pass had started ends on its own.
+    await waitFor(async () => {
+      const moved = await Promise.all(slow.map(async (id) => (await requestOf(h, id)).status));
+      return moved.every((status) => status === "awaiting_approval") || undefined;
+    }, "the reads the pass had started to end");
+
+    // Later lists ask for changes after the newest the cut-short pass saw: a minute after the
+    // last two plans ended.
+    await tracker.tick();
+    const statuses = await Promise.all(ids.map(async (id) => (await requestOf(h, id)).status));
+    expect(statuses).toEqual(ids.map(() => "awaiting_approval"));
+  });
+
+  it("reads a change that GitLab shows after a later one was listed: its updated_at is older", async () => {
+    const gitlabClock = testClock();
+    const h = await start({ gitlab: { now: gitlabClock.now } });
+    const tracker = trackerFor(h);
+    const late = await askForVm(h, "web-01");
+    const other = await askForVm(h, "web-02");
+    await tracker.tick(); // the first pass reads everything once; later ones only what changed
+    // Rails sets updated_at before the transaction commits: the first plan's end, stamped two
+    // seconds before the other pipeline's change, is seen only after that change was listed.
+    gitlabClock.advance(5_000);
+    h.gitlab.advance(other);
+    await tracker.tick();
+    gitlabClock.advance(-2_000);
+    runUntilSettled(h, late, "tf:plan");
+    gitlabClock.advance(2_000);
+
+    await tracker.tick();
+    expect((await requestOf(h, late)).status).toBe("awaiting_approval");
+  });
+
+  it("asks GitLab for the changes after its own last one, whatever this replica's clock says", async () => {
+    // Five minutes ahead of GitLab: a list from its own time would miss every change till then.
+    const h = await start({ clock: testClock(new Date(Date.now() + 5 * 60_000)).now });
+    const tracker = trackerFor(h);
+    const pipelineId = await askForVm(h, "web-01");
+    await tracker.tick();
+    expect((await requestOf(h, pipelineId)).status).toBe("planning");
+
+    runUntilSettled(h, pipelineId, "tf:plan");
     await tracker.tick();
     expect((await requestOf(h, pipelineId)).status).toBe("awaiting_approval");
   });
