@@ -180,20 +180,30 @@ function createDue(deps: HomePublisherDeps, shown: Map<string, string>) {
       users.delete(user);
     },
     pending: () => users.size > 0 || approvers,
-    /** Those due now, among the people who have a Home; the list starts again empty. */
+    /**
+     * Those due now, among the people who have a Home; the list starts again empty. When the
+     * store cannot say who is due, what was due stays due, for the retry.
+     */
     async take(): Promise<string[]> {
-      const homes = new Set(await deps.store.homes.list());
-      const taken = new Set([...users].filter((user) => homes.has(user)));
+      const wanted = [...users];
+      const forApprovers = approvers;
       users.clear();
-      if (approvers) {
-        approvers = false;
+      approvers = false;
+      try {
+        const homes = new Set(await deps.store.homes.list());
+        const taken = new Set(wanted.filter((user) => homes.has(user)));
+        if (!forApprovers) return [...taken];
         for (const user of homes) {
           if (taken.has(user)) continue;
           const queue = await approvalQueue(deps, user, deps.now());
           if (queue !== undefined && queueSignature(queue) !== shown.get(user)) taken.add(user);
         }
+        return [...taken];
+      } catch (error) {
+        for (const user of wanted) users.add(user);
+        approvers ||= forApprovers;
+        throw error;
       }
-      return [...taken];
     },
   };
 }

@@ -1,5 +1,5 @@
 import { WebClient } from "@slack/web-api";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startFakeSlack, type FakeSlack } from "../../sandbox/simulators/slack/index.js";
 import { createAccess } from "../../src/access.js";
 import { loadConfig } from "../../src/config.js";
@@ -120,6 +120,27 @@ describe("the Home publisher", () => {
       "the Home published after two refusals",
     );
     expect(publishes(ALICE).map((call) => call.ok)).toEqual([true, false, false, true]);
+  });
+
+  it("keeps what was due when the store cannot say whose Home is due, and publishes it on the retry", async () => {
+    await publisher.opened(ALICE);
+    await publisher.opened(APPROVER);
+    const request = await ask(ALICE, "web-01");
+    await store.transition(request.id, ["queued"], "planning");
+    await store.transition(request.id, ["planning"], "awaiting_approval");
+    // The approvers' queues cannot be read once.
+    vi.spyOn(store, "listByStatus").mockRejectedValueOnce(new Error("the database is gone"));
+    await publisher.flush();
+    expect(vi.mocked(store.listByStatus)).toHaveBeenCalled();
+    await waitFor(
+      () =>
+        JSON.stringify(publishes(APPROVER).at(-1)?.args.view).includes(
+          "Waiting for your approval (1)",
+        ) && publishes(ALICE).length === 2
+          ? true
+          : undefined,
+      "both Homes published on the retry",
+    );
   });
 
   /**
