@@ -84,7 +84,10 @@ catch up (the first reads each new pipeline once); then ${PASSES} passes with no
 changing, and up to ${PASSES} passes each after one more pipeline has moved (its first job queued:
 the pipeline's status, and so its \`updated_at\`, changes). Counts are the median over those
 passes (with one request in flight, only one pipeline can make that move). The baseline is what
-reading each pipeline on every pass would cost: one request per request in flight.
+reading each pipeline on every pass would cost: one request per request in flight. Once a minute,
+the list also asks again for the changes of the minute before the newest seen (GitLab may commit
+a change after a later one was listed): a page for each 100 of them, on one pass a minute, which
+the medians leave out.
 
 Target: for requests that are not changing, a constant number of GitLab requests per pass (the
 same for 1 and 1,000).

@@ -68,14 +68,14 @@ export interface Tracker {
   stop(): Promise<void>;
 }
 
-/** How far behind GitLab's last pipeline change the first list after a start looks. */
-const FIRST_LOOKBACK_MS = 60_000;
 /**
- * How far behind the newest change seen each later list starts. Rails sets a row's updated_at
- * before its transaction commits, so a change can become visible after a later one was listed;
- * `seen` keeps the changes listed again from costing a read.
+ * How far behind the newest change seen the first list after a start looks, and one list a
+ * minute (`LOOK_BACK_EVERY_MS`). Rails sets a row's updated_at before its transaction commits, so
+ * a change can become visible after a later one was listed, its updated_at older than what the
+ * next list asks for; `seen` keeps the changes listed again from costing a read.
  */
-const LIST_OVERLAP_MS = 10_000;
+const LOOK_BACK_MS = 60_000;
+const LOOK_BACK_EVERY_MS = 60_000;
 /** Pipelines followed at once in a pass. */
 const PARALLEL_READS = 4;
 
@@ -176,10 +176,13 @@ function createParts(deps: TrackerDeps) {
  * pipeline's updated_at.
  */
 function createReadList(gitlab: GitlabPort, now: Clock) {
-  /** What the next list asks for: changes after this (ISO 8601); undefined until the first pass. */
-  let since: string | undefined;
-  /** GitLab's updated_at of the newest change seen, in milliseconds. */
-  let newest = 0;
+  /**
+   * GitLab's updated_at of the newest change seen, in milliseconds (at the first pass, of its
+   * last pipeline change); undefined until the first pass.
+   */
+  let newest: number | undefined;
+  /** When, by this replica's clock, a list last looked back. */
+  let lookedBack = 0;
   /**
    * Each pipeline's updated_at when it was last read. GitLab compares `updated_after` against
    * timestamps finer than the API shows, so the newest pipeline comes back on every list: this
@@ -201,19 +204,21 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
   async function select(active: readonly Followed[]) {
     const toRead = new Map<number, string | undefined>();
     if (active.length === 0) return undefined;
-    if (since === undefined) {
+    if (newest === undefined) {
       // First pass after start: look at every unfinished request once, then only at changes
       // after GitLab's last one by GitLab's clock: this replica's may run ahead of it.
       const last = await gitlab.lastPipelineChange();
       newest = last === undefined ? now().getTime() : Date.parse(last);
       for (const { pipelineId } of active) toRead.set(pipelineId, undefined);
-      since = new Date(newest - FIRST_LOOKBACK_MS).toISOString();
+      lookedBack = now().getTime();
     } else {
+      const lookBack = now().getTime() - lookedBack >= LOOK_BACK_EVERY_MS;
+      if (lookBack) lookedBack = now().getTime();
+      const since = new Date(newest - (lookBack ? LOOK_BACK_MS : 0)).toISOString();
       for (const p of await gitlab.changedPipelines(since)) {
         if (seen.get(p.id) !== p.updatedAt) toRead.set(p.id, p.updatedAt);
         newest = Math.max(newest, Date.parse(p.updatedAt));
       }
-      since = new Date(newest - LIST_OVERLAP_MS).toISOString();
     }
     for (const id of retry) if (!toRead.has(id)) toRead.set(id, undefined);
     // GitLab moves a pipeline's updated_at only when its combined status changes: from the
@@ -243,7 +248,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
     failed: (pipelineId: number) => retry.add(pipelineId),
     /** Started again (this replica leads once more): the next pass reads every followed one. */
     restart() {
-      since = undefined;
+      newest = undefined;
       seen.clear();
       followed.clear();
     },

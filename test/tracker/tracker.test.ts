@@ -312,9 +312,10 @@ describe("the tracker", () => {
     expect(statuses).toEqual(ids.map(() => "awaiting_approval"));
   });
 
-  it("reads a change that GitLab shows after a later one was listed: its updated_at is older", async () => {
+  it("reads, within a minute, a change that GitLab shows after a later one was listed: its updated_at is older", async () => {
     const gitlabClock = testClock();
-    const h = await start({ gitlab: { now: gitlabClock.now } });
+    const botClock = testClock();
+    const h = await start({ gitlab: { now: gitlabClock.now }, clock: botClock.now });
     const tracker = trackerFor(h);
     const late = await askForVm(h, "web-01");
     const other = await askForVm(h, "web-02");
@@ -327,7 +328,11 @@ describe("the tracker", () => {
     gitlabClock.advance(-2_000);
     runUntilSettled(h, late, "tf:plan");
     gitlabClock.advance(2_000);
-
+    // Lists ask for changes after the newest seen…
+    await tracker.tick();
+    expect((await requestOf(h, late)).status).toBe("planning");
+    // …and once a minute from a minute before it.
+    botClock.advance(60_000);
     await tracker.tick();
     expect((await requestOf(h, late)).status).toBe("awaiting_approval");
   });
