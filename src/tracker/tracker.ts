@@ -169,6 +169,12 @@ function createParts(deps: TrackerDeps) {
   return { closure, advance, recovery, leases, lapse, extensions };
 }
 
+/** GitLab's timestamp in milliseconds; undefined for one that is none (a proxy's mangling). */
+function timeOf(text: string | undefined): number | undefined {
+  const at = text === undefined ? Number.NaN : Date.parse(text);
+  return Number.isFinite(at) ? at : undefined;
+}
+
 /**
  * Which pipelines a pass reads: at the first pass every followed one, then only those GitLab
  * says changed since the newest change seen, those followed for the first time, those whose
@@ -207,8 +213,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
     if (newest === undefined) {
       // First pass after start: look at every unfinished request once, then only at changes
       // after GitLab's last one by GitLab's clock: this replica's may run ahead of it.
-      const last = await gitlab.lastPipelineChange();
-      newest = last === undefined ? now().getTime() : Date.parse(last);
+      newest = timeOf(await gitlab.lastPipelineChange()) ?? now().getTime();
       for (const { pipelineId } of active) toRead.set(pipelineId, undefined);
       lookedBack = now().getTime();
     } else {
@@ -217,7 +222,7 @@ function createReadList(gitlab: GitlabPort, now: Clock) {
       const since = new Date(newest - (lookBack ? LOOK_BACK_MS : 0)).toISOString();
       for (const p of await gitlab.changedPipelines(since)) {
         if (seen.get(p.id) !== p.updatedAt) toRead.set(p.id, p.updatedAt);
-        newest = Math.max(newest, Date.parse(p.updatedAt));
+        newest = Math.max(newest, timeOf(p.updatedAt) ?? newest);
       }
     }
     for (const id of retry) if (!toRead.has(id)) toRead.set(id, undefined);

@@ -337,6 +337,30 @@ describe("the tracker", () => {
     expect((await requestOf(h, late)).status).toBe("awaiting_approval");
   });
 
+  it("goes on following when GitLab's list gives a timestamp that is none", async () => {
+    const h = await start();
+    const tracker = trackerFor(h);
+    const pipelineId = await askForVm(h, "web-01");
+    const mangled = [
+      {
+        id: pipelineId,
+        status: "pending",
+        updated_at: "yesterday",
+        web_url: `${h.gitlab.url}/${PROJECT_PATH}/-/pipelines/${pipelineId}`,
+      },
+    ];
+    // The first pass's look at GitLab's last change, then a list of changes.
+    h.gitlab.failNext({ method: "GET", path: /\/pipelines$/ }, { status: 200, body: mangled });
+    await tracker.tick();
+    h.gitlab.failNext({ method: "GET", path: /\/pipelines$/ }, { status: 200, body: mangled });
+    await tracker.tick();
+    expect((await requestOf(h, pipelineId)).status).toBe("planning");
+
+    runUntilSettled(h, pipelineId, "tf:plan");
+    await tracker.tick();
+    expect((await requestOf(h, pipelineId)).status).toBe("awaiting_approval");
+  });
+
   it("asks GitLab for the changes after its own last one, whatever this replica's clock says", async () => {
     // Five minutes ahead of GitLab: a list from its own time would miss every change till then.
     const h = await start({ clock: testClock(new Date(Date.now() + 5 * 60_000)).now });
