@@ -62,6 +62,24 @@ const RARE_CONTROLS = Array.from({ length: 32 }, (_, code) => String.fromCharCod
   .filter((char) => !"\t\n\r\x1b".includes(char))
   .concat("\x7f");
 
+/* eslint-disable no-control-regex -- these patterns exist to match control characters */
+
+/** One of `RARE_CONTROLS`, and all of them. */
+const RARE_CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/;
+const RARE_CONTROL_ALL = new RegExp(RARE_CONTROL.source, "g");
+
+/* eslint-enable no-control-regex */
+
+/**
+ * A line made by the rules for text with no rare control character, without the rare control
+ * characters it holds all the same: what the rules for any text make of it (`stripControls`
+ * removes escape sequences and control characters in one pass from the left, and no rare control
+ * character starts an escape sequence or is part of one that ends before it).
+ */
+export function withoutRareControls(line: string): string {
+  return RARE_CONTROL.test(line) ? line.replace(RARE_CONTROL_ALL, "") : line;
+}
+
 /**
  * Where a line's clean text stands in its chunk, as the sink is shown it: where its first
  * character other than space is (`first`, its end when there is none) after `indent` spaces, where
@@ -86,6 +104,12 @@ export interface CleanerState {
   hasTimestamps: boolean | undefined;
   /** Whether any text fed so far holds one of `RARE_CONTROLS`. */
   rareControlSeen: boolean;
+  /**
+   * Whether the lines made are checked for `RARE_CONTROLS` one by one, rather than each chunk
+   * for any: for a sink that reads few of its lines, whose rules read any line such a character
+   * could make other than it looks (see `LineSink`).
+   */
+  checksLines: boolean;
   /** Clean lines handed out for the chunks before the one being read. */
   emitted: number;
   sections: SectionBook;
@@ -104,6 +128,7 @@ export function createCleanerState(options: TraceCleanerOptions): CleanerState {
     pending: undefined,
     hasTimestamps: undefined,
     rareControlSeen: false,
+    checksLines: false,
     emitted: 0,
     sections: createSectionBook(),
     marker: { start: false, at: 0, name: "", options: "", end: 0 },
@@ -116,7 +141,9 @@ export function createCleanerState(options: TraceCleanerOptions): CleanerState {
  * no control character but tab, newline, carriage return and ESC; else by the pattern.
  */
 function strip(state: CleanerState, text: string): string {
-  return state.rareControlSeen || state.lineByLine ? stripControls(text) : stripEscapes(text);
+  if (state.rareControlSeen || state.lineByLine) return stripControls(text);
+  const clean = stripEscapes(text);
+  return state.checksLines ? withoutRareControls(clean) : clean;
 }
 
 /**
@@ -174,9 +201,10 @@ export function uncleanLine(state: CleanerState, line: string, out: string[]): v
 }
 
 export function logicalLine(state: CleanerState, line: string, out: string[]): void {
-  const clean = state.rareControlSeen
-    ? !ANY_CONTROL.test(line)
-    : !line.includes("\x1b") && !line.includes("\r");
+  const clean =
+    state.rareControlSeen || state.checksLines
+      ? !ANY_CONTROL.test(line)
+      : !line.includes("\x1b") && !line.includes("\r");
   // Most lines of program output: nothing to strip.
   if (clean) out.push(line);
   else uncleanLine(state, line, out);

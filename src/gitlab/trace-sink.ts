@@ -9,6 +9,7 @@ import { escapeEnd, stripEscapesBetween } from "./trace-escapes.js";
 import {
   completed,
   hasRareControl,
+  withoutRareControls,
   logicalLine,
   pushChunk,
   renderSegment,
@@ -30,7 +31,9 @@ export interface LineSink {
    * Whether the clean line held in `text` from `first - indent` to `end` can be passed over
    * unread. Its first character that is neither a space nor part of an escape sequence is at
    * `first` (`end` for a blank line), after `indent` spaces; its last one is at `last`. Escape
-   * sequences may stand anywhere between.
+   * sequences may stand anywhere between, and so may control characters the cleaner removes
+   * (`\x00`, `\b`, DEL, ...): a line is passed over only where what the sink reads of it cannot
+   * be other with them removed (a control character is read as one that may be anything).
    */
   passes(text: string, first: number, indent: number, last: number, end: number): boolean;
   /**
@@ -102,20 +105,29 @@ function viewLine(view: LineView, chunk: string, from: number, end: number, esca
  * line. Returns how many lines it was: 0 or 1.
  */
 function shownLine(
+  state: CleanerState,
   sink: LineSink,
-  view: LineView,
   chunk: string,
   from: number,
   end: number,
   escape: number,
   besideMarker: boolean,
 ): number {
+  const view = state.view;
   viewLine(view, chunk, from, end, escape);
   const { first, indent } = view;
   if (besideMarker && first >= end && indent === 0) return 0;
   if (!sink.wantsEveryLine && sink.passes(chunk, first, indent, view.last, end)) return 1;
   const plain = escape === -1 || escape >= end;
-  sink.line(plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape));
+  const line = plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape);
+  if (!state.checksLines) {
+    sink.line(line);
+    return 1;
+  }
+  // Control characters are all it held but escapes: beside a marker, no line.
+  const clean = withoutRareControls(line);
+  if (besideMarker && clean === "") return 0;
+  sink.line(clean);
   return 1;
 }
 
@@ -138,7 +150,7 @@ function markedSegment(
     flush(state, out, sink);
   } else if (segment < to) {
     const escape = chunk.indexOf("\x1b", segment);
-    state.emitted += shownLine(sink, state.view, chunk, segment, to, escape, true);
+    state.emitted += shownLine(state, sink, chunk, segment, to, escape, true);
   }
 }
 
@@ -183,8 +195,9 @@ function markedLine(
 
 /**
  * `plainChunk` of the cleaner, its lines handed to a sink: a chunk of a log without timestamps
- * whose text holds no control character but tab, newline, carriage return and ESC. A line with a
- * carriage return is read by the general rules; any other is shown to the sink.
+ * whose text holds no control character but tab, newline, carriage return and ESC, or whose
+ * lines are checked for the others one by one (`checksLines`). A line with a carriage return is
+ * read by the general rules; any other is shown to the sink.
  */
 function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: string[]): void {
   let from = 0;
@@ -212,7 +225,7 @@ function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: s
         if (newline === -1) break;
       }
       if (newline < clean) {
-        sink.line(chunk.slice(from, newline));
+        sink.line(withoutRareControls(chunk.slice(from, newline)));
         state.emitted += 1;
         from = newline + 1;
         continue;
@@ -222,7 +235,7 @@ function plainChunkTo(state: CleanerState, chunk: string, sink: LineSink, out: s
       markedLine(state, chunk, from, newline, cr, sink, out);
       cr = chunk.indexOf("\r", newline);
     } else {
-      state.emitted += shownLine(sink, state.view, chunk, from, newline, escape, false);
+      state.emitted += shownLine(state, sink, chunk, from, newline, escape, false);
       escape = state.view.escape;
     }
     if (escape !== -1 && escape < newline) escape = chunk.indexOf("\x1b", newline);
@@ -238,7 +251,10 @@ export function pushChunkTo(
   sink: LineSink,
   out: string[],
 ): void {
-  state.rareControlSeen ||= hasRareControl(chunk);
+  // A sink that reads few lines has those checked for rare control characters, not each chunk
+  // for any: 27 searches of the whole chunk cost as much as half the lines' split.
+  if (sink.wantsEveryLine) state.rareControlSeen ||= hasRareControl(chunk);
+  else state.checksLines = true;
   if (state.hasTimestamps === false && !state.rareControlSeen && !state.lineByLine) {
     plainChunkTo(state, chunk, sink, out);
     return;

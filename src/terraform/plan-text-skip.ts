@@ -44,15 +44,31 @@ const FORCES = "forces replacement";
 const MOVED = " has moved to ";
 const INVOKED = " will be invoked";
 
+/* eslint-disable-next-line no-control-regex -- control characters are what it finds */
+const CONTROL = /[\x00-\x1f\x7f]/;
+
 /**
- * Whether the text from `from` to `end` holds ` has moved to ` or ` will be invoked`: what
- * `mayBeHeading` searches a comment for. The comment is cut out (a slice, not a copy) and searched:
- * a search of the text would go on past the line's end to the end of the chunk, and a call
- * searches faster than a loop over the characters.
+ * Whether a character is a control character: one the cleaner may remove from the line it makes
+ * (all but tab, newline, carriage return and ESC), which the rules read as one that may be
+ * anything, so that no line is passed over for what it only seems to say.
+ */
+const isControl = (code: number) => code < 0x20 || code === 0x7f;
+
+/** Whether the text from `from` to `end` holds a control character. */
+function holdsControl(text: string, from: number, end: number): boolean {
+  for (let at = from; at < end; at += 1) if (isControl(text.charCodeAt(at))) return true;
+  return false;
+}
+
+/**
+ * Whether the text from `from` to `end` may hold ` has moved to ` or ` will be invoked`: what
+ * `mayBeHeading` searches a comment for, or a control character that may hide them. The comment
+ * is cut out (a slice, not a copy) and searched: a search of the text would go on past the line's
+ * end to the end of the chunk, and a call searches faster than a loop over the characters.
  */
 function holdsHeadingWords(text: string, from: number, end: number): boolean {
   const comment = text.slice(from, end);
-  return comment.includes(MOVED) || comment.includes(INVOKED);
+  return comment.includes(MOVED) || comment.includes(INVOKED) || CONTROL.test(comment);
 }
 
 /**
@@ -81,13 +97,14 @@ function landmarkFor(first: number): string {
 /**
  * Whether the clean line whose text starts at `first` in `text` and ends before `end` may start
  * with `word`: false only where a character of `word` differs from the text's before an escape
- * sequence (whose ESC stands where the clean line's next character may be anything) is met.
+ * sequence or a control character (which stand where the clean line's next character may be
+ * anything) is met.
  */
 function mayStartWith(text: string, first: number, end: number, word: string): boolean {
   for (let index = 0; index < word.length; index += 1) {
     if (first + index >= end) return false;
     const code = text.charCodeAt(first + index);
-    if (code === 0x1b) return true;
+    if (isControl(code)) return true;
     if (code !== word.charCodeAt(index)) return false;
   }
   return true;
@@ -110,15 +127,17 @@ function mayEndWith(
 
 /**
  * `mayEndWith` of a line that holds no escape sequence: compared in one call where the line is as
- * long as the word (a call compares faster than a loop over the characters), else by characters.
+ * long as the word (a call compares faster than a loop over the characters), else by characters;
+ * a control character where they differ may stand for any.
  */
 function plainMayEndWith(text: string, first: number, last: number, word: string): boolean {
   const from = last + 1 - word.length;
-  if (from >= first) return text.startsWith(word, from);
+  if (from >= first) return text.startsWith(word, from) || holdsControl(text, from, last + 1);
   for (let index = 1; index <= word.length; index += 1) {
     const at = last + 1 - index;
     if (at < first) return true;
-    if (text.charCodeAt(at) !== word.charCodeAt(word.length - index)) return false;
+    const code = text.charCodeAt(at);
+    if (code !== word.charCodeAt(word.length - index)) return isControl(code);
   }
   return true;
 }
@@ -172,8 +191,8 @@ function settled(state: PlanTextState): boolean {
  * reading it would. A marker line that replaces (`-/+`, `+/-`) is read unless the resource is
  * settled: it makes the resource a replacement and gives the order.
  */
-function endsComments(state: PlanTextState, text: string, first: number): boolean {
-  if (markerReplaces(text, first) && !settled(state)) return false;
+function endsComments(state: PlanTextState, text: string, first: number, end: number): boolean {
+  if (mayReplace(text, first, end) && !settled(state)) return false;
   state.afterHeading = false;
   return true;
 }
@@ -285,15 +304,27 @@ function passesPlain(
   if (state.current !== undefined) {
     if (lastCode === 0x74 && !settled(state) && plainMayEndWith(text, first, end - 1, FORCES))
       return false;
-    if (state.afterHeading) return !opens && endsComments(state, text, first);
+    if (state.afterHeading) return !opens && endsComments(state, text, first, end);
   }
   return !opens || opensHeredoc(state, text, start, first, end);
 }
 
 /**
+ * Whether the line whose text starts at `first` and ends before `end` may be a marker line that
+ * replaces: one by its symbol, or one whose `-` or `+` a control character follows.
+ */
+function mayReplace(text: string, first: number, end: number): boolean {
+  if (markerReplaces(text, first)) return true;
+  const code = text.charCodeAt(first);
+  return (
+    (code === 0x2d || code === 0x2b) && holdsControl(text, first + 1, Math.min(first + 3, end))
+  );
+}
+
+/**
  * A line that may open a heredoc and that reading would change in nothing else: the heredoc it
  * opens, if it opens one, is opened here (its value is further in than the line), as reading it
- * would open it.
+ * would open it. One holding a control character, which may hide or make an opener, is read.
  */
 function opensHeredoc(
   state: PlanTextState,
@@ -302,6 +333,7 @@ function opensHeredoc(
   first: number,
   end: number,
 ): boolean {
+  if (CONTROL.test(text.slice(start, end))) return false;
   const word = heredocOpenerIn(text, start, end);
   if (word !== undefined) {
     state.heredocEnd = word;

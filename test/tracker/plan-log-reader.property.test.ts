@@ -203,7 +203,7 @@ const BLOCKS: readonly ((n: number) => string)[] = [
  * A plan of more resources than its message names, in a job log: past the ones the message keeps,
  * the reader passes over what only a kept resource would show.
  */
-const longPlan = fc
+const longPlanLog = fc
   .tuple(
     fc.array(fc.nat(BLOCKS.length - 1), { minLength: 55, maxLength: 90 }),
     fc.array(fc.tuple(fc.nat(200), dressing), { maxLength: 6 }),
@@ -222,8 +222,52 @@ const longPlan = fc
       lines[index] = `${d.overwrite}${d.marker}${line}${d.crlf ? "\r" : ""}`;
     }
     return `Running with gitlab-runner 18.2.0\n${lines.join("\n")}\n`;
-  })
-  .chain((log) => fc.array(fc.nat(log.length), { maxLength: 8 }).map((cuts) => splitAt(log, cuts)));
+  });
+
+/** A log in pieces cut anywhere, as a socket hands them over. */
+const cutUp = (log: string) =>
+  fc.array(fc.nat(log.length), { maxLength: 8 }).map((cuts) => splitAt(log, cuts));
+
+const longPlan = longPlanLog.chain(cutUp);
+
+/** The control characters a log seldom holds, which the cleaner removes from its lines. */
+const rareControl = fc.constantFrom(
+  "\x00",
+  "\x01",
+  "\x07",
+  "\b",
+  "\x0b",
+  "\x0c",
+  "\x0e",
+  "\x1a",
+  "\x1c",
+  "\x1f",
+  "\x7f",
+);
+
+/**
+ * A log with rare control characters put in one line of its lines in three, each anywhere in its
+ * line: where a landmark's, a marker's, a heredoc's or a heading's words are, they hide them from
+ * any rule that reads the line as it stands.
+ */
+const sprinkled = (log: string) => {
+  const lines = log.split("\n");
+  return fc
+    .array(fc.tuple(fc.nat(2), fc.nat(), rareControl), {
+      minLength: lines.length,
+      maxLength: lines.length,
+    })
+    .map((marks) =>
+      lines
+        .map((line, index) => {
+          const [pick, at, control] = marks[index] ?? [1, 0, ""];
+          if (pick !== 0) return line;
+          const cut = at % (line.length + 1);
+          return `${line.slice(0, cut)}${control}${line.slice(cut)}`;
+        })
+        .join("\n"),
+    );
+};
 
 describe("reading a plan job's log", () => {
   it("reads a log as the cleaner's lines read one by one, cut anywhere", () => {
@@ -271,6 +315,54 @@ describe("reading a plan job's log", () => {
       }),
       RUNS,
     );
+  });
+
+  it("reads a log whose lines hold rare control characters anywhere as the cleaner's lines read one by one", () => {
+    // After a first line of their own, the pieces go the shortcuts' way, which check only the
+    // lines they make for such characters: the rules that pass lines over read any line one could
+    // change.
+    const short = withEnd.chain(sprinkled).chain(cutUp);
+    fc.assert(
+      fc.property(short, overwrittenMode, (parts, overwritten) => {
+        readsAfterAFirstLine(parts, overwritten);
+      }),
+      RUNS,
+    );
+    const long = longPlanLog.chain(sprinkled).chain(cutUp);
+    fc.assert(
+      fc.property(long, overwrittenMode, (parts, overwritten) => {
+        const apart = ["Running with gitlab-runner 18.2.0\n", ...parts];
+        const expected = reference(apart, overwritten, messageResources()).plan;
+        expect(read(apart, overwritten, false, messageResources()).plan).toEqual(expected);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it("reads no line beside a section marker where only control characters stand", () => {
+    // The cleaner leaves such text out, as it does an empty one: read as an empty line, it would
+    // end the heading's comments before the import's.
+    const plan = [
+      "  # local_file.t is tainted, so must be replaced",
+      "section_start:1767603600:step_script\r\x1b[0K\x00\x7f",
+      '  # (imported from "i-1")',
+      '-/+ resource "local_file" "t" {',
+      '      ~ id = "x" # forces replacement',
+      "    }",
+      "",
+    ].join("\n");
+    const parts = ["Running with gitlab-runner 18.2.0\n", plan];
+    const expected = reference(parts, "hide");
+    expect(expected.plan.resources).toEqual([
+      {
+        address: "local_file.t",
+        action: "replace",
+        replaceOrder: "delete-first",
+        reason: 'tainted; imported from "i-1"; id forces replacement',
+        importing: true,
+      },
+    ]);
+    expect(read(parts, "hide", false).plan).toEqual(expected.plan);
   });
 
   it("reads a line whose colours stand inside the words it is passed over by", () => {
