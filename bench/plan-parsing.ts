@@ -328,11 +328,20 @@ machine): the one-job log in 0.665 of the time at 1 MB and at 30 MB, the repeate
 Split into lines the same way, 30 MB of the one-job log takes 28 ms, the reader 112 (170 before).
 
 Where the time goes now (\`node --cpu-prof\` of the reader built to JavaScript, one job, 30 MB):
-passing over lines 33% (per line, the newline search 15–25 ns, the indentation 20–30 ns read one
-character at a time, the rules 25 ns, where the split costs 45–70 ns a line in all), the search for
-rare control characters 13% (27 native searches a chunk), the headings 15% (350–550 ns each: the
-phrase, the resource's objects and its place in the list), the garbage collector 7%, the chunk
-loop 4%. Ideas measured and left: four spaces of indentation compared in one call (0.70 of the time
+passing over lines 60% (per line, the newline search 15–25 ns, the indentation 20–30 ns read one
+character at a time, the rules 25 ns, where the split costs 45–70 ns a line in all; of the 60, a
+comment's check for a heading's words 7% and a heredoc's opener 7%), the headings 20% (350–550 ns
+each: the phrase, the resource's objects and its place in the list), the chunk loop 16%, the check
+of the lines made for rare control characters 3%. What is left to take: a loop over the same chunks
+that finds each newline and reads each line's indentation and its first and last characters, and
+nothing else, takes 0.85–1.1× the split's time (18–24 ms against 21–23 for 30 MB; the newline
+search alone 7.5–10.6), so half the split's throughput leaves the rules, the headings and the
+chunk loop one split's time where they take two. The rare control characters (all controls but
+tab, newline, \`\\r\` and ESC) were searched for in every chunk, 27 native searches, 13% of the time;
+the lines made are now checked one by one instead, and the rules read any line in which such a
+character could hide what it says (\`plan-log-reader.property.test.ts\` puts them anywhere in a
+plan's lines): 0.89–0.96 of the time before, measured alternately in one process. Ideas measured and
+left: four spaces of indentation compared in one call (0.70 of the time
 before, against 0.64 without); native searches for the landmarks' words in place of reading each
 line's first character ("No changes." alone takes 13 ms per 30 MB, as long as the indentation);
 splitting each chunk natively and passing over the lines made (175 ms became 219); a line's
