@@ -35,7 +35,10 @@ const STOPPED = new Set(["failed", "canceled", "skipped"]);
 /** queued → planning → awaiting approval, or applying → configuring → ready, in one reading. */
 const MAX_STEPS_PER_PASS = 4;
 
-/** Moves the request on from the status it was read in, audited as the bot's doing. */
+/**
+ * Moves the request on from the status it was read in, audited as the bot's doing in the same
+ * write: a move is never left without its entry, and costs one transaction, not two.
+ */
 export async function move(
   store: AsyncStore,
   request: RequestRecord,
@@ -44,11 +47,11 @@ export async function move(
   /** Effects to record as intended with the move (a destroy's watch on its pipeline). */
   intent?: TransitionIntent,
 ): Promise<RequestRecord | undefined> {
-  const moved = await store.transition(request.id, [request.status], to, patch, intent);
-  if (moved) {
-    await store.audit({ requestId: request.id, actor: "vmbot", action: to, detail: {} });
-  }
-  return moved;
+  return store.transition(request.id, [request.status], to, patch, intent, {
+    actor: "vmbot",
+    action: to,
+    detail: {},
+  });
 }
 
 export interface AdvanceDeps {
