@@ -206,20 +206,31 @@ function fences(
     if (epoch === undefined) throw new FencedError(what, undefined);
     return epoch;
   };
-  /** FencedError, and this replica follows, unless the lease row still names its `epoch`. */
-  const stillCurrent = async (
-    what: string,
-    epoch: number,
-    db: Pick<pg.Pool, "query">,
-    lock: "" | " FOR SHARE",
-  ) => {
-    const { rowCount } = await db.query(
-      `SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3${lock}`,
-      [name, replica, epoch],
-    );
+  /** FencedError, and this replica follows, unless the lease row read named its `epoch`. */
+  const current = (what: string, epoch: number, rowCount: number | null) => {
     if (rowCount === 1) return;
     if (lease.held?.epoch === epoch) change(undefined);
     throw new FencedError(what, epoch);
+  };
+  const stillCurrent = async (what: string, epoch: number) => {
+    const { rowCount } = await pool.query(
+      "SELECT 1 FROM leadership WHERE name = $1 AND holder = $2 AND epoch = $3",
+      [name, replica, epoch],
+    );
+    current(what, epoch, rowCount);
+  };
+  /**
+   * Opens a fenced write's transaction and checks its epoch in one round trip: `BEGIN` and the
+   * lease row's read, FOR SHARE, sent together (a query of two statements takes no parameters:
+   * the names are quoted by the client, the epoch is an integer). FOR SHARE holds the lease row
+   * until the transaction ends: a takeover (an UPDATE of the row) waits for the write to commit,
+   * so no write lands after a newer epoch.
+   */
+  const beginCurrent = (what: string, epoch: number) => async (client: pg.PoolClient) => {
+    if (!Number.isSafeInteger(epoch)) throw new FencedError(what, epoch);
+    const text = `BEGIN; SELECT 1 FROM leadership WHERE name = ${client.escapeLiteral(name)} AND holder = ${client.escapeLiteral(replica)} AND epoch = ${String(epoch)} FOR SHARE`;
+    const results = (await client.query(text)) as unknown as pg.QueryResult[];
+    current(what, epoch, results[1]?.rowCount ?? null);
   };
   /**
    * FencedError unless the lease of `epoch` was taken or renewed less than a lease ago, in real
@@ -235,12 +246,7 @@ function fences(
   return {
     async fenced(what, write) {
       const epoch = held(what);
-      const written = await inTransaction(pool, async (client) => {
-        // FOR SHARE holds the lease row until this transaction ends: a takeover (an UPDATE of
-        // the row) waits for this write to commit, so no write lands after a newer epoch.
-        await stillCurrent(what, epoch, client, " FOR SHARE");
-        return write(client);
-      });
+      const written = await inTransaction(pool, write, beginCurrent(what, epoch));
       // The write stands, made under the lease; what would follow it (a call to GitLab) waits
       // for the new leader, which finds the write, if the answer came too late.
       answeredInTime(what, epoch);
@@ -248,7 +254,7 @@ function fences(
     },
     async confirm(what) {
       const epoch = held(what);
-      await stillCurrent(what, epoch, pool, "");
+      await stillCurrent(what, epoch);
       answeredInTime(what, epoch);
     },
     stillHolds(what) {

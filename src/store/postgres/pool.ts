@@ -126,6 +126,8 @@ export async function guardWrite<T>(what: string, write: () => Promise<T>): Prom
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  /** Opens the transaction: `BEGIN`, or `BEGIN` and more in the same round trip. */
+  begin: (client: pg.PoolClient) => Promise<unknown> = (client) => client.query("BEGIN"),
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
@@ -136,7 +138,7 @@ export async function inTransaction<T>(
   };
   client.on("error", lost);
   try {
-    await client.query("BEGIN");
+    await begin(client);
     const result = await work(client);
     await client.query("COMMIT");
     return result;

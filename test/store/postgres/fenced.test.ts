@@ -25,8 +25,10 @@ describeWithPostgres("the led work's store, fenced by the leader's epoch", () =>
 
   beforeEach(async () => {
     clock = testClock(new Date("2026-12-02T10:00:00.000Z"));
+    // Names a pod or a person may give: the fence's check quotes them itself (it is sent with
+    // BEGIN, as a query of two statements, which takes no parameters).
     stores = await Promise.all(
-      ["replica-a", "replica-b"].map((replica) =>
+      ["replica-a's", "replica-b\\'; --"].map((replica) =>
         openPostgresStore(database.url(), { clock: clock.now, replica }),
       ),
     );
@@ -111,16 +113,17 @@ describeWithPostgres("the led work's store, fenced by the leader's epoch", () =>
 
     // A click on the replica claims the play; its own tracker pass reaches the same effect.
     const listener = await storeOf(0).claim(subject, "play_apply:1", 60_000);
-    expect(listener).toMatchObject({ claimed: true, holder: "replica-a" });
+    const replica = storeOf(0).replica;
+    expect(listener).toMatchObject({ claimed: true, holder: replica });
     const tracker = await led.claim(subject, "play_apply:1", 60_000);
-    expect(tracker).toMatchObject({ claimed: false, holder: "replica-a" });
+    expect(tracker).toMatchObject({ claimed: false, holder: replica });
 
     // And the other way round: what the tracker claimed first, a click waits for.
     const first = await led.claim(subject, "play_apply:2", 60_000);
-    expect(first).toMatchObject({ claimed: true, holder: "replica-a/led" });
+    expect(first).toMatchObject({ claimed: true, holder: `${replica}/led` });
     expect(await storeOf(0).claim(subject, "play_apply:2", 60_000)).toMatchObject({
       claimed: false,
-      holder: "replica-a/led",
+      holder: `${replica}/led`,
     });
   });
 });
