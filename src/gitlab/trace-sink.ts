@@ -255,9 +255,21 @@ export function pushChunkTo(
   // for any: 27 searches of the whole chunk cost as much as half the lines' split.
   if (sink.wantsEveryLine) state.rareControlSeen ||= hasRareControl(chunk);
   else state.checksLines = true;
+  let rest = chunk;
+  if (state.hasTimestamps === undefined) {
+    // The log's first line says whether it has timestamps: read by the general rules, and the
+    // rest of its chunk (64 KB of a 1 MB log) by the shortcuts, not all of it line by line.
+    const newline = chunk.indexOf("\n");
+    if (newline === -1 || newline === chunk.length - 1) {
+      for (const line of pushChunk(state, chunk)) sink.line(line);
+      return;
+    }
+    for (const line of pushChunk(state, chunk.slice(0, newline + 1))) sink.line(line);
+    rest = chunk.slice(newline + 1);
+  }
   if (state.hasTimestamps === false && !state.rareControlSeen && !state.lineByLine) {
-    plainChunkTo(state, chunk, sink, out);
+    plainChunkTo(state, rest, sink, out);
     return;
   }
-  for (const line of pushChunk(state, chunk)) sink.line(line);
+  for (const line of pushChunk(state, rest)) sink.line(line);
 }
