@@ -126,6 +126,7 @@ async function connectGitlab(
     pipelineParams: config.gitlab.pipelineParams,
     tagRequests: config.gitlab.requestIdVariable,
     ...(options.gitlabTimeoutMs === undefined ? {} : { timeoutMs: options.gitlabTimeoutMs }),
+    now: options.clock ?? systemClock,
   });
   await checkGitlab(gitlab, config, log);
   return gitlab;

@@ -13,6 +13,7 @@ import { fixedSecret, type SecretSource } from "../secrets.js";
 import { gitlabError, type GitlabErrorContext } from "./errors.js";
 import type { GitlabToken } from "./port.js";
 import { createRequester, type RetryPolicy } from "./requester.js";
+import { createServerClock, type ServerClock } from "./server-clock.js";
 
 export interface GitlabOptions {
   url: string;
@@ -24,6 +25,8 @@ export interface GitlabOptions {
   tagRequests?: boolean;
   timeoutMs?: number;
   retry?: RetryPolicy;
+  /** The bot's clock, which the times it looks pipelines up by are read on. */
+  now?: () => Date;
 }
 
 /** What gitbeaker's resources are built with: the bot's host, token, timeout and transport. */
@@ -58,6 +61,8 @@ export interface GitlabClient {
   call<T>(ask: GitlabAsk, schema: z.ZodType<T>, run: () => Promise<unknown>): Promise<T>;
   /** The project's full path: GraphQL names projects by path; GITLAB_PROJECT may be a numeric ID. */
   projectPath(): Promise<string>;
+  /** How far GitLab's clock runs behind the bot's, as its answers say. */
+  serverClock: ServerClock;
 }
 
 const PathSchema = z.object({ path_with_namespace: z.string() });
@@ -66,11 +71,15 @@ export function createGitlabClient(options: GitlabOptions): GitlabClient {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const token: SecretSource =
     typeof options.token === "string" ? fixedSecret(options.token) : options.token;
+  const serverClock = createServerClock();
+  const now = options.now ?? (() => new Date());
   const api = resources({
     host: options.url,
     token: () => token.get(),
     queryTimeout: timeoutMs,
-    requesterFn: createRequester(options.retry),
+    requesterFn: createRequester(options.retry, (response) => {
+      serverClock.observe(response.headers.get("date"), now().getTime());
+    }),
   });
 
   /**
@@ -128,5 +137,5 @@ export function createGitlabClient(options: GitlabOptions): GitlabClient {
     return fullPath;
   }
 
-  return { api, options, timeoutMs, withToken, context, call, projectPath };
+  return { api, options, timeoutMs, withToken, context, call, projectPath, serverClock };
 }

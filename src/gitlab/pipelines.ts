@@ -3,6 +3,7 @@ import type { GitlabAsk } from "../errors.js";
 import type { PipelineParams } from "../vm/spec.js";
 import type { GitlabClient } from "./client.js";
 import { gitlabError } from "./errors.js";
+import { byServerClock } from "./server-clock.js";
 import {
   INPUT_TYPES_MAX_AGE_MS,
   PIPELINE_INPUTS_QUERY,
@@ -27,8 +28,12 @@ export function variableKey(inputName: string): string {
   return inputName.toUpperCase().replace(/[^A-Z0-9_]/g, "_");
 }
 
-/** API pipelines on the ref created since `createdAfter`, oldest first. */
-async function apiPipelinesSince(c: GitlabClient, createdAfter: string, ask: GitlabAsk) {
+/**
+ * API pipelines on the ref created since `createdAfter`, oldest first. `createdAfter` is the bot's
+ * clock: GitLab stamps pipelines by its own, which may run behind (server-clock.ts).
+ */
+async function apiPipelinesSince(c: GitlabClient, since: string, ask: GitlabAsk) {
+  const createdAfter = byServerClock(c.serverClock, since);
   const listed = await c.call(ask, z.array(CandidateSchema), () =>
     c.api.Pipelines.all(c.options.project, {
       ref: c.options.ref,

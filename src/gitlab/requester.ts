@@ -129,7 +129,13 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-export function createRequestHandler(policy: RetryPolicy = DEFAULT_RETRY) {
+/** Sees every answer GitLab gives, before it is read: its `Date` header (server-clock.ts). */
+export type AnswerObserver = (response: Response) => void;
+
+export function createRequestHandler(
+  policy: RetryPolicy = DEFAULT_RETRY,
+  observe: AnswerObserver = () => undefined,
+) {
   return async (endpoint: string, raw?: Record<string, unknown>): Promise<FormattedResponse> => {
     const {
       rateLimiters,
@@ -161,6 +167,7 @@ export function createRequestHandler(policy: RetryPolicy = DEFAULT_RETRY) {
         await sleep(backoff(attempt, policy), init.signal);
         continue;
       }
+      observe(response);
       if (response.ok) {
         const headers = Object.fromEntries(response.headers.entries());
         const body = asStream ? (response.body as ResponseBodyTypes) : await processBody(response);
@@ -182,6 +189,9 @@ export function createRequestHandler(policy: RetryPolicy = DEFAULT_RETRY) {
 }
 
 /** A gitbeaker `requesterFn` with the retry rules above. */
-export function createRequester(policy: RetryPolicy = DEFAULT_RETRY) {
-  return createRequesterFn((_, options) => Promise.resolve(options), createRequestHandler(policy));
+export function createRequester(policy: RetryPolicy = DEFAULT_RETRY, observe?: AnswerObserver) {
+  return createRequesterFn(
+    (_, options) => Promise.resolve(options),
+    createRequestHandler(policy, observe),
+  );
 }

@@ -88,6 +88,25 @@ describe("GitLab faults", () => {
     );
   });
 
+  it.each([
+    ["in step with the bot's", 0],
+    ["five minutes behind the bot's", 5 * 60_000],
+  ])(
+    "a create whose answer is lost after GitLab made the pipeline, GitLab's clock %s: found by its request ID, and not made again",
+    async (_, behindMs) => {
+      const h = await start({ gitlab: { now: () => new Date(Date.now() - behindMs) } });
+      h.gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, { afterEffect: "reset" });
+      expect((await submitForm(h)).action).toBe("pipeline_created");
+      expect(h.gitlab.requestsTo("POST", /\/pipeline$/)).toHaveLength(1);
+      expect(h.gitlab.pipelines).toHaveLength(1);
+      const requestId = (await h.bot.store.listAudit())[0]!.requestId!;
+      const request = (await h.bot.store.getRequest(requestId))!;
+      expect(request).toMatchObject({ status: "queued", pipelineId: h.gitlab.pipelines[0]!.id });
+      // Found by its tag: nothing in the message says the bot is unsure it is the request's.
+      expect(request.notes.join(" ")).not.toContain("restarted while starting");
+    },
+  );
+
   it("500s while following a pipeline: retried on the next passes, and the request moves on", async () => {
     const h = await start();
     const pipelineId = await askForVm(h);

@@ -13,10 +13,12 @@ function requestId(): string {
   return randomBytes(13).toString("hex").toUpperCase();
 }
 
-function write(res: ServerResponse, reply: Reply): void {
+/** Writes the reply, dated by GitLab's clock, as GitLab's web server dates every answer. */
+function write(res: ServerResponse, reply: Reply, now: Date): void {
   if (res.destroyed || res.writableEnded) return; // the client has gone
   const id = requestId();
   const common = {
+    date: now.toUTCString(),
     "cache-control": "max-age=0, private, must-revalidate",
     "x-request-id": id,
     "x-gitlab-meta": JSON.stringify({ correlation_id: id, version: "1" }),
@@ -105,10 +107,10 @@ export async function respond(
     if (lost === "reset") {
       res.socket?.destroy();
     } else if ("delayMs" in lost) {
-      if (await waits.sleep(lost.delayMs)) write(res, reply);
+      if (await waits.sleep(lost.delayMs)) write(res, reply, model.now());
       else res.destroy();
     } else {
-      write(res, defaultFailureReply(lost.status, undefined, model.now()));
+      write(res, defaultFailureReply(lost.status, undefined, model.now()), model.now());
     }
     return;
   }
@@ -121,12 +123,12 @@ export async function respond(
       return;
     }
     if ("until" in failure && failure.status !== undefined) {
-      write(res, defaultFailureReply(failure.status, undefined, model.now()));
+      write(res, defaultFailureReply(failure.status, undefined, model.now()), model.now());
       return;
     }
   } else if (failure !== undefined) {
-    write(res, failureReply(failure, model.now()));
+    write(res, failureReply(failure, model.now()), model.now());
     return;
   }
-  write(res, dispatch(model, entities, req));
+  write(res, dispatch(model, entities, req), model.now());
 }

@@ -102,6 +102,19 @@ function bodyOf(fakeGitlab: FakeGitlab, index = 0): unknown {
   return JSON.parse(request.body) as unknown;
 }
 
+describe("fake GitLab: the Date of its answers", () => {
+  it("dates every answer by its own clock, as GitLab's web server does, a failure's too", async () => {
+    const { fake: gitlab } = await start({ now: () => new Date("2026-12-07T12:55:00.250Z") });
+    const headers = { "PRIVATE-TOKEN": token };
+    const answered = await fetch(`${gitlab.url}/api/v4/projects/42`, { headers });
+    expect(answered.headers.get("date")).toBe("Mon, 07 Dec 2026 12:55:00 GMT");
+    gitlab.failNext({ path: /\/projects\/42$/ }, { status: 503 });
+    const failed = await fetch(`${gitlab.url}/api/v4/projects/42`, { headers });
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get("date")).toBe("Mon, 07 Dec 2026 12:55:00 GMT");
+  });
+});
+
 describe("fake GitLab: creating a pipeline", () => {
   it("receives exactly the ref and inputs, and stores the inputs merged with the defaults", async () => {
     const { fake, api } = await start();
