@@ -129,7 +129,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** Sees every answer GitLab gives, before it is read: its `Date` header (server-clock.ts). */
+/** Sees every successful answer, before it is read: its `Date` header (server-clock.ts). */
 export type AnswerObserver = (response: Response) => void;
 
 export function createRequestHandler(
@@ -167,8 +167,8 @@ export function createRequestHandler(
         await sleep(backoff(attempt, policy), init.signal);
         continue;
       }
-      observe(response);
       if (response.ok) {
+        observe(response);
         const headers = Object.fromEntries(response.headers.entries());
         const body = asStream ? (response.body as ResponseBodyTypes) : await processBody(response);
         return { body, headers, status: response.status };

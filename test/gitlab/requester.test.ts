@@ -52,6 +52,20 @@ const DEFAULT_LIMITS = (() => {
 const creates = () => gitlab.requestsTo("POST", /\/pipeline$/);
 
 describe("the GitLab requester", () => {
+  it("shows only GitLab's successful answers to its observer: an error page may be a proxy's, dated by another clock", async () => {
+    const seen: number[] = [];
+    const observed = new Gitlab({
+      host: gitlab.url,
+      token: TEST_SECRETS.gitlabToken,
+      requesterFn: createRequester({ maxRetries: 2, baseDelayMs: 10, maxDelayMs: 2_000 }, (r) => {
+        seen.push(r.status);
+      }),
+    });
+    gitlab.failNext({ method: "GET", path: /\/projects\/infra%2Fvms$/ }, { status: 503 });
+    await observed.Projects.show("infra/vms");
+    expect(seen).toEqual([200]);
+  });
+
   it("never repeats a pipeline creation that met a 502, so no VM is created twice", async () => {
     gitlab.failNext({ method: "POST", path: /\/pipeline$/ }, { status: 502 });
     await expect(create()).rejects.toBeInstanceOf(GitbeakerRequestError);

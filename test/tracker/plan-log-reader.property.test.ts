@@ -246,27 +246,30 @@ const rareControl = fc.constantFrom(
 );
 
 /**
- * A log with rare control characters put in one line of its lines in three, each anywhere in its
- * line: where a landmark's, a marker's, a heredoc's or a heading's words are, they hide them from
- * any rule that reads the line as it stands.
+ * A log with rare control characters put in one line of its lines in three, one to three of them
+ * each anywhere in its line: where a landmark's, a marker's, a heredoc's or a heading's words
+ * are, or inside an escape sequence or a section marker, they hide them from any rule that reads
+ * the line as it stands.
  */
 const sprinkled = (log: string) => {
   const lines = log.split("\n");
-  return fc
-    .array(fc.tuple(fc.nat(2), fc.nat(), rareControl), {
-      minLength: lines.length,
-      maxLength: lines.length,
-    })
-    .map((marks) =>
-      lines
-        .map((line, index) => {
-          const [pick, at, control] = marks[index] ?? [1, 0, ""];
-          if (pick !== 0) return line;
-          const cut = at % (line.length + 1);
-          return `${line.slice(0, cut)}${control}${line.slice(cut)}`;
-        })
-        .join("\n"),
-    );
+  const marks = fc.oneof(
+    { weight: 2, arbitrary: fc.constant([]) },
+    {
+      weight: 1,
+      arbitrary: fc.array(fc.tuple(fc.nat(), rareControl), { minLength: 1, maxLength: 3 }),
+    },
+  );
+  return fc.array(marks, { minLength: lines.length, maxLength: lines.length }).map((all) =>
+    lines
+      .map((line, index) =>
+        (all[index] ?? []).reduce((text, [at, control]) => {
+          const cut = at % (text.length + 1);
+          return `${text.slice(0, cut)}${control}${text.slice(cut)}`;
+        }, line),
+      )
+      .join("\n"),
+  );
 };
 
 describe("reading a plan job's log", () => {

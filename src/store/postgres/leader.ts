@@ -229,8 +229,13 @@ function fences(
   const beginCurrent = (what: string, epoch: number) => async (client: pg.PoolClient) => {
     if (!Number.isSafeInteger(epoch)) throw new FencedError(what, epoch);
     const text = `BEGIN; SELECT 1 FROM leadership WHERE name = ${client.escapeLiteral(name)} AND holder = ${client.escapeLiteral(replica)} AND epoch = ${String(epoch)} FOR SHARE`;
-    const results = (await client.query(text)) as unknown as pg.QueryResult[];
-    current(what, epoch, results[1]?.rowCount ?? null);
+    const results: unknown = await client.query(text);
+    // Two statements, two results: anything else is a driver that answers otherwise, said as
+    // such, not taken for a lost lead.
+    if (!Array.isArray(results) || results.length !== 2) {
+      throw new Error("the fence's BEGIN and lease read did not answer with two results");
+    }
+    current(what, epoch, (results[1] as pg.QueryResult).rowCount);
   };
   /**
    * FencedError unless the lease of `epoch` was taken or renewed less than a lease ago, in real
