@@ -118,6 +118,7 @@ const kind = (step: string) => step.split(":")[0] ?? step;
 /**
  * Claims the effect for this replica, or finds it done by another. While another replica
  * holds it, waits: for its result, or for its claim to lapse, when this one takes it over.
+ * `existed`: an intent stood before the claim (left by a crash, or by the replica it took over).
  */
 async function claimed(
   options: EffectsOptions,
@@ -125,15 +126,17 @@ async function claimed(
   subject: string,
   step: string,
   detail?: Record<string, unknown>,
-): Promise<{ done?: EffectRecord; tookOver: boolean; askedAt: number }> {
+): Promise<{ done?: EffectRecord; tookOver: boolean; existed: boolean; askedAt: number }> {
   const claim = options.claim;
   let waited = false;
   for (;;) {
     const askedAt = performance.now();
     const answer = await claim?.(subject, step, holdMs, detail);
-    if (answer === undefined || answer.claimed) return { tookOver: waited, askedAt };
+    if (answer === undefined || answer.claimed) {
+      return { tookOver: waited, existed: answer?.existed ?? false, askedAt };
+    }
     if (answer.effect.state === "done") {
-      return { done: answer.effect, tookOver: false, askedAt };
+      return { done: answer.effect, tookOver: false, existed: true, askedAt };
     }
     waited = true;
     await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
@@ -195,18 +198,22 @@ export function createEffects(options: EffectsOptions): Effects {
     step: string,
     plan: EffectPlan<T>,
   ): Promise<T> {
-    const recorded = await store.effect(subject, step);
-    if (recorded?.state === "done") return recordedResult(subject, step, recorded.result, plan);
     // Whether the effect may have happened already: its intent was left by a crash, or by a
-    // replica whose claim this one takes over.
-    let left = recorded?.state === "intended" && plan.fresh !== true;
+    // replica whose claim this one takes over. With claims, the claim says so (one round trip
+    // fewer than reading the effect first); a done effect is never claimed, and is read then.
+    let left = false;
+    if (options.claim === undefined) {
+      const recorded = await store.effect(subject, step);
+      if (recorded?.state === "done") return recordedResult(subject, step, recorded.result, plan);
+      left = recorded?.state === "intended" && plan.fresh !== true;
+    }
     for (;;) {
       // When this replica asked for the claim it now holds, if nothing (a reconcile) came after.
       let claimedAt: number | undefined;
       if (options.claim !== undefined) {
         const claim = await claimed(options, holdMs, subject, step, plan.detail);
         if (claim.done !== undefined) return recordedResult(subject, step, claim.done.result, plan);
-        left ||= claim.tookOver;
+        left ||= (claim.existed && plan.fresh !== true) || claim.tookOver;
         claimedAt = claim.askedAt;
       }
       if (left && plan.reconcile !== undefined) {

@@ -44,6 +44,11 @@ export interface EffectClaim {
   effect: EffectRecord;
   /** The replica holding the claim, when the effect is not done. */
   holder: string | null;
+  /**
+   * Whether an intent stood before this claim (left by a crash, or by a replica whose claim
+   * lapsed): the effect may have happened. False only when this claim recorded the intent.
+   */
+  existed: boolean;
 }
 
 export interface PostgresEffects extends Pick<
@@ -194,11 +199,20 @@ function claimEffect(pool: Runner, clock: () => Date, replica: string): Postgres
              AND (effects.claimed_by = excluded.claimed_by
                   OR effects.claimed_until IS NULL OR effects.claimed_until <= $4
                   OR ${holderGone("effects.claimed_by", "$7")})
-         RETURNING *`,
+         RETURNING *, (xmax = 0) AS inserted`,
         [subject, step, JSON.stringify(detail), now.toISOString(), replica, until, now.getTime()],
       ),
     );
-    if (rows[0] !== undefined) return { claimed: true, effect: toEffect(rows[0]), holder: replica };
+    // xmax is 0 on a row the INSERT wrote, and set on one the ON CONFLICT branch updated.
+    const won = rows[0] as { inserted?: unknown } | undefined;
+    if (won !== undefined) {
+      return {
+        claimed: true,
+        effect: toEffect(won),
+        holder: replica,
+        existed: won.inserted !== true,
+      };
+    }
     const { rows: current } = await pool.query(
       "SELECT * FROM effects WHERE subject = $1 AND step = $2",
       [subject, step],
@@ -208,6 +222,7 @@ function claimEffect(pool: Runner, clock: () => Date, replica: string): Postgres
       claimed: false,
       effect: toEffect(row),
       holder: row.state === "done" ? null : row.claimed_by,
+      existed: true,
     };
   };
 }

@@ -278,6 +278,36 @@ describeWithPostgres("effects claimed on PostgreSQL", () => {
     expect([looked, acted]).toEqual([1, 0]);
   });
 
+  it("reconciles before it acts on an intent it left itself before a restart, and acts at once on one it records", async () => {
+    // The claim says whether an intent stood before it: no read of the effect comes first.
+    const before = await replica("claim-restarted");
+    await before.store.claim("R-restart-left", "reply:ready", 600_000, {});
+    const { effects } = await replica("claim-restarted");
+    const calls: string[] = [];
+    const plan = (ts: string) => ({
+      result: PostedResultSchema,
+      reconcile: () => {
+        calls.push(`looked ${ts}`);
+        return Promise.resolve(undefined);
+      },
+      act: () => {
+        calls.push(`acted ${ts}`);
+        return Promise.resolve({ ts });
+      },
+    });
+    expect(await effects.once("R-restart-left", "reply:ready", plan("1700000000.000400"))).toEqual({
+      ts: "1700000000.000400",
+    });
+    expect(await effects.once("R-restart-new", "reply:ready", plan("1700000000.000500"))).toEqual({
+      ts: "1700000000.000500",
+    });
+    expect(calls).toEqual([
+      "looked 1700000000.000400",
+      "acted 1700000000.000400",
+      "acted 1700000000.000500",
+    ]);
+  });
+
   /** One attempt at the lead by `store`'s replica, `ago` ms in the past: it renews its liveness. */
   const triedToLead = (store: PostgresStore, ago: number) =>
     createLeader({
