@@ -252,9 +252,9 @@ export function pushChunkTo(
   out: string[],
 ): void {
   // A sink that reads few lines has those checked for rare control characters, not each chunk
-  // for any: 27 searches of the whole chunk cost as much as half the lines' split.
+  // for any: 27 searches of the whole chunk cost as much as half the lines' split. The general
+  // rules (a first line, timestamps) search each chunk they read as ever.
   if (sink.wantsEveryLine) state.rareControlSeen ||= hasRareControl(chunk);
-  else state.checksLines = true;
   let rest = chunk;
   if (state.hasTimestamps === undefined) {
     // The log's first line says whether it has timestamps: read by the general rules, and the
@@ -268,6 +268,7 @@ export function pushChunkTo(
     rest = chunk.slice(newline + 1);
   }
   if (state.hasTimestamps === false && !state.rareControlSeen && !state.lineByLine) {
+    state.checksLines = !sink.wantsEveryLine;
     plainChunkTo(state, rest, sink, out);
     return;
   }
