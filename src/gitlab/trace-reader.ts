@@ -62,13 +62,11 @@ const RARE_CONTROLS = Array.from({ length: 32 }, (_, code) => String.fromCharCod
   .filter((char) => !"\t\n\r\x1b".includes(char))
   .concat("\x7f");
 
-/* eslint-disable no-control-regex -- these patterns exist to match control characters */
-
-/** One of `RARE_CONTROLS`, and all of them. */
-const RARE_CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/;
+/** One of `RARE_CONTROLS`, and all of them: a class of their escapes. */
+const RARE_CONTROL = new RegExp(
+  `[${RARE_CONTROLS.map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]`,
+);
 const RARE_CONTROL_ALL = new RegExp(RARE_CONTROL.source, "g");
-
-/* eslint-enable no-control-regex */
 
 /**
  * A line made by the rules for text with no rare control character, without the rare control

@@ -120,12 +120,8 @@ function shownLine(
   if (!sink.wantsEveryLine && sink.passes(chunk, first, indent, view.last, end)) return 1;
   const plain = escape === -1 || escape >= end;
   const line = plain ? chunk.slice(from, end) : stripEscapesBetween(chunk, from, end, escape);
-  if (!state.checksLines) {
-    sink.line(line);
-    return 1;
-  }
-  // Control characters are all it held but escapes: beside a marker, no line.
-  const clean = withoutRareControls(line);
+  const clean = state.checksLines ? withoutRareControls(line) : line;
+  // Control characters were all it held but escapes: beside a marker, no line.
   if (besideMarker && clean === "") return 0;
   sink.line(clean);
   return 1;
